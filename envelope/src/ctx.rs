@@ -1,0 +1,251 @@
+//! Object identity and the context `ctx` (study section III, Algorithm 1; FORMAT.md §3).
+//!
+//! `ctx` is the RFC 8785 (JSON Canonicalization Scheme) serialization of a JSON object whose
+//! members are all strings, non-negative integers below 2^53, or (for sessions) an object of
+//! such integers. It is bound into the data key (HKDF info) and into every chunk (AEAD
+//! associated data).
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::{Error, Mode, Result};
+
+/// Chunk size in bytes: 4 MiB (format constant: changing it breaks existing objects).
+pub const CHUNK_SIZE: u64 = 4 * 1024 * 1024;
+/// `ctx.format` of format v1 (format constant).
+pub const FORMAT_VERSION: u64 = 1;
+/// Largest plaintext size: 2^53 − 1, the largest integer JSON carries exactly (RFC 8785 §3.2.2.3).
+pub const MAX_PLAINTEXT_SIZE: u64 = (1 << 53) - 1;
+/// Largest length of tenant, bucket and key in bytes (S3's key limit).
+const MAX_NAME_LEN: usize = 1024;
+
+/// Number of chunks of an object of `plaintext_size` bytes: ⌈size / 4 MiB⌉, and 1 for an
+/// empty object (which still carries one authenticated, empty, final chunk).
+pub const fn chunk_count(plaintext_size: u64) -> u64 {
+    if plaintext_size == 0 { 1 } else { plaintext_size.div_ceil(CHUNK_SIZE) }
+}
+
+/// Plaintext length of chunk `j` of an object of `plaintext_size` bytes.
+pub fn chunk_len(plaintext_size: u64, j: u64) -> u64 {
+    let n = chunk_count(plaintext_size);
+    if j + 1 < n { CHUNK_SIZE } else { plaintext_size - (n - 1) * CHUNK_SIZE }
+}
+
+/// A fresh UUIDv7 version string (RFC 9562 §5.7): time-ordered, lowercase, hyphenated.
+pub fn new_version() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// The object identity `I = (tenant, bucket, key, version)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectId {
+    /// Tenant (the owner namespace).
+    pub tenant: String,
+    /// S3 bucket.
+    pub bucket: String,
+    /// S3 object key (without the `.pqcs/<version>/` suffix).
+    pub key: String,
+    /// UUIDv7 version, lowercase hyphenated.
+    pub version: String,
+}
+
+impl ObjectId {
+    /// Builds and validates an identity: non-empty names of at most 1,024 bytes without
+    /// control characters; `version` a lowercase hyphenated UUIDv7.
+    pub fn new(tenant: &str, bucket: &str, key: &str, version: &str) -> Result<Self> {
+        let id = Self { tenant: tenant.into(), bucket: bucket.into(), key: key.into(), version: version.into() };
+        id.validate()?;
+        Ok(id)
+    }
+
+    /// Builds an identity with a fresh UUIDv7 version.
+    pub fn new_version(tenant: &str, bucket: &str, key: &str) -> Result<Self> {
+        Self::new(tenant, bucket, key, &new_version())
+    }
+
+    /// Checks the rules of [`ObjectId::new`].
+    pub fn validate(&self) -> Result<()> {
+        for (field, v) in [("tenant", &self.tenant), ("bucket", &self.bucket), ("key", &self.key)] {
+            if v.is_empty() {
+                return Err(Error::Identity(format!("{field} is empty")));
+            }
+            if v.len() > MAX_NAME_LEN {
+                return Err(Error::Identity(format!("{field} is longer than {MAX_NAME_LEN} bytes")));
+            }
+            if v.chars().any(char::is_control) {
+                return Err(Error::Identity(format!("{field} contains a control character")));
+            }
+        }
+        validate_version(&self.version).map_err(Error::Identity)
+    }
+}
+
+/// A version must be a UUIDv7 in lowercase hyphenated form.
+pub(crate) fn validate_version(v: &str) -> std::result::Result<(), String> {
+    let u = uuid::Uuid::try_parse(v).map_err(|_| format!("version {v:?} is not a UUID"))?;
+    if u.get_version_num() != 7 {
+        return Err(format!("version {v:?} is not a UUIDv7"));
+    }
+    if u.hyphenated().to_string() != v {
+        return Err(format!("version {v:?} is not in lowercase hyphenated form"));
+    }
+    Ok(())
+}
+
+/// Session bookkeeping of mode `ml-kem-768-session`, carried in `ctx.session`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCtx {
+    /// Age of the session root, in milliseconds, when this object was sealed.
+    pub age_ms: u64,
+    /// 0-based position of this object in its session.
+    pub index: u64,
+    /// T_max in milliseconds.
+    pub max_age_ms: u64,
+    /// B_max.
+    pub max_objects: u64,
+}
+
+/// The context `ctx`. Field names and order are those of the canonical serialization
+/// (RFC 8785 sorts members by UTF-16 code units; all names here are ASCII).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// AEAD name: `AES-256-GCM` (`none` for plaintext).
+    pub aead: String,
+    /// Object identity: bucket.
+    pub bucket: String,
+    /// Lowercase hex SHA-256 of the key-establishment ciphertext `C` (of the empty string
+    /// when the mode has no `C`).
+    pub c_sha256: String,
+    /// Number of chunks.
+    pub chunk_count: u64,
+    /// Chunk size: 4,194,304.
+    pub chunk_size: u64,
+    /// Format version: 1.
+    pub format: u64,
+    /// KDF name: `HKDF-SHA256` (`none` for plaintext).
+    pub kdf: String,
+    /// Key-establishment algorithm name of the mode.
+    pub kem: String,
+    /// Object identity: key.
+    pub key: String,
+    /// Mode name.
+    pub mode: String,
+    /// Plaintext size in bytes.
+    pub plaintext_size: u64,
+    /// Lowercase hex key id of the recipient key (empty for plaintext).
+    pub recipient_key_id: String,
+    /// Session bookkeeping, present exactly for `ml-kem-768-session`.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present_session")]
+    pub session: Option<SessionCtx>,
+    /// Object identity: tenant.
+    pub tenant: String,
+    /// Object identity: version (UUIDv7).
+    pub version: String,
+}
+
+/// `session` may be absent, but never `null`.
+fn present_session<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<SessionCtx>, D::Error> {
+    SessionCtx::deserialize(d).map(Some)
+}
+
+impl Context {
+    /// The ctx of a new object.
+    pub(crate) fn new(
+        id: &ObjectId,
+        mode: Mode,
+        plaintext_size: u64,
+        recipient_key_id: String,
+        c_sha256: &[u8; 32],
+        session: Option<SessionCtx>,
+    ) -> Self {
+        Self {
+            aead: mode.aead_name().into(),
+            bucket: id.bucket.clone(),
+            c_sha256: hex::encode(c_sha256),
+            chunk_count: chunk_count(plaintext_size),
+            chunk_size: CHUNK_SIZE,
+            format: FORMAT_VERSION,
+            kdf: mode.kdf_name().into(),
+            kem: mode.kem_name().into(),
+            key: id.key.clone(),
+            mode: mode.name().into(),
+            plaintext_size,
+            recipient_key_id,
+            session,
+            tenant: id.tenant.clone(),
+            version: id.version.clone(),
+        }
+    }
+
+    /// The identity this ctx names.
+    pub fn object_id(&self) -> ObjectId {
+        ObjectId {
+            tenant: self.tenant.clone(),
+            bucket: self.bucket.clone(),
+            key: self.key.clone(),
+            version: self.version.clone(),
+        }
+    }
+
+    /// The RFC 8785 canonical bytes: HKDF info and the prefix of every chunk's associated data.
+    pub fn canonical_bytes(&self) -> Result<Vec<u8>> {
+        serde_jcs::to_vec(self).map_err(|e| Error::Manifest(format!("cannot canonicalize ctx: {e}")))
+    }
+
+    /// Checks that this ctx names exactly `id` (field by field, so the error says which).
+    pub(crate) fn check_identity(&self, id: &ObjectId) -> Result<()> {
+        let pairs = [
+            ("tenant", &self.tenant, &id.tenant),
+            ("bucket", &self.bucket, &id.bucket),
+            ("key", &self.key, &id.key),
+            ("version", &self.version, &id.version),
+        ];
+        for (field, a, b) in pairs {
+            if a != b {
+                return Err(Error::IdentityMismatch { field });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunking() {
+        assert_eq!(chunk_count(0), 1);
+        assert_eq!(chunk_len(0, 0), 0);
+        assert_eq!(chunk_count(1), 1);
+        assert_eq!(chunk_count(CHUNK_SIZE), 1);
+        assert_eq!(chunk_len(CHUNK_SIZE, 0), CHUNK_SIZE);
+        assert_eq!(chunk_count(CHUNK_SIZE + 1), 2);
+        assert_eq!(chunk_len(CHUNK_SIZE + 1, 1), 1);
+        assert_eq!(chunk_count(3 * CHUNK_SIZE + 7), 4);
+        assert_eq!(chunk_len(3 * CHUNK_SIZE + 7, 3), 7);
+    }
+
+    #[test]
+    fn identity_validation() {
+        let v = new_version();
+        assert!(ObjectId::new("t", "b", "k/with/slashes", &v).is_ok());
+        assert!(ObjectId::new("", "b", "k", &v).is_err());
+        assert!(ObjectId::new("t", "b", "k\n", &v).is_err());
+        assert!(ObjectId::new("t", "b", "k", "not-a-uuid").is_err());
+        // UUIDv4 is refused.
+        assert!(ObjectId::new("t", "b", "k", "2f1e7c4a-9b3d-4e8f-a1c2-3d4e5f607182").is_err());
+        assert!(ObjectId::new("t", "b", "k", &v.to_uppercase()).is_err());
+    }
+
+    #[test]
+    fn canonical_ctx_is_sorted_and_compact() {
+        let id = ObjectId::new("t", "b", "k", "0190a0b0-c0d0-7e00-8000-000000000000").expect("id");
+        let ctx = Context::new(&id, Mode::X25519, 5, "ab".into(), &[0u8; 32], None);
+        let s = String::from_utf8(ctx.canonical_bytes().expect("jcs")).expect("utf8");
+        assert!(s.starts_with("{\"aead\":\"AES-256-GCM\",\"bucket\":\"b\",\"c_sha256\":\"0000"));
+        assert!(s.ends_with("\"recipient_key_id\":\"ab\",\"tenant\":\"t\",\"version\":\"0190a0b0-c0d0-7e00-8000-000000000000\"}"));
+        assert!(!s.contains(' '));
+    }
+}

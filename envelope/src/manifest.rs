@@ -1,0 +1,186 @@
+//! The manifest `manifest.json`: the commit record of a version (FORMAT.md §5).
+//!
+//! It holds ctx, the key-establishment ciphertext `C`, the HKDF salt and the nonce prefix,
+//! and never secret material. The parser is strict: unknown or missing fields, duplicate
+//! fields, wrong types, inconsistent sizes, non-canonical encodings and a `C` that does not
+//! match `ctx.c_sha256` are all rejected, and the reader must name the mode it expects.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::{Deserialize, Serialize};
+
+use crate::ctx::{CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_version};
+use crate::symmetric::sha256;
+use crate::{Backend, Error, Mode, Result};
+
+/// `format` value of a v1 manifest (format constant).
+pub const MANIFEST_FORMAT: &str = "pqbench-envelope/1";
+/// HKDF salt length (format constant).
+pub(crate) const SALT_LEN: usize = 32;
+/// Nonce prefix length (format constant).
+pub(crate) const PREFIX_LEN: usize = 4;
+/// Manifests larger than this are refused before parsing.
+const MAX_MANIFEST_LEN: usize = 64 * 1024;
+
+/// The manifest as it appears on the wire (RFC 8785 canonical JSON).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    c: String,
+    ctx: Context,
+    format: String,
+    nonce_prefix: String,
+    salt: String,
+}
+
+/// A parsed and validated manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    /// The object context.
+    pub ctx: Context,
+    /// The key-establishment ciphertext `C` (empty for `plaintext` and `psk`).
+    pub c: Vec<u8>,
+    /// HKDF salt (32 bytes; empty for `plaintext`).
+    pub salt: Vec<u8>,
+    /// Nonce prefix (4 bytes; empty for `plaintext`).
+    pub nonce_prefix: Vec<u8>,
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::Manifest(msg.into())
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl Manifest {
+    /// Serializes to canonical JSON bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let wire = Wire {
+            c: B64.encode(&self.c),
+            ctx: self.ctx.clone(),
+            format: MANIFEST_FORMAT.into(),
+            nonce_prefix: hex::encode(&self.nonce_prefix),
+            salt: B64.encode(&self.salt),
+        };
+        serde_jcs::to_vec(&wire).map_err(|e| bad(format!("cannot serialize: {e}")))
+    }
+
+    /// Parses and validates a manifest of an object the reader expects to be in `expected`
+    /// mode. Structural checks only: the identity and the recipient are checked by the reader.
+    pub fn parse(bytes: &[u8], expected: Mode) -> Result<Self> {
+        Self::parse_with(bytes, expected, Backend::default())
+    }
+
+    /// [`Manifest::parse`], hashing `C` with `backend`.
+    pub(crate) fn parse_with(bytes: &[u8], expected: Mode, backend: Backend) -> Result<Self> {
+        if bytes.len() > MAX_MANIFEST_LEN {
+            return Err(bad(format!("{} bytes, more than the {MAX_MANIFEST_LEN}-byte limit", bytes.len())));
+        }
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
+        if wire.format != MANIFEST_FORMAT {
+            return Err(bad(format!("format is {:?}, expected {MANIFEST_FORMAT:?}", wire.format)));
+        }
+        let ctx = wire.ctx;
+        // The mode check comes first: a planted object of another mode is a downgrade attempt.
+        if ctx.mode != expected.name() {
+            return Err(Error::ModeMismatch { expected, found: ctx.mode });
+        }
+        let mode = expected;
+        if ctx.format != FORMAT_VERSION {
+            return Err(bad(format!("ctx.format is {}, expected {FORMAT_VERSION}", ctx.format)));
+        }
+        for (field, got, want) in [
+            ("kem", &ctx.kem, mode.kem_name()),
+            ("kdf", &ctx.kdf, mode.kdf_name()),
+            ("aead", &ctx.aead, mode.aead_name()),
+        ] {
+            if got != want {
+                return Err(bad(format!("ctx.{field} is {got:?}, mode {mode} uses {want:?}")));
+            }
+        }
+        if ctx.chunk_size != CHUNK_SIZE {
+            return Err(bad(format!("ctx.chunk_size is {}, format v1 uses {CHUNK_SIZE}", ctx.chunk_size)));
+        }
+        if ctx.plaintext_size > MAX_PLAINTEXT_SIZE {
+            return Err(bad("ctx.plaintext_size is above 2^53 - 1"));
+        }
+        if ctx.chunk_count != chunk_count(ctx.plaintext_size) {
+            return Err(bad(format!(
+                "ctx.chunk_count is {}, but {} bytes make {} chunks",
+                ctx.chunk_count,
+                ctx.plaintext_size,
+                chunk_count(ctx.plaintext_size)
+            )));
+        }
+        for (field, v) in [("tenant", &ctx.tenant), ("bucket", &ctx.bucket), ("key", &ctx.key)] {
+            if v.is_empty() || v.chars().any(char::is_control) {
+                return Err(bad(format!("ctx.{field} is empty or has control characters")));
+            }
+        }
+        validate_version(&ctx.version).map_err(|e| bad(format!("ctx.version: {e}")))?;
+        if mode.encrypts() {
+            if !is_lower_hex(&ctx.recipient_key_id, 64) {
+                return Err(bad("ctx.recipient_key_id is not 64 lowercase hex digits"));
+            }
+        } else if !ctx.recipient_key_id.is_empty() {
+            return Err(bad("ctx.recipient_key_id must be empty for plaintext"));
+        }
+        match (mode, &ctx.session) {
+            (Mode::MlKem768Session, Some(s)) => {
+                if s.max_objects == 0 || s.index >= s.max_objects {
+                    return Err(bad("ctx.session.index is outside the session's bound"));
+                }
+                if s.age_ms > s.max_age_ms {
+                    return Err(bad("ctx.session.age_ms is beyond the session's max_age_ms"));
+                }
+            }
+            (Mode::MlKem768Session, None) => return Err(bad("ctx.session is missing")),
+            (_, Some(_)) => return Err(bad(format!("ctx.session is not allowed in mode {mode}"))),
+            (_, None) => {}
+        }
+
+        let c = B64.decode(&wire.c).map_err(|_| bad("c is not canonical base64"))?;
+        if c.len() != mode.ciphertext_len() {
+            return Err(bad(format!("c is {} bytes, mode {mode} carries {}", c.len(), mode.ciphertext_len())));
+        }
+        if !is_lower_hex(&ctx.c_sha256, 64) || hex::encode(sha256(backend, &c)) != ctx.c_sha256 {
+            return Err(bad("c does not match ctx.c_sha256"));
+        }
+        if mode == Mode::X25519Padded && c[32..].iter().any(|&b| b != 0) {
+            return Err(bad("x25519-padded: padding of c is not zero"));
+        }
+        let (salt_len, prefix_len) = if mode.encrypts() { (SALT_LEN, PREFIX_LEN) } else { (0, 0) };
+        let salt = B64.decode(&wire.salt).map_err(|_| bad("salt is not canonical base64"))?;
+        if salt.len() != salt_len {
+            return Err(bad(format!("salt is {} bytes, expected {salt_len}", salt.len())));
+        }
+        if !is_lower_hex(&wire.nonce_prefix, 2 * prefix_len) {
+            return Err(bad(format!("nonce_prefix is not {prefix_len} bytes of lowercase hex")));
+        }
+        let nonce_prefix = hex::decode(&wire.nonce_prefix).map_err(|_| bad("nonce_prefix is not hex"))?;
+        Ok(Self { ctx, c, salt, nonce_prefix })
+    }
+
+    /// Peeks at the mode a manifest claims, without validating it (for `inspect`).
+    pub fn peek_mode(bytes: &[u8]) -> Result<Mode> {
+        #[derive(Deserialize)]
+        struct Peek {
+            ctx: PeekCtx,
+        }
+        #[derive(Deserialize)]
+        struct PeekCtx {
+            mode: String,
+        }
+        let p: Peek = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
+        p.ctx.mode.parse()
+    }
+
+    /// Size of `data.enc` for this object: every chunk plus a 16-byte tag per chunk when the
+    /// mode encrypts.
+    pub fn ciphertext_size(&self) -> u64 {
+        let tags = if self.ctx.mode == Mode::Plaintext.name() { 0 } else { self.ctx.chunk_count * 16 };
+        self.ctx.plaintext_size + tags
+    }
+}

@@ -1,0 +1,226 @@
+//! ML-KEM-768 and ML-KEM-1024 (FIPS 203) on both backends.
+//!
+//! Keys are stored as the FIPS 203 seed `d ‖ z` (64 bytes, section 6.1 / 7.1
+//! ML-KEM.KeyGen_internal). The expanded decapsulation key is derived once when a key is
+//! loaded and reused for every decapsulation: aws-lc-rs receives the expanded 2400/3168-byte
+//! FIPS 203 `dk` encoding (derived with the RustCrypto implementation, then held by AWS-LC),
+//! RustCrypto keeps its own expanded key object.
+
+use aws_lc_rs::kem as lc_kem;
+use ml_kem::array::Array;
+use ml_kem::{Decapsulate, Encapsulate, KeyExport};
+use rand_core::CryptoRng;
+use zeroize::Zeroizing;
+
+use crate::symmetric::Secret32;
+use crate::{Backend, Error, Result};
+
+/// The two ML-KEM parameter sets pqbench uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Params {
+    /// ML-KEM-768 (NIST category 3).
+    K768,
+    /// ML-KEM-1024 (NIST category 5).
+    K1024,
+}
+
+impl Params {
+    /// Ciphertext length in bytes (FIPS 203 table 3).
+    pub(crate) const fn ciphertext_len(self) -> usize {
+        match self {
+            Params::K768 => 1088,
+            Params::K1024 => 1568,
+        }
+    }
+
+    /// Encapsulation key length in bytes (FIPS 203 table 3).
+    pub(crate) const fn public_len(self) -> usize {
+        match self {
+            Params::K768 => 1184,
+            Params::K1024 => 1568,
+        }
+    }
+
+    fn aws(self) -> &'static lc_kem::Algorithm {
+        match self {
+            Params::K768 => &lc_kem::ML_KEM_768,
+            Params::K1024 => &lc_kem::ML_KEM_1024,
+        }
+    }
+}
+
+type Dk768 = ml_kem::ml_kem_768::DecapsulationKey;
+type Dk1024 = ml_kem::ml_kem_1024::DecapsulationKey;
+type Ek768 = ml_kem::ml_kem_768::EncapsulationKey;
+type Ek1024 = ml_kem::ml_kem_1024::EncapsulationKey;
+
+fn secret32(bytes: &[u8]) -> Result<Secret32> {
+    let arr: [u8; 32] = bytes.try_into().map_err(|_| Error::Crypto("ml-kem shared secret size"))?;
+    Ok(Zeroizing::new(arr))
+}
+
+/// Derives the encapsulation key bytes from a 64-byte seed (FIPS 203 ML-KEM.KeyGen_internal).
+pub(crate) fn public_from_seed(params: Params, seed: &[u8; 64]) -> Vec<u8> {
+    let seed = Array::from(*seed);
+    match params {
+        Params::K768 => Dk768::from_seed(seed).encapsulation_key().to_bytes().to_vec(),
+        Params::K1024 => Dk1024::from_seed(seed).encapsulation_key().to_bytes().to_vec(),
+    }
+}
+
+/// Derives the expanded FIPS 203 decapsulation key encoding `dk` from a seed.
+#[allow(deprecated, reason = "the expanded encoding is exactly what AWS-LC's raw-key import takes")]
+pub(crate) fn expanded_from_seed(params: Params, seed: &[u8; 64]) -> Zeroizing<Vec<u8>> {
+    use ml_kem::ExpandedKeyEncoding;
+    let seed = Array::from(*seed);
+    Zeroizing::new(match params {
+        Params::K768 => Dk768::from_seed(seed).to_expanded_bytes().to_vec(),
+        Params::K1024 => Dk1024::from_seed(seed).to_expanded_bytes().to_vec(),
+    })
+}
+
+/// A parsed encapsulation (public) key.
+pub(crate) enum EncapKey {
+    /// AWS-LC key object.
+    Aws(lc_kem::EncapsulationKey),
+    /// RustCrypto ML-KEM-768.
+    Rc768(Box<Ek768>),
+    /// RustCrypto ML-KEM-1024.
+    Rc1024(Box<Ek1024>),
+}
+
+impl EncapKey {
+    /// Parses an encapsulation key (with the FIPS 203 section 7.2 modulus check on RustCrypto).
+    pub(crate) fn parse(backend: Backend, params: Params, bytes: &[u8]) -> Result<Self> {
+        if bytes.len() != params.public_len() {
+            return Err(Error::Key(format!(
+                "ML-KEM public key is {} bytes, expected {}",
+                bytes.len(),
+                params.public_len()
+            )));
+        }
+        let bad = |_| Error::Key("invalid ML-KEM public key".into());
+        Ok(match (backend, params) {
+            (Backend::AwsLc, _) => {
+                EncapKey::Aws(lc_kem::EncapsulationKey::new(params.aws(), bytes).map_err(|_| {
+                    Error::Key("invalid ML-KEM public key".into())
+                })?)
+            }
+            (Backend::RustCrypto, Params::K768) => {
+                let arr = Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                EncapKey::Rc768(Box::new(Ek768::new(&arr).map_err(bad)?))
+            }
+            (Backend::RustCrypto, Params::K1024) => {
+                let arr = Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                EncapKey::Rc1024(Box::new(Ek1024::new(&arr).map_err(bad)?))
+            }
+        })
+    }
+
+    /// Encapsulates: returns the ciphertext and the 32-byte shared secret. AWS-LC draws its
+    /// own randomness; RustCrypto draws `m` from `rng`.
+    pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Result<(Vec<u8>, Secret32)> {
+        match self {
+            EncapKey::Aws(k) => {
+                let (ct, ss) = k.encapsulate().map_err(|_| Error::Crypto("ml-kem encapsulate"))?;
+                Ok((ct.as_ref().to_vec(), secret32(ss.as_ref())?))
+            }
+            EncapKey::Rc768(k) => {
+                let (ct, ss) = k.encapsulate_with_rng(rng);
+                Ok((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+            EncapKey::Rc1024(k) => {
+                let (ct, ss) = k.encapsulate_with_rng(rng);
+                Ok((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+        }
+    }
+
+    /// Deterministic encapsulation with the given `m` (FIPS 203 ML-KEM.Encaps_internal).
+    /// RustCrypto only: AWS-LC does not expose it. Used by known-answer tests.
+    pub(crate) fn encapsulate_deterministic(&self, m: &[u8; 32]) -> Option<(Vec<u8>, Secret32)> {
+        let m = Array::from(*m);
+        match self {
+            EncapKey::Aws(_) => None,
+            EncapKey::Rc768(k) => {
+                let (ct, ss) = k.encapsulate_deterministic(&m);
+                Some((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+            EncapKey::Rc1024(k) => {
+                let (ct, ss) = k.encapsulate_deterministic(&m);
+                Some((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+        }
+    }
+}
+
+/// A decapsulation key, expanded once at load time.
+pub(crate) enum DecapKey {
+    /// AWS-LC key object holding the expanded key.
+    Aws(lc_kem::DecapsulationKey),
+    /// RustCrypto ML-KEM-768 expanded key.
+    Rc768(Box<Dk768>),
+    /// RustCrypto ML-KEM-1024 expanded key.
+    Rc1024(Box<Dk1024>),
+}
+
+impl DecapKey {
+    /// Loads a decapsulation key from its 64-byte seed.
+    pub(crate) fn from_seed(backend: Backend, params: Params, seed: &[u8; 64]) -> Result<Self> {
+        Ok(match (backend, params) {
+            (Backend::AwsLc, _) => {
+                let dk = expanded_from_seed(params, seed);
+                DecapKey::Aws(
+                    lc_kem::DecapsulationKey::new(params.aws(), &dk)
+                        .map_err(|_| Error::Key("invalid ML-KEM secret key".into()))?,
+                )
+            }
+            (Backend::RustCrypto, Params::K768) => {
+                DecapKey::Rc768(Box::new(Dk768::from_seed(Array::from(*seed))))
+            }
+            (Backend::RustCrypto, Params::K1024) => {
+                DecapKey::Rc1024(Box::new(Dk1024::from_seed(Array::from(*seed))))
+            }
+        })
+    }
+
+    /// Loads a decapsulation key from its expanded FIPS 203 encoding (known-answer tests).
+    #[allow(deprecated, reason = "ACVP decapsulation vectors give the expanded key only")]
+    pub(crate) fn from_expanded(backend: Backend, params: Params, dk: &[u8]) -> Result<Self> {
+        use ml_kem::ExpandedKeyEncoding;
+        let bad = |_| Error::Key("invalid ML-KEM expanded key".into());
+        Ok(match (backend, params) {
+            (Backend::AwsLc, _) => DecapKey::Aws(
+                lc_kem::DecapsulationKey::new(params.aws(), dk)
+                    .map_err(|_| Error::Key("invalid ML-KEM expanded key".into()))?,
+            ),
+            (Backend::RustCrypto, Params::K768) => {
+                let arr = Array::try_from(dk).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                DecapKey::Rc768(Box::new(Dk768::from_expanded_bytes(&arr).map_err(bad)?))
+            }
+            (Backend::RustCrypto, Params::K1024) => {
+                let arr = Array::try_from(dk).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                DecapKey::Rc1024(Box::new(Dk1024::from_expanded_bytes(&arr).map_err(bad)?))
+            }
+        })
+    }
+
+    /// Decapsulates (implicit rejection: a modified ciphertext yields a pseudorandom secret,
+    /// caught later by AES-GCM). A wrong-length ciphertext is the opaque [`Error::Decrypt`].
+    pub(crate) fn decapsulate(&self, ct: &[u8]) -> Result<Secret32> {
+        match self {
+            DecapKey::Aws(k) => {
+                let ss = k.decapsulate(lc_kem::Ciphertext::from(ct)).map_err(|_| Error::Decrypt)?;
+                secret32(ss.as_ref()).map_err(|_| Error::Decrypt)
+            }
+            DecapKey::Rc768(k) => {
+                let ss = k.decapsulate_slice(ct).map_err(|_| Error::Decrypt)?;
+                Ok(Zeroizing::new(ss.into()))
+            }
+            DecapKey::Rc1024(k) => {
+                let ss = k.decapsulate_slice(ct).map_err(|_| Error::Decrypt)?;
+                Ok(Zeroizing::new(ss.into()))
+            }
+        }
+    }
+}
