@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use envelope::{
-    Backend, KeyType, Manifest, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds, keys,
-    open_stream, seal_stream,
+    Backend, KeyType, Manifest, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey, Sender,
+    SessionBounds, keys, open_stream, seal_stream,
 };
 
 use crate::layout::{self, DATA, MANIFEST, Staged};
@@ -145,7 +145,9 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (examples: 4096, 64KiB, 1MiB)"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64KiB, 1MiB)"))?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -154,9 +156,14 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
         "kB" | "KB" => 1000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("unknown size unit {u:?} in {s:?} (use B, KiB, MiB, GiB, kB, MB, GB)")),
+        u => {
+            return Err(format!(
+                "unknown size unit {u:?} in {s:?} (use B, KiB, MiB, GiB, kB, MB, GB)"
+            ));
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 pub(crate) fn run(cli: Cli) -> Result<()> {
@@ -179,29 +186,46 @@ fn keygen(a: KeygenArgs) -> Result<()> {
     if kt == KeyType::Psk {
         let path = a.out.join("psk.key");
         sk.write_file(&path)?;
-        println!("pre-shared key {} (key id {}) written, mode 0600", path.display(), sk.key_id_hex()?);
+        println!(
+            "pre-shared key {} (key id {}) written, mode 0600",
+            path.display(),
+            sk.key_id_hex()?
+        );
         return Ok(());
     }
     let pk = sk.public_key()?.context("mode has no public key")?;
     let (pub_path, key_path) = (a.out.join("recipient.pub"), a.out.join("recipient.key"));
     for p in [&pub_path, &key_path] {
         if p.exists() {
-            bail!("{} already exists; refusing to overwrite a key (choose another --out)", p.display());
+            bail!(
+                "{} already exists; refusing to overwrite a key (choose another --out)",
+                p.display()
+            );
         }
     }
     sk.write_file(&key_path)?;
     keys::write_public_file(&pk, &pub_path)?;
-    println!("{kt} key pair for mode {}: key id {}", a.mode, pk.key_id_hex());
+    println!(
+        "{kt} key pair for mode {}: key id {}",
+        a.mode,
+        pk.key_id_hex()
+    );
     println!("  public  {}", pub_path.display());
     println!("  secret  {} (mode 0600)", key_path.display());
     Ok(())
 }
 
 fn read_psk(path: &Option<PathBuf>) -> Result<SecretKey> {
-    let p = path.as_ref().context("mode psk needs --psk FILE (from `pqbench keygen --mode psk`)")?;
+    let p = path
+        .as_ref()
+        .context("mode psk needs --psk FILE (from `pqbench keygen --mode psk`)")?;
     let sk = SecretKey::read_file(p)?;
     if sk.key_type() != KeyType::Psk {
-        bail!("{} holds a {} key, not a pre-shared key", p.display(), sk.key_type());
+        bail!(
+            "{} holds a {} key, not a pre-shared key",
+            p.display(),
+            sk.key_type()
+        );
     }
     Ok(sk)
 }
@@ -218,7 +242,9 @@ fn seal(a: SealArgs) -> Result<()> {
             SealKey::Psk(&psk)
         }
         kt => {
-            let p = a.recipient.as_ref().with_context(|| format!("mode {} needs --recipient FILE (a {kt} public key)", a.mode))?;
+            let p = a.recipient.as_ref().with_context(|| {
+                format!("mode {} needs --recipient FILE (a {kt} public key)", a.mode)
+            })?;
             pk = PublicKey::read_file(p)?;
             SealKey::Public(&pk)
         }
@@ -233,15 +259,31 @@ fn seal(a: SealArgs) -> Result<()> {
             max_age: Duration::from_secs_f64(a.session_max_age),
         })?;
     }
-    let input = fs::File::open(&a.input).with_context(|| format!("cannot open --in {}", a.input.display()))?;
-    let size = input.metadata().with_context(|| format!("cannot stat {}", a.input.display()))?.len();
+    let input = fs::File::open(&a.input)
+        .with_context(|| format!("cannot open --in {}", a.input.display()))?;
+    let size = input
+        .metadata()
+        .with_context(|| format!("cannot stat {}", a.input.display()))?
+        .len();
     let dir = layout::version_dir(&a.out, &id.key, &id.version)?;
     if dir.join(MANIFEST).exists() {
-        bail!("version {} of {:?} already exists in {}", id.version, id.key, a.out.display());
+        bail!(
+            "version {} of {:?} already exists in {}",
+            id.version,
+            id.key,
+            a.out.display()
+        );
     }
     let mut data = Staged::create(&dir.join(DATA))?;
-    let sealed = seal_stream(&sender, &id, size, BufReader::new(input), BufWriter::new(data.file()), &mut envelope::os_rng())
-        .with_context(|| format!("sealing {}", a.input.display()))?;
+    let sealed = seal_stream(
+        &sender,
+        &id,
+        size,
+        BufReader::new(input),
+        BufWriter::new(data.file()),
+        &mut envelope::os_rng(),
+    )
+    .with_context(|| format!("sealing {}", a.input.display()))?;
     data.commit()?;
     let mut manifest = Staged::create(&dir.join(MANIFEST))?;
     std::io::Write::write_all(manifest.file(), &sealed.manifest).context("writing manifest")?;
@@ -256,10 +298,12 @@ fn open(a: OpenArgs) -> Result<()> {
         KeyType::None => None,
         KeyType::Psk => Some(read_psk(&a.keys.psk)?),
         kt => {
-            let p = a
-                .secret
-                .as_ref()
-                .with_context(|| format!("mode {} needs --secret FILE (a {kt} secret key)", a.expect_mode))?;
+            let p = a.secret.as_ref().with_context(|| {
+                format!(
+                    "mode {} needs --secret FILE (a {kt} secret key)",
+                    a.expect_mode
+                )
+            })?;
             Some(SecretKey::read_file(p)?)
         }
     };
@@ -267,32 +311,71 @@ fn open(a: OpenArgs) -> Result<()> {
     let dir = layout::version_dir(&a.input, &id.key, &id.version)?;
     let manifest_path = dir.join(MANIFEST);
     let manifest = fs::read(&manifest_path).with_context(|| {
-        format!("version {} of {:?} is not committed (no {})", id.version, id.key, manifest_path.display())
+        format!(
+            "version {} of {:?} is not committed (no {})",
+            id.version,
+            id.key,
+            manifest_path.display()
+        )
     })?;
     let data_path = dir.join(DATA);
-    let data = fs::File::open(&data_path).with_context(|| format!("cannot open {}", data_path.display()))?;
+    let data = fs::File::open(&data_path)
+        .with_context(|| format!("cannot open {}", data_path.display()))?;
     let mut out = Staged::create(&a.out)?;
-    open_stream(&receiver, &id, &manifest, BufReader::new(data), BufWriter::new(out.file()))
-        .with_context(|| format!("opening {}", dir.display()))?;
+    open_stream(
+        &receiver,
+        &id,
+        &manifest,
+        BufReader::new(data),
+        BufWriter::new(out.file()),
+    )
+    .with_context(|| format!("opening {}", dir.display()))?;
     out.commit()?;
     Ok(())
 }
 
 fn inspect(a: InspectArgs) -> Result<()> {
     let manifest_path = a.path.join(MANIFEST);
-    let bytes = fs::read(&manifest_path).with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    let bytes = fs::read(&manifest_path)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
     let data_len = fs::metadata(a.path.join(DATA)).map(|m| m.len()).ok();
     let mode = Manifest::peek_mode(&bytes)?;
-    let m = Manifest::parse(&bytes, mode).with_context(|| format!("{} is not a valid manifest", manifest_path.display()))?;
+    let m = Manifest::parse(&bytes, mode)
+        .with_context(|| format!("{} is not a valid manifest", manifest_path.display()))?;
     let c = &m.ctx;
     println!("manifest        {}", manifest_path.display());
-    println!("mode            {mode}{}", mode.study_code().map(|s| format!(" [{s}]")).unwrap_or_default());
-    println!("identity        tenant={} bucket={} key={} version={}", c.tenant, c.bucket, c.key, c.version);
-    println!("algorithms      kem={} kdf={} aead={}", c.kem, c.kdf, c.aead);
-    println!("recipient key   {}", if c.recipient_key_id.is_empty() { "-" } else { &c.recipient_key_id });
-    println!("plaintext       {} bytes in {} chunk(s) of {} bytes", c.plaintext_size, c.chunk_count, c.chunk_size);
+    println!(
+        "mode            {mode}{}",
+        mode.study_code()
+            .map(|s| format!(" [{s}]"))
+            .unwrap_or_default()
+    );
+    println!(
+        "identity        tenant={} bucket={} key={} version={}",
+        c.tenant, c.bucket, c.key, c.version
+    );
+    println!(
+        "algorithms      kem={} kdf={} aead={}",
+        c.kem, c.kdf, c.aead
+    );
+    println!(
+        "recipient key   {}",
+        if c.recipient_key_id.is_empty() {
+            "-"
+        } else {
+            &c.recipient_key_id
+        }
+    );
+    println!(
+        "plaintext       {} bytes in {} chunk(s) of {} bytes",
+        c.plaintext_size, c.chunk_count, c.chunk_size
+    );
     println!("C               {} bytes, sha256 {}", m.c.len(), c.c_sha256);
-    println!("salt / prefix   {} / {} bytes", m.salt.len(), m.nonce_prefix.len());
+    println!(
+        "salt / prefix   {} / {} bytes",
+        m.salt.len(),
+        m.nonce_prefix.len()
+    );
     if let Some(s) = c.session {
         println!(
             "session         object {} of at most {}, root age {} ms of at most {} ms",
@@ -304,9 +387,17 @@ fn inspect(a: InspectArgs) -> Result<()> {
     }
     println!("manifest size   {} bytes", bytes.len());
     match data_len {
-        Some(n) if n == m.ciphertext_size() => println!("data.enc        {n} bytes (as the manifest says)"),
-        Some(n) => println!("data.enc        {n} bytes, but the manifest says {}: truncated or extended", m.ciphertext_size()),
-        None => println!("data.enc        missing (expected {} bytes)", m.ciphertext_size()),
+        Some(n) if n == m.ciphertext_size() => {
+            println!("data.enc        {n} bytes (as the manifest says)")
+        }
+        Some(n) => println!(
+            "data.enc        {n} bytes, but the manifest says {}: truncated or extended",
+            m.ciphertext_size()
+        ),
+        None => println!(
+            "data.enc        missing (expected {} bytes)",
+            m.ciphertext_size()
+        ),
     }
     Ok(())
 }
@@ -324,14 +415,29 @@ fn modes(a: ModesArgs) -> Result<()> {
     let pt = vec![0x42u8; len];
     println!(
         "{:<20} {:>4} {:>7} {:>9} {:>10} | {:<10} {:>10} {:>10} {:>10} {:>10}",
-        "mode", "code", "C (B)", "manifest", "vs x25519", "backend", "seal µs", "open µs", "KE seal", "KE open"
+        "mode",
+        "code",
+        "C (B)",
+        "manifest",
+        "vs x25519",
+        "backend",
+        "seal µs",
+        "open µs",
+        "KE seal",
+        "KE open"
     );
     let mut x25519_manifest = None;
     let mut rows = Vec::new();
     for mode in Mode::ALL {
         let kt = mode.key_type();
-        let sk = (kt != KeyType::None).then(|| SecretKey::generate(kt, &mut envelope::os_rng())).transpose()?;
-        let pk = sk.as_ref().map(SecretKey::public_key).transpose()?.flatten();
+        let sk = (kt != KeyType::None)
+            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
+            .transpose()?;
+        let pk = sk
+            .as_ref()
+            .map(SecretKey::public_key)
+            .transpose()?
+            .flatten();
         for backend in Backend::ALL {
             let key = match (&pk, &sk) {
                 (Some(p), _) => SealKey::Public(p),
@@ -349,7 +455,14 @@ fn modes(a: ModesArgs) -> Result<()> {
                 data.clear();
                 out.clear();
                 let t = Instant::now();
-                let sealed = seal_stream(&sender, &id, a.size, &pt[..], &mut data, &mut envelope::os_rng())?;
+                let sealed = seal_stream(
+                    &sender,
+                    &id,
+                    a.size,
+                    &pt[..],
+                    &mut data,
+                    &mut envelope::os_rng(),
+                )?;
                 let t1 = t.elapsed();
                 let t = Instant::now();
                 let opened = open_stream(&receiver, &id, &sealed.manifest, &data[..], &mut out)?;
@@ -366,7 +479,12 @@ fn modes(a: ModesArgs) -> Result<()> {
             if mode == Mode::X25519 {
                 x25519_manifest = Some(manifest_len);
             }
-            rows.push((mode, backend, manifest_len, [median(seal_t), median(open_t), median(ke_s), median(ke_o)]));
+            rows.push((
+                mode,
+                backend,
+                manifest_len,
+                [median(seal_t), median(open_t), median(ke_s), median(ke_o)],
+            ));
         }
     }
     let base = x25519_manifest.unwrap_or_default();
@@ -386,7 +504,10 @@ fn modes(a: ModesArgs) -> Result<()> {
             us(t[3])
         );
     }
-    println!("object size {} bytes; medians of {} round trips; KE = key establishment", a.size, a.iterations);
+    println!(
+        "object size {} bytes; medians of {} round trips; KE = key establishment",
+        a.size, a.iterations
+    );
     Ok(())
 }
 

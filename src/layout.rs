@@ -24,7 +24,9 @@ pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathB
     }
     for c in rel.components() {
         if !matches!(c, Component::Normal(_)) {
-            bail!("--key {key:?} has a '.', '..' or empty path segment, which a local directory cannot hold safely");
+            bail!(
+                "--key {key:?} has a '.', '..' or empty path segment, which a local directory cannot hold safely"
+            );
         }
     }
     Ok(root.join(format!("{key}.pqcs")).join(version))
@@ -41,16 +43,26 @@ pub(crate) struct Staged {
 impl Staged {
     /// Creates `dest`'s temporary sibling (`.<name>.tmp-<pid>`), creating parent directories.
     pub(crate) fn create(dest: &Path) -> Result<Self> {
-        let dir = dest.parent().context("output path has no parent directory")?;
-        fs::create_dir_all(dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
-        let name = dest.file_name().context("output path has no file name")?.to_string_lossy();
+        let dir = dest
+            .parent()
+            .context("output path has no parent directory")?;
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+        let name = dest
+            .file_name()
+            .context("output path has no file name")?
+            .to_string_lossy();
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
-        Ok(Self { tmp, dest: dest.to_path_buf(), file: Some(file) })
+        Ok(Self {
+            tmp,
+            dest: dest.to_path_buf(),
+            file: Some(file),
+        })
     }
 
     /// The open file.
@@ -61,10 +73,17 @@ impl Staged {
     /// Flushes, syncs and renames into place.
     pub(crate) fn commit(mut self) -> Result<()> {
         let mut f = self.file.take().expect("file is open until commit");
-        f.flush().and_then(|()| f.sync_all()).with_context(|| format!("cannot write {}", self.tmp.display()))?;
+        f.flush()
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("cannot write {}", self.tmp.display()))?;
         drop(f);
-        fs::rename(&self.tmp, &self.dest)
-            .with_context(|| format!("cannot rename {} to {}", self.tmp.display(), self.dest.display()))
+        fs::rename(&self.tmp, &self.dest).with_context(|| {
+            format!(
+                "cannot rename {} to {}",
+                self.tmp.display(),
+                self.dest.display()
+            )
+        })
     }
 }
 

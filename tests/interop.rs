@@ -5,6 +5,11 @@
 //!
 //! These tests fail (never skip) when Python or the package is missing: `.ci/run` installs it.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test data is generated with wrapping byte arithmetic and small sizes"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -29,7 +34,10 @@ fn py(args: &[&str]) -> String {
         "prims.py {args:?} failed: {}\n(install the oracle: pip install -r tests/interop/requirements.txt)",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("utf8").trim().to_owned()
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_owned()
 }
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -41,21 +49,40 @@ fn ml_kem_both_directions_with_openssl() {
     for (level, kt) in [(768u16, KeyType::MlKem768), (1024, KeyType::MlKem1024)] {
         let sk = SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen");
         let seed: [u8; 64] = sk.expose_secret().try_into().expect("seed");
-        let ek = sk.public_key().expect("pk").expect("pk").as_bytes().to_vec();
+        let ek = sk
+            .public_key()
+            .expect("pk")
+            .expect("pk")
+            .as_bytes()
+            .to_vec();
         let lv = level.to_string();
         // Key generation from the same seed agrees.
-        assert_eq!(py(&["mlkem-public", &lv, &hex::encode(seed)]), hex::encode(&ek), "ML-KEM-{level} keygen");
+        assert_eq!(
+            py(&["mlkem-public", &lv, &hex::encode(seed)]),
+            hex::encode(&ek),
+            "ML-KEM-{level} keygen"
+        );
         for b in Backend::ALL {
             // OpenSSL encapsulates, we decapsulate.
             for _ in 0..5 {
                 let r = py(&["mlkem-encaps", &lv, &hex::encode(&ek)]);
                 let (ct, ss) = r.split_once(' ').expect("ct ss");
-                assert_eq!(kat::ml_kem_decaps_seed(b, level, &seed, &unhex(ct)).expect("decaps").to_vec(), unhex(ss), "{b}");
+                assert_eq!(
+                    kat::ml_kem_decaps_seed(b, level, &seed, &unhex(ct))
+                        .expect("decaps")
+                        .to_vec(),
+                    unhex(ss),
+                    "{b}"
+                );
             }
             // We encapsulate, OpenSSL decapsulates.
             for _ in 0..5 {
                 let (ct, ss) = kat::ml_kem_encaps(b, level, &ek).expect("encaps");
-                assert_eq!(py(&["mlkem-decaps", &lv, &hex::encode(seed), &hex::encode(&ct)]), hex::encode(ss), "{b}");
+                assert_eq!(
+                    py(&["mlkem-decaps", &lv, &hex::encode(seed), &hex::encode(&ct)]),
+                    hex::encode(ss),
+                    "{b}"
+                );
             }
         }
     }
@@ -66,14 +93,22 @@ fn x25519_both_directions_with_openssl() {
     let mut a = [0u8; 32];
     let mut b = [0u8; 32];
     for i in 0..5u8 {
-        a.iter_mut().enumerate().for_each(|(j, x)| *x = i.wrapping_mul(7).wrapping_add(j as u8));
-        b.iter_mut().enumerate().for_each(|(j, x)| *x = i.wrapping_mul(13) ^ (j as u8).wrapping_mul(3));
+        a.iter_mut()
+            .enumerate()
+            .for_each(|(j, x)| *x = i.wrapping_mul(7).wrapping_add(j as u8));
+        b.iter_mut()
+            .enumerate()
+            .for_each(|(j, x)| *x = i.wrapping_mul(13) ^ (j as u8).wrapping_mul(3));
         let pub_a = kat::x25519_public(&a);
         let pub_b = kat::x25519_public(&b);
         assert_eq!(py(&["x25519-public", &hex::encode(a)]), hex::encode(pub_a));
         let theirs = py(&["x25519-exchange", &hex::encode(b), &hex::encode(pub_a)]);
         for be in Backend::ALL {
-            assert_eq!(hex::encode(kat::x25519(be, &a, &pub_b).expect("dh")), theirs, "{be}");
+            assert_eq!(
+                hex::encode(kat::x25519(be, &a, &pub_b).expect("dh")),
+                theirs,
+                "{be}"
+            );
         }
     }
 }
@@ -87,24 +122,43 @@ fn rsa_oaep_both_directions_with_openssl() {
         let (spki, pkcs8) = keys.split_once(' ').expect("keys");
         for b in Backend::ALL {
             let c = kat::rsa_oaep_encrypt(b, bits, &unhex(spki), &secret).expect("encrypt");
-            assert_eq!(py(&["rsa-decrypt", pkcs8, &hex::encode(&c)]), hex::encode(secret), "{b}");
+            assert_eq!(
+                py(&["rsa-decrypt", pkcs8, &hex::encode(&c)]),
+                hex::encode(secret),
+                "{b}"
+            );
         }
         // Our key: OpenSSL encrypts, we decrypt on both backends.
         let sk = SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen");
         let pk = sk.public_key().expect("pk").expect("pk");
-        let c = unhex(&py(&["rsa-encrypt", &hex::encode(pk.as_bytes()), &hex::encode(secret)]));
+        let c = unhex(&py(&[
+            "rsa-encrypt",
+            &hex::encode(pk.as_bytes()),
+            &hex::encode(secret),
+        ]));
         for b in Backend::ALL {
-            assert_eq!(kat::rsa_oaep_decrypt(b, bits, sk.expose_secret(), &c).expect("decrypt"), secret, "{b}");
+            assert_eq!(
+                kat::rsa_oaep_decrypt(b, bits, sk.expose_secret(), &c).expect("decrypt"),
+                secret,
+                "{b}"
+            );
         }
     }
 }
 
 fn pqbench(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_pqbench")).args(args).output().expect("run pqbench")
+    Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(args)
+        .output()
+        .expect("run pqbench")
 }
 
 fn pqreader(args: &[&str]) -> std::process::Output {
-    Command::new(python()).arg(interop_dir().join("pqreader.py")).args(args).output().expect("run pqreader.py")
+    Command::new(python())
+        .arg(interop_dir().join("pqreader.py"))
+        .args(args)
+        .output()
+        .expect("run pqreader.py")
 }
 
 /// Objects sealed by pqbench (both backends, one and two chunks) open in the Python reader
@@ -114,26 +168,47 @@ fn python_reader_written_from_format_md_opens_pqbench_objects() {
     let tmp = tempfile::tempdir().expect("tmp");
     let t = tmp.path();
     let small: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    let large: Vec<u8> = (0..(4 * 1024 * 1024 + 3) as u32).map(|i| (i % 253) as u8).collect();
+    let large: Vec<u8> = (0..(4 * 1024 * 1024 + 3) as u32)
+        .map(|i| (i % 253) as u8)
+        .collect();
     std::fs::write(t.join("small.bin"), &small).expect("write");
     std::fs::write(t.join("large.bin"), &large).expect("write");
     let s3 = t.join("s3");
     let s3s = s3.to_str().expect("utf8");
-    for mode in ["x25519", "ml-kem-768", "rsa-oaep-4096", "psk", "ml-kem-1024", "x25519-padded", "rsa-oaep-3072", "plaintext"] {
+    for mode in [
+        "x25519",
+        "ml-kem-768",
+        "rsa-oaep-4096",
+        "psk",
+        "ml-kem-1024",
+        "x25519-padded",
+        "rsa-oaep-3072",
+        "plaintext",
+    ] {
         let kdir = t.join(format!("keys-{mode}"));
         let kdirs = kdir.to_str().expect("utf8");
         let mut key_args: Vec<String> = Vec::new();
         let mut read_args: Vec<String> = Vec::new();
         if mode != "plaintext" {
             let o = pqbench(&["keygen", "--mode", mode, "--out", kdirs]);
-            assert!(o.status.success(), "keygen {mode}: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "keygen {mode}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             if mode == "psk" {
                 let p = kdir.join("psk.key").to_str().expect("utf8").to_owned();
                 key_args = vec!["--psk".into(), p.clone()];
                 read_args = vec!["--psk".into(), p];
             } else {
-                key_args = vec!["--recipient".into(), kdir.join("recipient.pub").to_str().expect("utf8").into()];
-                read_args = vec!["--secret".into(), kdir.join("recipient.key").to_str().expect("utf8").into()];
+                key_args = vec![
+                    "--recipient".into(),
+                    kdir.join("recipient.pub").to_str().expect("utf8").into(),
+                ];
+                read_args = vec![
+                    "--secret".into(),
+                    kdir.join("recipient.key").to_str().expect("utf8").into(),
+                ];
             }
         }
         for backend in ["aws-lc", "rustcrypto"] {
@@ -143,19 +218,57 @@ fn python_reader_written_from_format_md_opens_pqbench_objects() {
                 }
                 let key = format!("{mode}/{backend}/{name}");
                 let inp = t.join(name);
-                let mut args: Vec<&str> = vec!["seal", "--mode", mode, "--backend", backend, "--tenant", "tenant", "--bucket", "bkt", "--key", &key];
+                let mut args: Vec<&str> = vec![
+                    "seal",
+                    "--mode",
+                    mode,
+                    "--backend",
+                    backend,
+                    "--tenant",
+                    "tenant",
+                    "--bucket",
+                    "bkt",
+                    "--key",
+                    &key,
+                ];
                 args.extend(key_args.iter().map(String::as_str));
                 args.extend(["--in", inp.to_str().expect("utf8"), "--out", s3s]);
                 let o = pqbench(&args);
-                assert!(o.status.success(), "seal {mode} {backend}: {}", String::from_utf8_lossy(&o.stderr));
+                assert!(
+                    o.status.success(),
+                    "seal {mode} {backend}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 let version = String::from_utf8(o.stdout).expect("utf8").trim().to_owned();
                 let out = t.join(format!("out-{mode}-{backend}-{name}"));
                 let outs = out.to_str().expect("utf8");
-                let mut rargs: Vec<&str> = vec!["--expect-mode", mode, "--tenant", "tenant", "--bucket", "bkt", "--key", &key, "--version", &version, "--in", s3s, "--out", outs];
+                let mut rargs: Vec<&str> = vec![
+                    "--expect-mode",
+                    mode,
+                    "--tenant",
+                    "tenant",
+                    "--bucket",
+                    "bkt",
+                    "--key",
+                    &key,
+                    "--version",
+                    &version,
+                    "--in",
+                    s3s,
+                    "--out",
+                    outs,
+                ];
                 rargs.extend(read_args.iter().map(String::as_str));
                 let o = pqreader(&rargs);
-                assert!(o.status.success(), "pqreader {mode} {backend} {name}: {}", String::from_utf8_lossy(&o.stderr));
-                assert!(std::fs::read(&out).expect("out") == *data, "pqreader {mode} {backend} {name}: plaintext differs");
+                assert!(
+                    o.status.success(),
+                    "pqreader {mode} {backend} {name}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                assert!(
+                    std::fs::read(&out).expect("out") == *data,
+                    "pqreader {mode} {backend} {name}: plaintext differs"
+                );
 
                 if mode != "plaintext" && name == "small.bin" {
                     // Tampered data.enc: refused, no output file.
@@ -166,13 +279,23 @@ fn python_reader_written_from_format_md_opens_pqbench_objects() {
                     std::fs::write(&data_path, &bad).expect("write");
                     std::fs::remove_file(&out).expect("rm");
                     let o = pqreader(&rargs);
-                    assert!(!o.status.success() && !out.exists(), "pqreader accepted a tampered {mode} object");
+                    assert!(
+                        !o.status.success() && !out.exists(),
+                        "pqreader accepted a tampered {mode} object"
+                    );
                     std::fs::write(&data_path, &orig).expect("restore");
                     // Wrong expected mode: refused.
-                    let wrong = if mode == "x25519" { "ml-kem-768" } else { "x25519" };
+                    let wrong = if mode == "x25519" {
+                        "ml-kem-768"
+                    } else {
+                        "x25519"
+                    };
                     let mut w = rargs.clone();
                     w[1] = wrong;
-                    assert!(!pqreader(&w).status.success(), "pqreader accepted {mode} as {wrong}");
+                    assert!(
+                        !pqreader(&w).status.success(),
+                        "pqreader accepted {mode} as {wrong}"
+                    );
                 }
             }
         }

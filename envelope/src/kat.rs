@@ -20,12 +20,20 @@ fn params(level: u16) -> Result<Params> {
 /// ML-KEM key generation from `d ‖ z`: returns (ek, expanded dk).
 pub fn ml_kem_keygen(level: u16, seed: &[u8; 64]) -> Result<(Vec<u8>, Vec<u8>)> {
     let p = params(level)?;
-    Ok((mlkem::public_from_seed(p, seed), mlkem::expanded_from_seed(p, seed).to_vec()))
+    Ok((
+        mlkem::public_from_seed(p, seed),
+        mlkem::expanded_from_seed(p, seed).to_vec(),
+    ))
 }
 
 /// ML-KEM deterministic encapsulation with message `m` (RustCrypto; AWS-LC does not expose
 /// it, so for `aws-lc` this returns `None`).
-pub fn ml_kem_encaps_deterministic(backend: Backend, level: u16, ek: &[u8], m: &[u8; 32]) -> Result<Option<(Vec<u8>, [u8; 32])>> {
+pub fn ml_kem_encaps_deterministic(
+    backend: Backend,
+    level: u16,
+    ek: &[u8],
+    m: &[u8; 32],
+) -> Result<Option<(Vec<u8>, [u8; 32])>> {
     let k = mlkem::EncapKey::parse(backend, params(level)?, ek)?;
     Ok(k.encapsulate_deterministic(m).map(|(c, ss)| (c, *ss)))
 }
@@ -38,13 +46,23 @@ pub fn ml_kem_encaps(backend: Backend, level: u16, ek: &[u8]) -> Result<(Vec<u8>
 }
 
 /// ML-KEM decapsulation with an expanded key `dk`.
-pub fn ml_kem_decaps_expanded(backend: Backend, level: u16, dk: &[u8], c: &[u8]) -> Result<[u8; 32]> {
+pub fn ml_kem_decaps_expanded(
+    backend: Backend,
+    level: u16,
+    dk: &[u8],
+    c: &[u8],
+) -> Result<[u8; 32]> {
     let k = mlkem::DecapKey::from_expanded(backend, params(level)?, dk)?;
     Ok(*k.decapsulate(c)?)
 }
 
 /// ML-KEM decapsulation with a key loaded from its seed (the path the modes use).
-pub fn ml_kem_decaps_seed(backend: Backend, level: u16, seed: &[u8; 64], c: &[u8]) -> Result<[u8; 32]> {
+pub fn ml_kem_decaps_seed(
+    backend: Backend,
+    level: u16,
+    seed: &[u8; 64],
+    c: &[u8],
+) -> Result<[u8; 32]> {
     let k = mlkem::DecapKey::from_seed(backend, params(level)?, seed)?;
     Ok(*k.decapsulate(c)?)
 }
@@ -55,7 +73,11 @@ pub fn x_wing_public(seed: &[u8; 32]) -> Vec<u8> {
 }
 
 /// X-Wing deterministic encapsulation with 64 bytes of randomness (RustCrypto only).
-pub fn x_wing_encaps_deterministic(backend: Backend, pk: &[u8], eseed: &[u8; 64]) -> Result<Option<(Vec<u8>, [u8; 32])>> {
+pub fn x_wing_encaps_deterministic(
+    backend: Backend,
+    pk: &[u8],
+    eseed: &[u8; 64],
+) -> Result<Option<(Vec<u8>, [u8; 32])>> {
     let k = xwing::EncapKey::parse(backend, pk)?;
     Ok(k.encapsulate_deterministic(eseed).map(|(c, ss)| (c, *ss)))
 }
@@ -88,14 +110,26 @@ pub fn hkdf_sha256(backend: Backend, salt: &[u8], ikm: &[u8], info: &[u8]) -> Re
 }
 
 /// AES-256-GCM seal: returns ciphertext ‖ tag.
-pub fn aes_256_gcm_seal(backend: Backend, key: &[u8; 32], nonce: &[u8; 12], aad: &[u8], pt: &[u8]) -> Result<Vec<u8>> {
+pub fn aes_256_gcm_seal(
+    backend: Backend,
+    key: &[u8; 32],
+    nonce: &[u8; 12],
+    aad: &[u8],
+    pt: &[u8],
+) -> Result<Vec<u8>> {
     let mut buf = pt.to_vec();
     Aead::new(backend, key)?.seal_in_place(nonce, aad, &mut buf)?;
     Ok(buf)
 }
 
 /// AES-256-GCM open of ciphertext ‖ tag.
-pub fn aes_256_gcm_open(backend: Backend, key: &[u8; 32], nonce: &[u8; 12], aad: &[u8], ct_tag: &[u8]) -> Result<Vec<u8>> {
+pub fn aes_256_gcm_open(
+    backend: Backend,
+    key: &[u8; 32],
+    nonce: &[u8; 12],
+    aad: &[u8],
+    ct_tag: &[u8],
+) -> Result<Vec<u8>> {
     let mut buf = ct_tag.to_vec();
     Aead::new(backend, key)?.open_in_place(nonce, aad, &mut buf)?;
     Ok(buf)
@@ -107,7 +141,12 @@ pub fn sha3_256(backend: Backend, data: &[u8]) -> [u8; 32] {
 }
 
 /// RSA-OAEP-SHA256 encryption of a 32-byte secret to an SPKI DER key of `bits`.
-pub fn rsa_oaep_encrypt(backend: Backend, bits: usize, spki: &[u8], secret: &[u8; 32]) -> Result<Vec<u8>> {
+pub fn rsa_oaep_encrypt(
+    backend: Backend,
+    bits: usize,
+    spki: &[u8],
+    secret: &[u8; 32],
+) -> Result<Vec<u8>> {
     rsa_oaep::PublicKey::parse(backend, bits, spki)?.encrypt(secret, &mut crate::os_rng())
 }
 

@@ -41,7 +41,10 @@ pub struct PublicKey {
 
 impl fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PublicKey").field("key_type", &self.key_type).field("key_id", &self.key_id_hex()).finish()
+        f.debug_struct("PublicKey")
+            .field("key_type", &self.key_type)
+            .field("key_id", &self.key_id_hex())
+            .finish()
     }
 }
 
@@ -104,12 +107,18 @@ impl PublicKey {
 
     /// Parses a public key file's JSON text, checking its key id.
     pub fn from_file_json(text: &str) -> Result<Self> {
-        let f: KeyFile = serde_json::from_str(text).map_err(|e| Error::Key(format!("not a public key file: {e}")))?;
+        let f: KeyFile = serde_json::from_str(text)
+            .map_err(|e| Error::Key(format!("not a public key file: {e}")))?;
         if f.format != PUBLIC_FILE_FORMAT {
-            return Err(Error::Key(format!("format is {:?}, expected {PUBLIC_FILE_FORMAT:?}", f.format)));
+            return Err(Error::Key(format!(
+                "format is {:?}, expected {PUBLIC_FILE_FORMAT:?}",
+                f.format
+            )));
         }
         let key_type = KeyType::from_name(&f.key_type)?;
-        let bytes = B64.decode(&f.key).map_err(|_| Error::Key("key is not base64".into()))?;
+        let bytes = B64
+            .decode(&f.key)
+            .map_err(|_| Error::Key("key is not base64".into()))?;
         let pk = Self::from_bytes(key_type, bytes)?;
         if pk.key_id_hex() != f.key_id {
             return Err(Error::Key("key_id does not match the key".into()));
@@ -123,7 +132,10 @@ impl PublicKey {
             path: path.into(),
             reason: format!("cannot read: {e}"),
         })?;
-        Self::from_file_json(&text).map_err(|e| Error::KeyFile { path: path.into(), reason: e.to_string() })
+        Self::from_file_json(&text).map_err(|e| Error::KeyFile {
+            path: path.into(),
+            reason: e.to_string(),
+        })
     }
 }
 
@@ -136,7 +148,9 @@ pub struct SecretKey {
 
 impl fmt::Debug for SecretKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretKey").field("key_type", &self.key_type).finish_non_exhaustive()
+        f.debug_struct("SecretKey")
+            .field("key_type", &self.key_type)
+            .finish_non_exhaustive()
     }
 }
 
@@ -169,11 +183,18 @@ impl SecretKey {
 
     /// Wraps secret key bytes (seed form; PKCS#8 DER for RSA) after checking them.
     pub fn from_bytes(key_type: KeyType, bytes: Vec<u8>) -> Result<Self> {
-        let sk = Self { key_type, bytes: Zeroizing::new(bytes) };
+        let sk = Self {
+            key_type,
+            bytes: Zeroizing::new(bytes),
+        };
         match key_type {
             KeyType::None => return Err(Error::Key("plaintext has no key".into())),
             KeyType::Rsa3072 | KeyType::Rsa4096 => {
-                rsa_oaep::SecretKey::parse(Backend::AwsLc, key_type.rsa_bits().unwrap_or_default(), &sk.bytes)?;
+                rsa_oaep::SecretKey::parse(
+                    Backend::AwsLc,
+                    key_type.rsa_bits().unwrap_or_default(),
+                    &sk.bytes,
+                )?;
             }
             _ => {
                 if Some(sk.bytes.len()) != key_type.secret_len() {
@@ -192,8 +213,12 @@ impl SecretKey {
     /// from its 32-byte seed.
     pub fn from_seed(key_type: KeyType, seed: &[u8]) -> Result<Self> {
         match key_type {
-            KeyType::MlKem768 | KeyType::MlKem1024 | KeyType::XWing => Self::from_bytes(key_type, seed.to_vec()),
-            _ => Err(Error::Key(format!("{key_type} keys are not derived from a seed"))),
+            KeyType::MlKem768 | KeyType::MlKem1024 | KeyType::XWing => {
+                Self::from_bytes(key_type, seed.to_vec())
+            }
+            _ => Err(Error::Key(format!(
+                "{key_type} keys are not derived from a seed"
+            ))),
         }
     }
 
@@ -209,7 +234,10 @@ impl SecretKey {
 
     pub(crate) fn fixed<const N: usize>(&self, offset: usize) -> Result<Zeroizing<[u8; N]>> {
         let mut out = Zeroizing::new([0u8; N]);
-        let src = self.bytes.get(offset..offset + N).ok_or_else(|| Error::Key("secret key too short".into()))?;
+        let src = self
+            .bytes
+            .get(offset..offset + N)
+            .ok_or_else(|| Error::Key("secret key too short".into()))?;
         out.copy_from_slice(src);
         Ok(out)
     }
@@ -266,12 +294,15 @@ impl SecretKey {
 
     /// Parses a secret key file's JSON text, checking its key id.
     pub fn from_file_json(text: &str) -> Result<Self> {
-        let mut f: KeyFile =
-            serde_json::from_str(text).map_err(|_| Error::Key("not a secret key file (malformed JSON)".into()))?;
+        let mut f: KeyFile = serde_json::from_str(text)
+            .map_err(|_| Error::Key("not a secret key file (malformed JSON)".into()))?;
         let decoded = B64.decode(&f.key).map(Zeroizing::new);
         f.key.zeroize();
         if f.format != SECRET_FILE_FORMAT {
-            return Err(Error::Key(format!("format is {:?}, expected {SECRET_FILE_FORMAT:?}", f.format)));
+            return Err(Error::Key(format!(
+                "format is {:?}, expected {SECRET_FILE_FORMAT:?}",
+                f.format
+            )));
         }
         let key_type = KeyType::from_name(&f.key_type)?;
         let bytes = decoded.map_err(|_| Error::Key("key is not base64".into()))?;
@@ -285,7 +316,10 @@ impl SecretKey {
     /// Writes the secret key file, created with mode 0600. Refuses to overwrite an existing
     /// file (a lost secret key loses every object sealed to it).
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let err = |reason: String| Error::KeyFile { path: path.into(), reason };
+        let err = |reason: String| Error::KeyFile {
+            path: path.into(),
+            reason,
+        };
         let text = self.to_file_json()?;
         let mut f = fs::OpenOptions::new()
             .write(true)
@@ -293,18 +327,24 @@ impl SecretKey {
             .mode(0o600)
             .open(path)
             .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => {
-                    err("already exists; refusing to overwrite a secret key (move it away first)".into())
-                }
+                std::io::ErrorKind::AlreadyExists => err(
+                    "already exists; refusing to overwrite a secret key (move it away first)"
+                        .into(),
+                ),
                 _ => err(format!("cannot create: {e}")),
             })?;
-        f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| err(format!("cannot write: {e}")))
+        f.write_all(text.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| err(format!("cannot write: {e}")))
     }
 
     /// Reads a secret key file. Refuses one that is group- or world-accessible
     /// (`chmod 600` fixes it).
     pub fn read_file(path: &Path) -> Result<Self> {
-        let err = |reason: String| Error::KeyFile { path: path.into(), reason };
+        let err = |reason: String| Error::KeyFile {
+            path: path.into(),
+            reason,
+        };
         let meta = fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
@@ -312,22 +352,29 @@ impl SecretKey {
                 "permissions {mode:04o} let other users read the secret key; run `chmod 600` on it"
             )));
         }
-        let text = Zeroizing::new(fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?);
+        let text =
+            Zeroizing::new(fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?);
         Self::from_file_json(&text).map_err(|e| err(e.to_string()))
     }
 }
 
 /// Writes a public key file (mode 0644). Refuses to overwrite an existing file.
 pub fn write_public_file(pk: &PublicKey, path: &Path) -> Result<()> {
-    let err = |reason: String| Error::KeyFile { path: path.into(), reason };
+    let err = |reason: String| Error::KeyFile {
+        path: path.into(),
+        reason,
+    };
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .open(path)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => err("already exists; refusing to overwrite it".into()),
+            std::io::ErrorKind::AlreadyExists => {
+                err("already exists; refusing to overwrite it".into())
+            }
             _ => err(format!("cannot create: {e}")),
         })?;
-    f.write_all(pk.to_file_json().as_bytes()).map_err(|e| err(format!("cannot write: {e}")))
+    f.write_all(pk.to_file_json().as_bytes())
+        .map_err(|e| err(format!("cannot write: {e}")))
 }

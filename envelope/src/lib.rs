@@ -24,6 +24,8 @@
 //! File I/O is limited to key files ([`keys`]), which are created 0600.
 
 mod ctx;
+#[doc(hidden)]
+pub mod kat;
 pub mod keys;
 mod manifest;
 mod mlkem;
@@ -36,13 +38,14 @@ mod stream;
 mod symmetric;
 mod x25519;
 mod xwing;
-#[doc(hidden)]
-pub mod kat;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use ctx::{CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, ObjectId, SessionCtx, chunk_count, chunk_len, new_version};
+pub use ctx::{
+    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, ObjectId, SessionCtx, chunk_count,
+    chunk_len, new_version,
+};
 pub use keys::{PublicKey, SecretKey};
 pub use manifest::{MANIFEST_FORMAT, Manifest};
 pub use mode::{Backend, KeyType, Mode, SessionBounds};

@@ -9,7 +9,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
-use crate::ctx::{CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_version};
+use crate::ctx::{
+    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_version,
+};
 use crate::symmetric::sha256;
 use crate::{Backend, Error, Mode, Result};
 
@@ -51,7 +53,9 @@ fn bad(msg: impl Into<String>) -> Error {
 }
 
 fn is_lower_hex(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Manifest {
@@ -64,7 +68,9 @@ impl Manifest {
             nonce_prefix: hex::encode(&self.nonce_prefix),
             salt: B64.encode(&self.salt),
         };
-        serde_jcs::to_vec(&wire).map_err(|e| bad(format!("cannot serialize: {e}")))
+        // Members are declared in sorted order: serde_json output is RFC 8785 (see
+        // `Context::canonical_bytes`; a test checks it against serde_jcs).
+        serde_json::to_vec(&wire).map_err(|e| bad(format!("cannot serialize: {e}")))
     }
 
     /// Parses and validates a manifest of an object the reader expects to be in `expected`
@@ -76,20 +82,33 @@ impl Manifest {
     /// [`Manifest::parse`], hashing `C` with `backend`.
     pub(crate) fn parse_with(bytes: &[u8], expected: Mode, backend: Backend) -> Result<Self> {
         if bytes.len() > MAX_MANIFEST_LEN {
-            return Err(bad(format!("{} bytes, more than the {MAX_MANIFEST_LEN}-byte limit", bytes.len())));
+            return Err(bad(format!(
+                "{} bytes, more than the {MAX_MANIFEST_LEN}-byte limit",
+                bytes.len()
+            )));
         }
-        let wire: Wire = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
+        let wire: Wire =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
         if wire.format != MANIFEST_FORMAT {
-            return Err(bad(format!("format is {:?}, expected {MANIFEST_FORMAT:?}", wire.format)));
+            return Err(bad(format!(
+                "format is {:?}, expected {MANIFEST_FORMAT:?}",
+                wire.format
+            )));
         }
         let ctx = wire.ctx;
         // The mode check comes first: a planted object of another mode is a downgrade attempt.
         if ctx.mode != expected.name() {
-            return Err(Error::ModeMismatch { expected, found: ctx.mode });
+            return Err(Error::ModeMismatch {
+                expected,
+                found: ctx.mode,
+            });
         }
         let mode = expected;
         if ctx.format != FORMAT_VERSION {
-            return Err(bad(format!("ctx.format is {}, expected {FORMAT_VERSION}", ctx.format)));
+            return Err(bad(format!(
+                "ctx.format is {}, expected {FORMAT_VERSION}",
+                ctx.format
+            )));
         }
         for (field, got, want) in [
             ("kem", &ctx.kem, mode.kem_name()),
@@ -97,11 +116,16 @@ impl Manifest {
             ("aead", &ctx.aead, mode.aead_name()),
         ] {
             if got != want {
-                return Err(bad(format!("ctx.{field} is {got:?}, mode {mode} uses {want:?}")));
+                return Err(bad(format!(
+                    "ctx.{field} is {got:?}, mode {mode} uses {want:?}"
+                )));
             }
         }
         if ctx.chunk_size != CHUNK_SIZE {
-            return Err(bad(format!("ctx.chunk_size is {}, format v1 uses {CHUNK_SIZE}", ctx.chunk_size)));
+            return Err(bad(format!(
+                "ctx.chunk_size is {}, format v1 uses {CHUNK_SIZE}",
+                ctx.chunk_size
+            )));
         }
         if ctx.plaintext_size > MAX_PLAINTEXT_SIZE {
             return Err(bad("ctx.plaintext_size is above 2^53 - 1"));
@@ -114,9 +138,15 @@ impl Manifest {
                 chunk_count(ctx.plaintext_size)
             )));
         }
-        for (field, v) in [("tenant", &ctx.tenant), ("bucket", &ctx.bucket), ("key", &ctx.key)] {
+        for (field, v) in [
+            ("tenant", &ctx.tenant),
+            ("bucket", &ctx.bucket),
+            ("key", &ctx.key),
+        ] {
             if v.is_empty() || v.chars().any(char::is_control) {
-                return Err(bad(format!("ctx.{field} is empty or has control characters")));
+                return Err(bad(format!(
+                    "ctx.{field} is empty or has control characters"
+                )));
             }
         }
         validate_version(&ctx.version).map_err(|e| bad(format!("ctx.version: {e}")))?;
@@ -141,26 +171,53 @@ impl Manifest {
             (_, None) => {}
         }
 
-        let c = B64.decode(&wire.c).map_err(|_| bad("c is not canonical base64"))?;
+        let c = B64
+            .decode(&wire.c)
+            .map_err(|_| bad("c is not canonical base64"))?;
         if c.len() != mode.ciphertext_len() {
-            return Err(bad(format!("c is {} bytes, mode {mode} carries {}", c.len(), mode.ciphertext_len())));
+            return Err(bad(format!(
+                "c is {} bytes, mode {mode} carries {}",
+                c.len(),
+                mode.ciphertext_len()
+            )));
         }
-        if !is_lower_hex(&ctx.c_sha256, 64) || hex::encode(sha256(backend, &c)) != ctx.c_sha256 {
+        let mut want_hash = [0u8; 32];
+        if !is_lower_hex(&ctx.c_sha256, 64)
+            || hex::decode_to_slice(&ctx.c_sha256, &mut want_hash).is_err()
+            || sha256(backend, &c) != want_hash
+        {
             return Err(bad("c does not match ctx.c_sha256"));
         }
         if mode == Mode::X25519Padded && c[32..].iter().any(|&b| b != 0) {
             return Err(bad("x25519-padded: padding of c is not zero"));
         }
-        let (salt_len, prefix_len) = if mode.encrypts() { (SALT_LEN, PREFIX_LEN) } else { (0, 0) };
-        let salt = B64.decode(&wire.salt).map_err(|_| bad("salt is not canonical base64"))?;
+        let (salt_len, prefix_len) = if mode.encrypts() {
+            (SALT_LEN, PREFIX_LEN)
+        } else {
+            (0, 0)
+        };
+        let salt = B64
+            .decode(&wire.salt)
+            .map_err(|_| bad("salt is not canonical base64"))?;
         if salt.len() != salt_len {
-            return Err(bad(format!("salt is {} bytes, expected {salt_len}", salt.len())));
+            return Err(bad(format!(
+                "salt is {} bytes, expected {salt_len}",
+                salt.len()
+            )));
         }
         if !is_lower_hex(&wire.nonce_prefix, 2 * prefix_len) {
-            return Err(bad(format!("nonce_prefix is not {prefix_len} bytes of lowercase hex")));
+            return Err(bad(format!(
+                "nonce_prefix is not {prefix_len} bytes of lowercase hex"
+            )));
         }
-        let nonce_prefix = hex::decode(&wire.nonce_prefix).map_err(|_| bad("nonce_prefix is not hex"))?;
-        Ok(Self { ctx, c, salt, nonce_prefix })
+        let nonce_prefix =
+            hex::decode(&wire.nonce_prefix).map_err(|_| bad("nonce_prefix is not hex"))?;
+        Ok(Self {
+            ctx,
+            c,
+            salt,
+            nonce_prefix,
+        })
     }
 
     /// Peeks at the mode a manifest claims, without validating it (for `inspect`).
@@ -173,14 +230,48 @@ impl Manifest {
         struct PeekCtx {
             mode: String,
         }
-        let p: Peek = serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
+        let p: Peek =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
         p.ctx.mode.parse()
     }
 
     /// Size of `data.enc` for this object: every chunk plus a 16-byte tag per chunk when the
     /// mode encrypts.
     pub fn ciphertext_size(&self) -> u64 {
-        let tags = if self.ctx.mode == Mode::Plaintext.name() { 0 } else { self.ctx.chunk_count * 16 };
+        let tags = if self.ctx.mode == Mode::Plaintext.name() {
+            0
+        } else {
+            self.ctx.chunk_count * 16
+        };
         self.ctx.plaintext_size + tags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::{ObjectId, new_version};
+
+    #[test]
+    fn manifest_bytes_are_jcs() {
+        let id = ObjectId::new("t", "b", "dir/ü", &new_version()).expect("id");
+        let ctx = Context::new(&id, Mode::X25519, 9, "ab".repeat(32), &[1u8; 32], None);
+        let m = Manifest {
+            ctx,
+            c: vec![1; 32],
+            salt: vec![2; 32],
+            nonce_prefix: vec![3; 4],
+        };
+        let wire = Wire {
+            c: B64.encode(&m.c),
+            ctx: m.ctx.clone(),
+            format: MANIFEST_FORMAT.into(),
+            nonce_prefix: hex::encode(&m.nonce_prefix),
+            salt: B64.encode(&m.salt),
+        };
+        assert_eq!(
+            m.to_bytes().expect("bytes"),
+            serde_jcs::to_vec(&wire).expect("jcs")
+        );
     }
 }

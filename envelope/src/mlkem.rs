@@ -55,7 +55,9 @@ type Ek768 = ml_kem::ml_kem_768::EncapsulationKey;
 type Ek1024 = ml_kem::ml_kem_1024::EncapsulationKey;
 
 fn secret32(bytes: &[u8]) -> Result<Secret32> {
-    let arr: [u8; 32] = bytes.try_into().map_err(|_| Error::Crypto("ml-kem shared secret size"))?;
+    let arr: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| Error::Crypto("ml-kem shared secret size"))?;
     Ok(Zeroizing::new(arr))
 }
 
@@ -63,13 +65,22 @@ fn secret32(bytes: &[u8]) -> Result<Secret32> {
 pub(crate) fn public_from_seed(params: Params, seed: &[u8; 64]) -> Vec<u8> {
     let seed = Array::from(*seed);
     match params {
-        Params::K768 => Dk768::from_seed(seed).encapsulation_key().to_bytes().to_vec(),
-        Params::K1024 => Dk1024::from_seed(seed).encapsulation_key().to_bytes().to_vec(),
+        Params::K768 => Dk768::from_seed(seed)
+            .encapsulation_key()
+            .to_bytes()
+            .to_vec(),
+        Params::K1024 => Dk1024::from_seed(seed)
+            .encapsulation_key()
+            .to_bytes()
+            .to_vec(),
     }
 }
 
 /// Derives the expanded FIPS 203 decapsulation key encoding `dk` from a seed.
-#[allow(deprecated, reason = "the expanded encoding is exactly what AWS-LC's raw-key import takes")]
+#[allow(
+    deprecated,
+    reason = "the expanded encoding is exactly what AWS-LC's raw-key import takes"
+)]
 pub(crate) fn expanded_from_seed(params: Params, seed: &[u8; 64]) -> Zeroizing<Vec<u8>> {
     use ml_kem::ExpandedKeyEncoding;
     let seed = Array::from(*seed);
@@ -101,17 +112,18 @@ impl EncapKey {
         }
         let bad = |_| Error::Key("invalid ML-KEM public key".into());
         Ok(match (backend, params) {
-            (Backend::AwsLc, _) => {
-                EncapKey::Aws(lc_kem::EncapsulationKey::new(params.aws(), bytes).map_err(|_| {
-                    Error::Key("invalid ML-KEM public key".into())
-                })?)
-            }
+            (Backend::AwsLc, _) => EncapKey::Aws(
+                lc_kem::EncapsulationKey::new(params.aws(), bytes)
+                    .map_err(|_| Error::Key("invalid ML-KEM public key".into()))?,
+            ),
             (Backend::RustCrypto, Params::K768) => {
-                let arr = Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                let arr =
+                    Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
                 EncapKey::Rc768(Box::new(Ek768::new(&arr).map_err(bad)?))
             }
             (Backend::RustCrypto, Params::K1024) => {
-                let arr = Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                let arr =
+                    Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
                 EncapKey::Rc1024(Box::new(Ek1024::new(&arr).map_err(bad)?))
             }
         })
@@ -119,10 +131,15 @@ impl EncapKey {
 
     /// Encapsulates: returns the ciphertext and the 32-byte shared secret. AWS-LC draws its
     /// own randomness; RustCrypto draws `m` from `rng`.
-    pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Result<(Vec<u8>, Secret32)> {
+    pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(
+        &self,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Secret32)> {
         match self {
             EncapKey::Aws(k) => {
-                let (ct, ss) = k.encapsulate().map_err(|_| Error::Crypto("ml-kem encapsulate"))?;
+                let (ct, ss) = k
+                    .encapsulate()
+                    .map_err(|_| Error::Crypto("ml-kem encapsulate"))?;
                 Ok((ct.as_ref().to_vec(), secret32(ss.as_ref())?))
             }
             EncapKey::Rc768(k) => {
@@ -185,7 +202,10 @@ impl DecapKey {
     }
 
     /// Loads a decapsulation key from its expanded FIPS 203 encoding (known-answer tests).
-    #[allow(deprecated, reason = "ACVP decapsulation vectors give the expanded key only")]
+    #[allow(
+        deprecated,
+        reason = "ACVP decapsulation vectors give the expanded key only"
+    )]
     pub(crate) fn from_expanded(backend: Backend, params: Params, dk: &[u8]) -> Result<Self> {
         use ml_kem::ExpandedKeyEncoding;
         let bad = |_| Error::Key("invalid ML-KEM expanded key".into());
@@ -210,7 +230,9 @@ impl DecapKey {
     pub(crate) fn decapsulate(&self, ct: &[u8]) -> Result<Secret32> {
         match self {
             DecapKey::Aws(k) => {
-                let ss = k.decapsulate(lc_kem::Ciphertext::from(ct)).map_err(|_| Error::Decrypt)?;
+                let ss = k
+                    .decapsulate(lc_kem::Ciphertext::from(ct))
+                    .map_err(|_| Error::Decrypt)?;
                 secret32(ss.as_ref()).map_err(|_| Error::Decrypt)
             }
             DecapKey::Rc768(k) => {

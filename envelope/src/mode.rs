@@ -169,9 +169,7 @@ impl FromStr for Mode {
     fn from_str(s: &str) -> Result<Self> {
         Mode::ALL
             .into_iter()
-            .find(|m| {
-                m.name() == s || m.study_code().is_some_and(|c| c.eq_ignore_ascii_case(s))
-            })
+            .find(|m| m.name() == s || m.study_code().is_some_and(|c| c.eq_ignore_ascii_case(s)))
             .ok_or_else(|| Error::UnknownMode(s.to_owned()))
     }
 }
@@ -328,7 +326,10 @@ pub struct SessionBounds {
 impl Default for SessionBounds {
     /// B_max = 100, T_max = 10 s, the middle of the study's grid.
     fn default() -> Self {
-        Self { max_objects: 100, max_age: Duration::from_secs(10) }
+        Self {
+            max_objects: 100,
+            max_age: Duration::from_secs(10),
+        }
     }
 }
 

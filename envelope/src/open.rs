@@ -13,7 +13,9 @@ use crate::mlkem::{self, Params};
 use crate::seal::ChunkState;
 use crate::session::{CacheStats, RootCache};
 use crate::symmetric::{Aead, TAG_LEN, hkdf_sha256};
-use crate::{Backend, Error, KeyType, Mode, Result, SecretKey, StageTimes, rsa_oaep, x25519, xwing};
+use crate::{
+    Backend, Error, KeyType, Mode, Result, SecretKey, StageTimes, rsa_oaep, x25519, xwing,
+};
 
 /// Session roots a receiver keeps (each 32 bytes).
 const ROOT_CACHE_CAPACITY: usize = 4096;
@@ -25,7 +27,10 @@ enum Secret {
     Rsa(rsa_oaep::SecretKey),
     X25519(x25519::StaticKey),
     MlKem(mlkem::DecapKey),
-    Concat { m: mlkem::DecapKey, x: x25519::StaticKey },
+    Concat {
+        m: mlkem::DecapKey,
+        x: x25519::StaticKey,
+    },
     XWing(xwing::DecapKey),
 }
 
@@ -47,7 +52,10 @@ impl Receiver {
             None if expected == Mode::Plaintext => (Secret::None, String::new()),
             None => return Err(Error::Key(format!("mode {expected} needs a {want} key"))),
             Some(sk) if sk.key_type() != want => {
-                return Err(Error::Key(format!("mode {expected} needs a {want} key, not a {} key", sk.key_type())));
+                return Err(Error::Key(format!(
+                    "mode {expected} needs a {want} key, not a {} key",
+                    sk.key_type()
+                )));
             }
             Some(sk) => {
                 let s = match want {
@@ -58,22 +66,39 @@ impl Receiver {
                         want.rsa_bits().unwrap_or_default(),
                         sk.expose_secret(),
                     )?),
-                    KeyType::X25519 => Secret::X25519(x25519::StaticKey::new(backend, &*sk.fixed::<32>(0)?)?),
-                    KeyType::MlKem768 => Secret::MlKem(mlkem::DecapKey::from_seed(backend, Params::K768, &*sk.fixed::<64>(0)?)?),
-                    KeyType::MlKem1024 => {
-                        Secret::MlKem(mlkem::DecapKey::from_seed(backend, Params::K1024, &*sk.fixed::<64>(0)?)?)
+                    KeyType::X25519 => {
+                        Secret::X25519(x25519::StaticKey::new(backend, &*sk.fixed::<32>(0)?)?)
                     }
+                    KeyType::MlKem768 => Secret::MlKem(mlkem::DecapKey::from_seed(
+                        backend,
+                        Params::K768,
+                        &*sk.fixed::<64>(0)?,
+                    )?),
+                    KeyType::MlKem1024 => Secret::MlKem(mlkem::DecapKey::from_seed(
+                        backend,
+                        Params::K1024,
+                        &*sk.fixed::<64>(0)?,
+                    )?),
                     KeyType::ConcatHybrid => Secret::Concat {
                         m: mlkem::DecapKey::from_seed(backend, Params::K768, &*sk.fixed::<64>(0)?)?,
                         x: x25519::StaticKey::new(backend, &*sk.fixed::<32>(64)?)?,
                     },
-                    KeyType::XWing => Secret::XWing(xwing::DecapKey::from_seed(backend, &*sk.fixed::<32>(0)?)?),
+                    KeyType::XWing => {
+                        Secret::XWing(xwing::DecapKey::from_seed(backend, &*sk.fixed::<32>(0)?)?)
+                    }
                 };
                 (s, sk.key_id_hex()?)
             }
         };
-        let roots = (expected == Mode::MlKem768Session).then(|| RootCache::new(ROOT_CACHE_CAPACITY));
-        Ok(Self { mode: expected, backend, key_id, secret, roots })
+        let roots =
+            (expected == Mode::MlKem768Session).then(|| RootCache::new(ROOT_CACHE_CAPACITY));
+        Ok(Self {
+            mode: expected,
+            backend,
+            key_id,
+            secret,
+            roots,
+        })
     }
 
     /// The mode this reader accepts.
@@ -104,12 +129,17 @@ impl Receiver {
             Secret::Psk(k) => k.clone(),
             Secret::Rsa(sk) => v(sk.decrypt(c)?.as_ref()),
             Secret::X25519(sk) => {
-                let epub: [u8; 32] = c.get(..32).and_then(|s| s.try_into().ok()).ok_or(Error::Decrypt)?;
+                let epub: [u8; 32] = c
+                    .get(..32)
+                    .and_then(|s| s.try_into().ok())
+                    .ok_or(Error::Decrypt)?;
                 v(sk.agree(&epub)?.as_ref())
             }
             Secret::MlKem(sk) => v(sk.decapsulate(c)?.as_ref()),
             Secret::Concat { m, x } => {
-                let (ct_m, ct_x) = c.split_at_checked(Params::K768.ciphertext_len()).ok_or(Error::Decrypt)?;
+                let (ct_m, ct_x) = c
+                    .split_at_checked(Params::K768.ciphertext_len())
+                    .ok_or(Error::Decrypt)?;
                 let epub: [u8; 32] = ct_x.try_into().map_err(|_| Error::Decrypt)?;
                 let ss_m = m.decapsulate(ct_m)?;
                 let ss_x = x.agree(&epub)?;
@@ -122,6 +152,13 @@ impl Receiver {
         })
     }
 
+    /// Key recovery alone from `C` (decapsulation, RSA decryption or X25519 exchange; no
+    /// session cache). For benchmarks; [`Receiver::open`] is the API.
+    #[doc(hidden)]
+    pub fn bench_recover(&self, c: &[u8]) -> Result<()> {
+        self.recover(c).map(drop)
+    }
+
     /// Starts opening the object `id` from its manifest bytes: validates the manifest,
     /// checks that it names `id`, this reader's mode and this reader's key, recovers the
     /// key and derives the data key. Then feed `data.enc` to [`Opener::open_chunk`].
@@ -130,8 +167,16 @@ impl Receiver {
         let t0 = Instant::now();
         let m = Manifest::parse_with(manifest, self.mode, self.backend)?;
         m.ctx.check_identity(id)?;
-        if !bool::from(m.ctx.recipient_key_id.as_bytes().ct_eq(self.key_id.as_bytes())) {
-            return Err(Error::WrongRecipient { expected: self.key_id.clone(), found: m.ctx.recipient_key_id });
+        if !bool::from(
+            m.ctx
+                .recipient_key_id
+                .as_bytes()
+                .ct_eq(self.key_id.as_bytes()),
+        ) {
+            return Err(Error::WrongRecipient {
+                expected: self.key_id.clone(),
+                found: m.ctx.recipient_key_id,
+            });
         }
         let ctx_bytes = m.ctx.canonical_bytes()?;
         let mut prefix = [0u8; 4];
@@ -167,7 +212,12 @@ impl Receiver {
         drop(ikm);
         times.key_derivation = t2.elapsed();
 
-        Ok(Opener { chunks: ChunkState::new(ctx_bytes, prefix, m.ctx.plaintext_size), aead, times, manifest: m })
+        Ok(Opener {
+            chunks: ChunkState::new(ctx_bytes, prefix, m.ctx.plaintext_size),
+            aead,
+            times,
+            manifest: m,
+        })
     }
 }
 
@@ -236,6 +286,10 @@ impl Opener {
         if self.chunks.next != self.chunks.count {
             return Err(Error::Decrypt);
         }
-        Ok(Opened { times: self.times, plaintext_size: self.chunks.plaintext_size, manifest: self.manifest })
+        Ok(Opened {
+            times: self.times,
+            plaintext_size: self.chunks.plaintext_size,
+            manifest: self.manifest,
+        })
     }
 }

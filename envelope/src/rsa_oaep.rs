@@ -23,14 +23,24 @@ pub(crate) fn generate(bits: usize) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>)> {
     };
     let sk = lc::PrivateDecryptingKey::generate(size).map_err(|_| Error::Crypto("rsa keygen"))?;
     let pkcs8: Pkcs8V1Der<'_> = sk.as_der().map_err(|_| Error::Crypto("rsa pkcs8"))?;
-    let spki: PublicKeyX509Der<'_> = sk.public_key().as_der().map_err(|_| Error::Crypto("rsa spki"))?;
-    Ok((spki.as_ref().to_vec(), Zeroizing::new(pkcs8.as_ref().to_vec())))
+    let spki: PublicKeyX509Der<'_> = sk
+        .public_key()
+        .as_der()
+        .map_err(|_| Error::Crypto("rsa spki"))?;
+    Ok((
+        spki.as_ref().to_vec(),
+        Zeroizing::new(pkcs8.as_ref().to_vec()),
+    ))
 }
 
 /// The public key bytes (SPKI DER) that belong to a PKCS#8 private key.
 pub(crate) fn public_from_secret(pkcs8: &[u8]) -> Result<Vec<u8>> {
-    let sk = lc::PrivateDecryptingKey::from_pkcs8(pkcs8).map_err(|_| Error::Key("invalid RSA private key".into()))?;
-    let spki: PublicKeyX509Der<'_> = sk.public_key().as_der().map_err(|_| Error::Crypto("rsa spki"))?;
+    let sk = lc::PrivateDecryptingKey::from_pkcs8(pkcs8)
+        .map_err(|_| Error::Key("invalid RSA private key".into()))?;
+    let spki: PublicKeyX509Der<'_> = sk
+        .public_key()
+        .as_der()
+        .map_err(|_| Error::Crypto("rsa spki"))?;
     Ok(spki.as_ref().to_vec())
 }
 
@@ -45,26 +55,35 @@ pub(crate) enum PublicKey {
 impl PublicKey {
     /// Parses SPKI DER and checks the modulus size.
     pub(crate) fn parse(backend: Backend, bits: usize, spki: &[u8]) -> Result<Self> {
-        let bad = || Error::Key("invalid RSA public key (expected SubjectPublicKeyInfo DER)".into());
+        let bad =
+            || Error::Key("invalid RSA public key (expected SubjectPublicKeyInfo DER)".into());
         let key = match backend {
             Backend::AwsLc => {
                 let k = lc::PublicEncryptingKey::from_der(spki).map_err(|_| bad())?;
                 PublicKey::Aws(lc::OaepPublicEncryptingKey::new(k).map_err(|_| bad())?)
             }
-            Backend::RustCrypto => PublicKey::Rc(Box::new(rsa::PublicKey::from_public_key_der(spki).map_err(|_| bad())?)),
+            Backend::RustCrypto => PublicKey::Rc(Box::new(
+                rsa::PublicKey::from_public_key_der(spki).map_err(|_| bad())?,
+            )),
         };
         let got = match &key {
             PublicKey::Aws(k) => k.key_size_bits(),
             PublicKey::Rc(k) => k.size() * 8,
         };
         if got != bits {
-            return Err(Error::Key(format!("RSA key is {got} bits, the mode needs {bits}")));
+            return Err(Error::Key(format!(
+                "RSA key is {got} bits, the mode needs {bits}"
+            )));
         }
         Ok(key)
     }
 
     /// Encrypts `secret` with OAEP-SHA256; the ciphertext is exactly the modulus size.
-    pub(crate) fn encrypt<R: CryptoRng + ?Sized>(&self, secret: &[u8; 32], rng: &mut R) -> Result<Vec<u8>> {
+    pub(crate) fn encrypt<R: CryptoRng + ?Sized>(
+        &self,
+        secret: &[u8; 32],
+        rng: &mut R,
+    ) -> Result<Vec<u8>> {
         match self {
             PublicKey::Aws(k) => {
                 let mut out = vec![0u8; k.ciphertext_size()];
@@ -99,14 +118,18 @@ impl SecretKey {
                 let k = lc::PrivateDecryptingKey::from_pkcs8(pkcs8).map_err(|_| bad())?;
                 SecretKey::Aws(lc::OaepPrivateDecryptingKey::new(k).map_err(|_| bad())?)
             }
-            Backend::RustCrypto => SecretKey::Rc(Box::new(rsa::PrivateKey::from_pkcs8_der(pkcs8).map_err(|_| bad())?)),
+            Backend::RustCrypto => SecretKey::Rc(Box::new(
+                rsa::PrivateKey::from_pkcs8_der(pkcs8).map_err(|_| bad())?,
+            )),
         };
         let got = match &key {
             SecretKey::Aws(k) => k.key_size_bits(),
             SecretKey::Rc(k) => k.size() * 8,
         };
         if got != bits {
-            return Err(Error::Key(format!("RSA key is {got} bits, the mode needs {bits}")));
+            return Err(Error::Key(format!(
+                "RSA key is {got} bits, the mode needs {bits}"
+            )));
         }
         Ok(key)
     }
@@ -124,7 +147,10 @@ impl SecretKey {
                 out.truncate(n);
                 out
             }
-            SecretKey::Rc(k) => Zeroizing::new(k.oaep_decrypt::<sha2::Sha256>(ct).map_err(|_| Error::Decrypt)?),
+            SecretKey::Rc(k) => Zeroizing::new(
+                k.oaep_decrypt::<sha2::Sha256>(ct)
+                    .map_err(|_| Error::Decrypt)?,
+            ),
         };
         let arr: [u8; 32] = pt.as_slice().try_into().map_err(|_| Error::Decrypt)?;
         Ok(Zeroizing::new(arr))

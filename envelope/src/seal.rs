@@ -11,7 +11,10 @@ use crate::manifest::{Manifest, PREFIX_LEN, SALT_LEN};
 use crate::mlkem::{self, Params};
 use crate::session::{SenderSessions, SessionInfo};
 use crate::symmetric::{Aead, TAG_LEN, hkdf_sha256, sha256};
-use crate::{Backend, Error, KeyType, Mode, PublicKey, Result, SecretKey, SessionBounds, StageTimes, rsa_oaep, x25519, xwing};
+use crate::{
+    Backend, Error, KeyType, Mode, PublicKey, Result, SecretKey, SessionBounds, StageTimes,
+    rsa_oaep, x25519, xwing,
+};
 
 /// The key a [`Sender`] seals to.
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +48,9 @@ pub struct Sender {
 }
 
 fn x25519_pub(bytes: &[u8]) -> Result<[u8; 32]> {
-    bytes.try_into().map_err(|_| Error::Key("X25519 public key must be 32 bytes".into()))
+    bytes
+        .try_into()
+        .map_err(|_| Error::Key("X25519 public key must be 32 bytes".into()))
 }
 
 impl Sender {
@@ -55,46 +60,77 @@ impl Sender {
         let want = mode.key_type();
         let (recipient, key_id) = match (key, mode) {
             (SealKey::None, Mode::Plaintext) => (Recipient::None, String::new()),
-            (SealKey::Psk(sk), Mode::Psk) if sk.key_type() == KeyType::Psk => {
-                (Recipient::Psk(Zeroizing::new(sk.expose_secret().to_vec())), sk.key_id_hex()?)
-            }
+            (SealKey::Psk(sk), Mode::Psk) if sk.key_type() == KeyType::Psk => (
+                Recipient::Psk(Zeroizing::new(sk.expose_secret().to_vec())),
+                sk.key_id_hex()?,
+            ),
             (SealKey::Public(pk), _) if pk.key_type() == want => {
                 let b = pk.as_bytes();
                 let r = match want {
                     KeyType::Rsa3072 | KeyType::Rsa4096 => {
-                        Recipient::Rsa(rsa_oaep::PublicKey::parse(backend, want.rsa_bits().unwrap_or_default(), b)?)
+                        Recipient::Rsa(rsa_oaep::PublicKey::parse(
+                            backend,
+                            want.rsa_bits().unwrap_or_default(),
+                            b,
+                        )?)
                     }
                     KeyType::X25519 => Recipient::X25519(x25519_pub(b)?),
-                    KeyType::MlKem768 => Recipient::MlKem(mlkem::EncapKey::parse(backend, Params::K768, b)?),
-                    KeyType::MlKem1024 => Recipient::MlKem(mlkem::EncapKey::parse(backend, Params::K1024, b)?),
+                    KeyType::MlKem768 => {
+                        Recipient::MlKem(mlkem::EncapKey::parse(backend, Params::K768, b)?)
+                    }
+                    KeyType::MlKem1024 => {
+                        Recipient::MlKem(mlkem::EncapKey::parse(backend, Params::K1024, b)?)
+                    }
                     KeyType::ConcatHybrid => {
                         let (m, x) = b.split_at(Params::K768.public_len());
-                        Recipient::Concat { m: mlkem::EncapKey::parse(backend, Params::K768, m)?, x: x25519_pub(x)? }
+                        Recipient::Concat {
+                            m: mlkem::EncapKey::parse(backend, Params::K768, m)?,
+                            x: x25519_pub(x)?,
+                        }
                     }
                     KeyType::XWing => Recipient::XWing(xwing::EncapKey::parse(backend, b)?),
-                    KeyType::None | KeyType::Psk => return Err(Error::Key(format!("mode {mode} takes no public key"))),
+                    KeyType::None | KeyType::Psk => {
+                        return Err(Error::Key(format!("mode {mode} takes no public key")));
+                    }
                 };
                 (r, pk.key_id_hex())
             }
-            (SealKey::None, _) => return Err(Error::Key(format!("mode {mode} needs a {want} key"))),
+            (SealKey::None, _) => {
+                return Err(Error::Key(format!("mode {mode} needs a {want} key")));
+            }
             (SealKey::Psk(sk), _) => {
-                return Err(Error::Key(format!("mode {mode} needs a {want} key, not a {} key", sk.key_type())));
+                return Err(Error::Key(format!(
+                    "mode {mode} needs a {want} key, not a {} key",
+                    sk.key_type()
+                )));
             }
             (SealKey::Public(pk), _) => {
-                return Err(Error::Key(format!("mode {mode} needs a {want} key, not a {} key", pk.key_type())));
+                return Err(Error::Key(format!(
+                    "mode {mode} needs a {want} key, not a {} key",
+                    pk.key_type()
+                )));
             }
         };
         let sessions = match mode {
             Mode::MlKem768Session => Some(SenderSessions::new(SessionBounds::default())?),
             _ => None,
         };
-        Ok(Self { mode, backend, key_id, recipient, sessions })
+        Ok(Self {
+            mode,
+            backend,
+            key_id,
+            recipient,
+            sessions,
+        })
     }
 
     /// Sets B_max and T_max for `ml-kem-768-session` (starts a fresh session state).
     pub fn with_session_bounds(mut self, bounds: SessionBounds) -> Result<Self> {
         if self.mode != Mode::MlKem768Session {
-            return Err(Error::Usage(format!("session bounds apply to ml-kem-768-session, not {}", self.mode)));
+            return Err(Error::Usage(format!(
+                "session bounds apply to ml-kem-768-session, not {}",
+                self.mode
+            )));
         }
         self.sessions = Some(SenderSessions::new(bounds)?);
         Ok(self)
@@ -116,7 +152,10 @@ impl Sender {
     }
 
     /// Per-object key establishment: (C, ikm).
-    fn establish<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>)> {
+    fn establish<R: CryptoRng + ?Sized>(
+        &self,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Zeroizing<Vec<u8>>)> {
         let b = self.backend;
         let v = |s: &[u8]| Zeroizing::new(s.to_vec());
         Ok(match &self.recipient {
@@ -155,13 +194,28 @@ impl Sender {
         })
     }
 
+    /// Key establishment alone (one encapsulation, RSA encryption or X25519 exchange; for
+    /// `ml-kem-768-session` a full encapsulation, as at a session start). Returns `C`.
+    /// For benchmarks; [`Sender::seal`] is the API.
+    #[doc(hidden)]
+    pub fn bench_establish<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Result<Vec<u8>> {
+        self.establish(rng).map(|(c, _)| c)
+    }
+
     /// Starts sealing a new object of exactly `plaintext_size` bytes: establishes its key
     /// (or takes the current session root), builds ctx and the manifest, derives the data
     /// key. Then feed the chunks to [`Sealer::seal_chunk`] and call [`Sealer::finish`].
-    pub fn seal<R: CryptoRng + ?Sized>(&self, id: &ObjectId, plaintext_size: u64, rng: &mut R) -> Result<Sealer> {
+    pub fn seal<R: CryptoRng + ?Sized>(
+        &self,
+        id: &ObjectId,
+        plaintext_size: u64,
+        rng: &mut R,
+    ) -> Result<Sealer> {
         id.validate()?;
         if plaintext_size > MAX_PLAINTEXT_SIZE {
-            return Err(Error::Usage(format!("object of {plaintext_size} bytes is above the 2^53 - 1 limit")));
+            return Err(Error::Usage(format!(
+                "object of {plaintext_size} bytes is above the 2^53 - 1 limit"
+            )));
         }
         let mut times = StageTimes::default();
 
@@ -198,13 +252,24 @@ impl Sender {
             max_objects: s.bounds.max_objects,
         });
         let c_sha = sha256(self.backend, &c);
-        let ctx = Context::new(id, self.mode, plaintext_size, self.key_id.clone(), &c_sha, session_ctx);
+        let ctx = Context::new(
+            id,
+            self.mode,
+            plaintext_size,
+            self.key_id.clone(),
+            &c_sha,
+            session_ctx,
+        );
         let ctx_bytes = ctx.canonical_bytes()?;
         let manifest = Manifest {
             ctx,
             c,
             salt: salt.clone(),
-            nonce_prefix: if encrypts { prefix.to_vec() } else { Vec::new() },
+            nonce_prefix: if encrypts {
+                prefix.to_vec()
+            } else {
+                Vec::new()
+            },
         }
         .to_bytes()?;
         times.manifest = t1.elapsed();
@@ -245,12 +310,21 @@ impl ChunkState {
         let ctx_len = ctx_bytes.len();
         let mut ad = ctx_bytes;
         ad.extend_from_slice(&[0u8; 17]);
-        Self { ad, ctx_len, prefix, next: 0, count: chunk_count(plaintext_size), plaintext_size }
+        Self {
+            ad,
+            ctx_len,
+            prefix,
+            next: 0,
+            count: chunk_count(plaintext_size),
+            plaintext_size,
+        }
     }
 
     /// Plaintext length of the next chunk, or `None` when all chunks are done.
     pub(crate) fn next_len(&self) -> Option<usize> {
-        (self.next < self.count).then(|| usize::try_from(chunk_len(self.plaintext_size, self.next)).unwrap_or(usize::MAX))
+        (self.next < self.count).then(|| {
+            usize::try_from(chunk_len(self.plaintext_size, self.next)).unwrap_or(usize::MAX)
+        })
     }
 
     /// Nonce and associated data of the next chunk (FORMAT.md §6).
@@ -297,7 +371,11 @@ impl Sealer {
 
     /// Total size of `data.enc` once all chunks are sealed.
     pub fn ciphertext_size(&self) -> u64 {
-        let tag = if self.aead.is_some() { TAG_LEN as u64 } else { 0 };
+        let tag = if self.aead.is_some() {
+            TAG_LEN as u64
+        } else {
+            0
+        };
         self.chunks.plaintext_size + tag * self.chunks.count
     }
 
@@ -315,7 +393,9 @@ impl Sealer {
     /// plaintext bytes and afterwards holds the ciphertext followed by the 16-byte tag.
     pub fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> Result<()> {
         let Some(want) = self.chunks.next_len() else {
-            return Err(Error::Usage("all chunks of this object are already sealed".into()));
+            return Err(Error::Usage(
+                "all chunks of this object are already sealed".into(),
+            ));
         };
         if buf.len() != want {
             return Err(Error::Usage(format!(
@@ -343,6 +423,11 @@ impl Sealer {
             )));
         }
         let ciphertext_size = self.ciphertext_size();
-        Ok(Sealed { manifest: self.manifest, times: self.times, session: self.session, ciphertext_size })
+        Ok(Sealed {
+            manifest: self.manifest,
+            times: self.times,
+            session: self.session,
+            ciphertext_size,
+        })
     }
 }

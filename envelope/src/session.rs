@@ -46,12 +46,19 @@ pub(crate) struct SenderSessions {
 impl SenderSessions {
     pub(crate) fn new(bounds: SessionBounds) -> Result<Self> {
         if bounds.max_objects == 0 {
-            return Err(Error::Usage("session bound max_objects (B_max) must be at least 1".into()));
+            return Err(Error::Usage(
+                "session bound max_objects (B_max) must be at least 1".into(),
+            ));
         }
         if bounds.max_age.is_zero() {
-            return Err(Error::Usage("session bound max_age (T_max) must be positive".into()));
+            return Err(Error::Usage(
+                "session bound max_age (T_max) must be positive".into(),
+            ));
         }
-        Ok(Self { bounds, state: Mutex::new((None, 0)) })
+        Ok(Self {
+            bounds,
+            state: Mutex::new((None, 0)),
+        })
     }
 
     /// Returns (C, root, info) for the next object, establishing a new root with `establish`
@@ -60,19 +67,33 @@ impl SenderSessions {
         &self,
         establish: impl FnOnce() -> Result<(Vec<u8>, Secret32)>,
     ) -> Result<(Vec<u8>, Secret32, SessionInfo)> {
-        let mut guard = self.state.lock().map_err(|_| Error::Usage("session state poisoned".into()))?;
+        let mut guard = self
+            .state
+            .lock()
+            .map_err(|_| Error::Usage("session state poisoned".into()))?;
         let (active, started_count) = &mut *guard;
         let now = Instant::now();
         let fresh = match active {
-            Some(a) => a.used >= self.bounds.max_objects || now.duration_since(a.started) >= self.bounds.max_age,
+            Some(a) => {
+                a.used >= self.bounds.max_objects
+                    || now.duration_since(a.started) >= self.bounds.max_age
+            }
             None => true,
         };
         if fresh {
             let (c, root) = establish()?;
-            *active = Some(Active { seq: *started_count, c, root, started: Instant::now(), used: 0 });
+            *active = Some(Active {
+                seq: *started_count,
+                c,
+                root,
+                started: Instant::now(),
+                used: 0,
+            });
             *started_count += 1;
         }
-        let a = active.as_mut().ok_or_else(|| Error::Usage("no active session".into()))?;
+        let a = active
+            .as_mut()
+            .ok_or_else(|| Error::Usage("no active session".into()))?;
         let info = SessionInfo {
             session: a.seq,
             index: a.used,
@@ -110,7 +131,10 @@ struct CacheInner {
 
 impl RootCache {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { capacity: capacity.max(1), inner: Mutex::new(CacheInner::default()) }
+        Self {
+            capacity: capacity.max(1),
+            inner: Mutex::new(CacheInner::default()),
+        }
     }
 
     /// Looks up the root of `c_sha256`, or recovers it with `recover` and caches it.

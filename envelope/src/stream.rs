@@ -15,9 +15,17 @@ fn buffer() -> Vec<u8> {
 
 /// Reads exactly `n` bytes into `buf` (replacing its contents). Returns how many bytes were
 /// read before EOF if the input ended early.
-fn read_exact_into<R: Read>(input: &mut R, buf: &mut Vec<u8>, n: usize) -> Result<std::result::Result<(), usize>> {
+fn read_exact_into<R: Read>(
+    input: &mut R,
+    buf: &mut Vec<u8>,
+    n: usize,
+) -> Result<std::result::Result<(), usize>> {
     buf.clear();
-    let got = input.by_ref().take(n as u64).read_to_end(buf).map_err(Error::Io)?;
+    let got = input
+        .by_ref()
+        .take(n as u64)
+        .read_to_end(buf)
+        .map_err(Error::Io)?;
     Ok(if got == n { Ok(()) } else { Err(got) })
 }
 
@@ -58,7 +66,9 @@ pub fn seal_stream<R: Read, W: Write, G: CryptoRng + ?Sized>(
         output.write_all(&buf).map_err(Error::Io)?;
     }
     if has_more(&mut input)? {
-        return Err(Error::Usage(format!("input is longer than the declared {plaintext_size} bytes")));
+        return Err(Error::Usage(format!(
+            "input is longer than the declared {plaintext_size} bytes"
+        )));
     }
     output.flush().map_err(Error::Io)?;
     sealer.finish()

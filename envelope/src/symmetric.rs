@@ -17,7 +17,12 @@ pub const TAG_LEN: usize = 16;
 pub const NONCE_LEN: usize = 12;
 
 /// HKDF-SHA256 extract-and-expand to 32 bytes (RFC 5869 section 2).
-pub(crate) fn hkdf_sha256(backend: Backend, salt: &[u8], ikm: &[u8], info: &[u8]) -> Result<Secret32> {
+pub(crate) fn hkdf_sha256(
+    backend: Backend,
+    salt: &[u8],
+    ikm: &[u8],
+    info: &[u8],
+) -> Result<Secret32> {
     let mut okm = Zeroizing::new([0u8; 32]);
     match backend {
         Backend::AwsLc => {
@@ -99,7 +104,12 @@ impl Aead {
     }
 
     /// Encrypts `buf` in place and appends the 16-byte tag.
-    pub(crate) fn seal_in_place(&self, nonce: &[u8; NONCE_LEN], ad: &[u8], buf: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn seal_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        ad: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
         match self {
             Aead::Aws(key) => {
                 let tag = key
@@ -124,7 +134,12 @@ impl Aead {
     /// Verifies and decrypts `buf` (ciphertext ‖ tag) in place, leaving the plaintext.
     /// Any failure is the opaque [`Error::Decrypt`]; on failure `buf` is cleared so no
     /// unauthenticated plaintext can escape.
-    pub(crate) fn open_in_place(&self, nonce: &[u8; NONCE_LEN], ad: &[u8], buf: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn open_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        ad: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
         let Some(ct_len) = buf.len().checked_sub(TAG_LEN) else {
             buf.zeroize();
             return Err(Error::Decrypt);
@@ -140,7 +155,8 @@ impl Aead {
             Aead::Rc(key) => {
                 let (ct, tag) = buf.split_at_mut(ct_len);
                 let tag = aes_gcm::Tag::try_from(&*tag).map_err(|_| Error::Decrypt)?;
-                key.decrypt_inout_detached(nonce.into(), ad, ct.into(), &tag).is_ok()
+                key.decrypt_inout_detached(nonce.into(), ad, ct.into(), &tag)
+                    .is_ok()
             }
         };
         if ok {

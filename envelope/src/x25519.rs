@@ -34,10 +34,13 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
 ) -> Result<([u8; 32], Secret32)> {
     match backend {
         Backend::AwsLc => {
-            let eph = lc::PrivateKey::generate(&lc::X25519).map_err(|_| Error::Crypto("x25519 keygen"))?;
+            let eph = lc::PrivateKey::generate(&lc::X25519)
+                .map_err(|_| Error::Crypto("x25519 keygen"))?;
             let mut epub = [0u8; 32];
             epub.copy_from_slice(
-                eph.compute_public_key().map_err(|_| Error::Crypto("x25519 public"))?.as_ref(),
+                eph.compute_public_key()
+                    .map_err(|_| Error::Crypto("x25519 public"))?
+                    .as_ref(),
             );
             let ss = lc::agree(
                 &eph,
@@ -49,13 +52,20 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
                     Ok(out)
                 },
             )?;
-            Ok((epub, reject_zero(ss).map_err(|_| Error::Key("invalid X25519 public key".into()))?))
+            Ok((
+                epub,
+                reject_zero(ss).map_err(|_| Error::Key("invalid X25519 public key".into()))?,
+            ))
         }
         Backend::RustCrypto => {
             let eph = x25519_dalek::EphemeralSecret::random_from_rng(rng);
             let epub = x25519_dalek::PublicKey::from(&eph).to_bytes();
             let ss = eph.diffie_hellman(&x25519_dalek::PublicKey::from(*peer));
-            Ok((epub, reject_zero(ss.to_bytes()).map_err(|_| Error::Key("invalid X25519 public key".into()))?))
+            Ok((
+                epub,
+                reject_zero(ss.to_bytes())
+                    .map_err(|_| Error::Key("invalid X25519 public key".into()))?,
+            ))
         }
     }
 }
@@ -84,14 +94,22 @@ impl StaticKey {
     pub(crate) fn agree(&self, peer: &[u8; 32]) -> Result<Secret32> {
         match self {
             StaticKey::Aws(k) => {
-                let ss = lc::agree(k, lc::UnparsedPublicKey::new(&lc::X25519, peer), Error::Decrypt, |s| {
-                    let mut out = [0u8; 32];
-                    out.copy_from_slice(s);
-                    Ok(out)
-                })?;
+                let ss = lc::agree(
+                    k,
+                    lc::UnparsedPublicKey::new(&lc::X25519, peer),
+                    Error::Decrypt,
+                    |s| {
+                        let mut out = [0u8; 32];
+                        out.copy_from_slice(s);
+                        Ok(out)
+                    },
+                )?;
                 reject_zero(ss)
             }
-            StaticKey::Rc(k) => reject_zero(k.diffie_hellman(&x25519_dalek::PublicKey::from(*peer)).to_bytes()),
+            StaticKey::Rc(k) => reject_zero(
+                k.diffie_hellman(&x25519_dalek::PublicKey::from(*peer))
+                    .to_bytes(),
+            ),
         }
     }
 }

@@ -51,7 +51,13 @@ pub(crate) fn public_from_seed(seed: &[u8; 32]) -> Vec<u8> {
     pk
 }
 
-fn combiner(backend: Backend, ss_m: &[u8; 32], ss_x: &[u8; 32], ct_x: &[u8], pk_x: &[u8; 32]) -> Secret32 {
+fn combiner(
+    backend: Backend,
+    ss_m: &[u8; 32],
+    ss_x: &[u8; 32],
+    ct_x: &[u8],
+    pk_x: &[u8; 32],
+) -> Secret32 {
     Zeroizing::new(sha3_256(backend, &[ss_m, ss_x, ct_x, pk_x, LABEL]))
 }
 
@@ -72,14 +78,20 @@ impl EncapKey {
     /// Parses `pk_M ‖ pk_X`.
     pub(crate) fn parse(backend: Backend, bytes: &[u8]) -> Result<Self> {
         if bytes.len() != PUBLIC_LEN {
-            return Err(Error::Key(format!("X-Wing public key is {} bytes, expected {PUBLIC_LEN}", bytes.len())));
+            return Err(Error::Key(format!(
+                "X-Wing public key is {} bytes, expected {PUBLIC_LEN}",
+                bytes.len()
+            )));
         }
         Ok(match backend {
             Backend::AwsLc => {
                 let (m, x) = bytes.split_at(MLKEM_PK_LEN);
                 let mut pk_x = [0u8; 32];
                 pk_x.copy_from_slice(x);
-                EncapKey::Aws { pk_m: mlkem::EncapKey::parse(backend, Params::K768, m)?, pk_x }
+                EncapKey::Aws {
+                    pk_m: mlkem::EncapKey::parse(backend, Params::K768, m)?,
+                    pk_x,
+                }
             }
             Backend::RustCrypto => EncapKey::Rc(Box::new(
                 x_wing::EncapsulationKey::try_from(bytes)
@@ -89,7 +101,10 @@ impl EncapKey {
     }
 
     /// Encapsulates: (ciphertext `ct_M ‖ ct_X`, shared secret).
-    pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(&self, rng: &mut R) -> Result<(Vec<u8>, Secret32)> {
+    pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(
+        &self,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Secret32)> {
         match self {
             EncapKey::Aws { pk_m, pk_x } => {
                 let (mut ct, ss_m) = pk_m.encapsulate(rng)?;
@@ -107,11 +122,15 @@ impl EncapKey {
     }
 
     /// Deterministic encapsulation with 64 bytes of randomness (draft test vectors; RustCrypto only).
-    pub(crate) fn encapsulate_deterministic(&self, eseed: &[u8; 64]) -> Option<(Vec<u8>, Secret32)> {
+    pub(crate) fn encapsulate_deterministic(
+        &self,
+        eseed: &[u8; 64],
+    ) -> Option<(Vec<u8>, Secret32)> {
         match self {
             EncapKey::Aws { .. } => None,
             EncapKey::Rc(k) => {
-                let (ct, ss) = k.encapsulate_deterministic(&x_wing::kem::common::array::Array::from(*eseed));
+                let (ct, ss) =
+                    k.encapsulate_deterministic(&x_wing::kem::common::array::Array::from(*eseed));
                 Some((ct.to_vec(), Zeroizing::new(ss.into())))
             }
         }

@@ -5,6 +5,11 @@
 //! Regenerate the golden files with `PQBENCH_BLESS=1 cargo test -p envelope --test format`
 //! (only when the format changes on purpose: that breaks every stored object).
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test data is generated with wrapping byte arithmetic and small sizes"
+)]
+
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::sync::Arc;
@@ -13,8 +18,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use envelope::{
-    Backend, KeyType, Manifest, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds,
-    keys, open_stream, seal_stream,
+    Backend, KeyType, Manifest, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey, Sender,
+    SessionBounds, keys, open_stream, seal_stream,
 };
 use proptest::prelude::*;
 use rand_chacha::ChaCha20Rng;
@@ -22,10 +27,20 @@ use rand_core::SeedableRng;
 use serde_json::{Value, json};
 
 fn golden_path(mode: Mode) -> String {
-    format!("{}/tests/golden/{}.json", env!("CARGO_MANIFEST_DIR"), mode.name())
+    format!(
+        "{}/tests/golden/{}.json",
+        env!("CARGO_MANIFEST_DIR"),
+        mode.name()
+    )
 }
 
-fn seal_golden(mode: Mode, sk: Option<&SecretKey>, id: &ObjectId, pt: &[u8], seed: u64) -> (Vec<u8>, Vec<u8>) {
+fn seal_golden(
+    mode: Mode,
+    sk: Option<&SecretKey>,
+    id: &ObjectId,
+    pt: &[u8],
+    seed: u64,
+) -> (Vec<u8>, Vec<u8>) {
     let pk = sk.and_then(|s| s.public_key().expect("pk"));
     let key = match (&pk, sk) {
         (Some(pk), _) => SealKey::Public(pk),
@@ -34,8 +49,15 @@ fn seal_golden(mode: Mode, sk: Option<&SecretKey>, id: &ObjectId, pt: &[u8], see
     };
     let sender = Sender::new(mode, Backend::RustCrypto, key).expect("sender");
     let mut data = Vec::new();
-    let sealed =
-        seal_stream(&sender, id, pt.len() as u64, pt, &mut data, &mut ChaCha20Rng::seed_from_u64(seed)).expect("seal");
+    let sealed = seal_stream(
+        &sender,
+        id,
+        pt.len() as u64,
+        pt,
+        &mut data,
+        &mut ChaCha20Rng::seed_from_u64(seed),
+    )
+    .expect("seal");
     (sealed.manifest, data)
 }
 
@@ -51,10 +73,17 @@ fn golden_vectors_pin_the_format() {
         let path = golden_path(mode);
         if bless {
             let kt = mode.key_type();
-            let sk = (kt != KeyType::None)
-                .then(|| SecretKey::generate(kt, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xffff)).expect("keygen"));
-            let id = ObjectId::new("tenant-golden", "bucket-golden", "dir/golden.bin", "01937a3c-8f00-7000-8000-000000000001")
-                .expect("id");
+            let sk = (kt != KeyType::None).then(|| {
+                SecretKey::generate(kt, &mut ChaCha20Rng::seed_from_u64(seed ^ 0xffff))
+                    .expect("keygen")
+            });
+            let id = ObjectId::new(
+                "tenant-golden",
+                "bucket-golden",
+                "dir/golden.bin",
+                "01937a3c-8f00-7000-8000-000000000001",
+            )
+            .expect("id");
             let (manifest, data) = seal_golden(mode, sk.as_ref(), &id, pt, seed);
             let doc = json!({
                 "description": "pqbench envelope format v1 golden object (seeded; see envelope/tests/format.rs)",
@@ -68,12 +97,19 @@ fn golden_vectors_pin_the_format() {
                 "manifest": String::from_utf8(manifest).expect("utf8"),
                 "data_enc_hex": hex::encode(&data),
             });
-            std::fs::create_dir_all(format!("{}/tests/golden", env!("CARGO_MANIFEST_DIR"))).expect("mkdir");
-            std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("json") + "\n").expect("write");
+            std::fs::create_dir_all(format!("{}/tests/golden", env!("CARGO_MANIFEST_DIR")))
+                .expect("mkdir");
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&doc).expect("json") + "\n",
+            )
+            .expect("write");
             continue;
         }
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
-            .expect("json");
+        let doc: Value = serde_json::from_str(
+            &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
+        )
+        .expect("json");
         let sk = doc["secret_key_b64"].as_str().map(|s| {
             SecretKey::from_bytes(mode.key_type(), B64.decode(s).expect("b64")).expect("key")
         });
@@ -84,19 +120,28 @@ fn golden_vectors_pin_the_format() {
             doc["version"].as_str().expect("v"),
         )
         .expect("id");
-        let manifest = doc["manifest"].as_str().expect("manifest").as_bytes().to_vec();
+        let manifest = doc["manifest"]
+            .as_str()
+            .expect("manifest")
+            .as_bytes()
+            .to_vec();
         let data = hex::decode(doc["data_enc_hex"].as_str().expect("data")).expect("hex");
         // Both backends open the stored object.
         for b in Backend::ALL {
             let r = Receiver::new(mode, b, sk.as_ref()).expect("receiver");
             let mut out = Vec::new();
-            open_stream(&r, &id, &manifest, &data[..], &mut out).unwrap_or_else(|e| panic!("{mode} on {b}: {e}"));
+            open_stream(&r, &id, &manifest, &data[..], &mut out)
+                .unwrap_or_else(|e| panic!("{mode} on {b}: {e}"));
             assert_eq!(out, pt, "{mode} on {b}");
         }
         // Re-sealing with the same seed reproduces it byte for byte. (The session mode's
         // ctx carries the root's age in ms, so only its first object is reproducible; it is.)
         let (m2, d2) = seal_golden(mode, sk.as_ref(), &id, pt, seed);
-        assert_eq!(String::from_utf8_lossy(&m2), String::from_utf8_lossy(&manifest), "{mode}: manifest drifted");
+        assert_eq!(
+            String::from_utf8_lossy(&m2),
+            String::from_utf8_lossy(&manifest),
+            "{mode}: manifest drifted"
+        );
         assert_eq!(d2, data, "{mode}: data.enc drifted");
     }
 }
@@ -149,15 +194,29 @@ fn session_fixture(bounds: SessionBounds) -> (Arc<Sender>, SecretKey) {
 
 #[test]
 fn session_object_bound_and_receiver_cache() {
-    let (s, sk) = session_fixture(SessionBounds { max_objects: 3, max_age: Duration::from_secs(600) });
+    let (s, sk) = session_fixture(SessionBounds {
+        max_objects: 3,
+        max_age: Duration::from_secs(600),
+    });
     let r = Receiver::new(Mode::MlKem768Session, Backend::RustCrypto, Some(&sk)).expect("r");
     let mut seen = Vec::new();
     for i in 0..7u64 {
         let id = ObjectId::new_version("t", "b", &format!("o{i}")).expect("id");
         let mut data = Vec::new();
-        let sealed = seal_stream(&s, &id, 10, &[1u8; 10][..], &mut data, &mut envelope::os_rng()).expect("seal");
+        let sealed = seal_stream(
+            &s,
+            &id,
+            10,
+            &[1u8; 10][..],
+            &mut data,
+            &mut envelope::os_rng(),
+        )
+        .expect("seal");
         let info = sealed.session.expect("session info");
-        assert_eq!((info.session, info.index, info.rekeyed), (i / 3, i % 3, i % 3 == 0));
+        assert_eq!(
+            (info.session, info.index, info.rekeyed),
+            (i / 3, i % 3, i % 3 == 0)
+        );
         let m = Manifest::parse(&sealed.manifest, Mode::MlKem768Session).expect("parse");
         let sc = m.ctx.session.expect("ctx.session");
         assert_eq!((sc.index, sc.max_objects), (i % 3, 3));
@@ -173,26 +232,49 @@ fn session_object_bound_and_receiver_cache() {
     // A different recipient key has its own cache and cannot use these roots.
     let other = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng()).expect("keygen");
     assert_eq!(
-        Receiver::new(Mode::MlKem768Session, Backend::AwsLc, Some(&other)).expect("r").session_cache_stats(),
+        Receiver::new(Mode::MlKem768Session, Backend::AwsLc, Some(&other))
+            .expect("r")
+            .session_cache_stats(),
         Some(Default::default())
     );
 }
 
 #[test]
 fn session_time_bound() {
-    let (s, _) = session_fixture(SessionBounds { max_objects: 1000, max_age: Duration::from_millis(40) });
+    let (s, _) = session_fixture(SessionBounds {
+        max_objects: 1000,
+        max_age: Duration::from_millis(40),
+    });
     let id = ObjectId::new_version("t", "b", "k").expect("id");
-    let first = s.seal(&id, 0, &mut envelope::os_rng()).expect("seal").session().expect("info");
-    let second = s.seal(&id, 0, &mut envelope::os_rng()).expect("seal").session().expect("info");
+    let first = s
+        .seal(&id, 0, &mut envelope::os_rng())
+        .expect("seal")
+        .session()
+        .expect("info");
+    let second = s
+        .seal(&id, 0, &mut envelope::os_rng())
+        .expect("seal")
+        .session()
+        .expect("info");
     assert_eq!((first.session, second.session, second.index), (0, 0, 1));
     std::thread::sleep(Duration::from_millis(60));
-    let third = s.seal(&id, 0, &mut envelope::os_rng()).expect("seal").session().expect("info");
-    assert!(third.rekeyed && third.session == 1 && third.index == 0, "{third:?}");
+    let third = s
+        .seal(&id, 0, &mut envelope::os_rng())
+        .expect("seal")
+        .session()
+        .expect("info");
+    assert!(
+        third.rekeyed && third.session == 1 && third.index == 0,
+        "{third:?}"
+    );
 }
 
 #[test]
 fn session_bounds_hold_under_concurrency() {
-    let (s, _) = session_fixture(SessionBounds { max_objects: 10, max_age: Duration::from_secs(600) });
+    let (s, _) = session_fixture(SessionBounds {
+        max_objects: 10,
+        max_age: Duration::from_secs(600),
+    });
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let s = Arc::clone(&s);
@@ -200,7 +282,11 @@ fn session_bounds_hold_under_concurrency() {
                 (0..50)
                     .map(|i| {
                         let id = ObjectId::new_version("t", "b", &format!("{t}-{i}")).expect("id");
-                        let info = s.seal(&id, 0, &mut envelope::os_rng()).expect("seal").session().expect("info");
+                        let info = s
+                            .seal(&id, 0, &mut envelope::os_rng())
+                            .expect("seal")
+                            .session()
+                            .expect("info");
                         (info.session, info.index)
                     })
                     .collect::<Vec<_>>()
@@ -222,16 +308,41 @@ fn session_bounds_hold_under_concurrency() {
 
 #[test]
 fn zero_session_bounds_are_refused() {
-    let pk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng()).expect("k").public_key().expect("pk").expect("pk");
-    let s = || Sender::new(Mode::MlKem768Session, Backend::AwsLc, SealKey::Public(&pk)).expect("sender");
-    assert!(s().with_session_bounds(SessionBounds { max_objects: 0, max_age: Duration::from_secs(1) }).is_err());
-    assert!(s().with_session_bounds(SessionBounds { max_objects: 1, max_age: Duration::ZERO }).is_err());
+    let pk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng())
+        .expect("k")
+        .public_key()
+        .expect("pk")
+        .expect("pk");
+    let s = || {
+        Sender::new(Mode::MlKem768Session, Backend::AwsLc, SealKey::Public(&pk)).expect("sender")
+    };
+    assert!(
+        s().with_session_bounds(SessionBounds {
+            max_objects: 0,
+            max_age: Duration::from_secs(1)
+        })
+        .is_err()
+    );
+    assert!(
+        s().with_session_bounds(SessionBounds {
+            max_objects: 1,
+            max_age: Duration::ZERO
+        })
+        .is_err()
+    );
 }
 
 #[test]
 fn key_files_are_0600_and_readable_ones_are_refused() {
     let dir = tempfile::tempdir().expect("tmp");
-    for kt in [KeyType::MlKem768, KeyType::XWing, KeyType::X25519, KeyType::ConcatHybrid, KeyType::Psk, KeyType::Rsa3072] {
+    for kt in [
+        KeyType::MlKem768,
+        KeyType::XWing,
+        KeyType::X25519,
+        KeyType::ConcatHybrid,
+        KeyType::Psk,
+        KeyType::Rsa3072,
+    ] {
         let sk = SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen");
         let path = dir.path().join(format!("{}.key", kt.name()));
         sk.write_file(&path).expect("write");
@@ -241,10 +352,15 @@ fn key_files_are_0600_and_readable_ones_are_refused() {
         assert_eq!(back.expose_secret(), sk.expose_secret());
         assert_eq!(back.key_id().expect("id"), sk.key_id().expect("id"));
         // Refuses to overwrite.
-        assert!(sk.write_file(&path).is_err(), "{kt}: overwrote a secret key");
+        assert!(
+            sk.write_file(&path).is_err(),
+            "{kt}: overwrote a secret key"
+        );
         // Refuses a group/world-readable file.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        let err = SecretKey::read_file(&path).expect_err("readable key accepted").to_string();
+        let err = SecretKey::read_file(&path)
+            .expect_err("readable key accepted")
+            .to_string();
         assert!(err.contains("chmod 600"), "{err}");
         // No secret in the public file or in Debug output.
         if let Some(pk) = sk.public_key().expect("pk") {
@@ -273,15 +389,25 @@ fn key_file_with_wrong_key_id_is_refused() {
 
 #[test]
 fn manifests_carry_no_secret_material() {
-    for mode in Mode::ALL.into_iter().filter(|m| !matches!(m.key_type(), KeyType::Rsa3072 | KeyType::Rsa4096)) {
+    for mode in Mode::ALL
+        .into_iter()
+        .filter(|m| !matches!(m.key_type(), KeyType::Rsa3072 | KeyType::Rsa4096))
+    {
         let kt = mode.key_type();
-        let sk = (kt != KeyType::None).then(|| SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen"));
+        let sk = (kt != KeyType::None)
+            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen"));
         let id = ObjectId::new_version("t", "b", "k").expect("id");
         let (m, _) = seal_golden(mode, sk.as_ref(), &id, b"x", 1);
         let text = String::from_utf8(m).expect("utf8");
         if let Some(sk) = &sk {
-            for enc in [B64.encode(sk.expose_secret()), hex::encode(sk.expose_secret())] {
-                assert!(!text.contains(&enc[..16]), "{mode}: manifest contains the secret key");
+            for enc in [
+                B64.encode(sk.expose_secret()),
+                hex::encode(sk.expose_secret()),
+            ] {
+                assert!(
+                    !text.contains(&enc[..16]),
+                    "{mode}: manifest contains the secret key"
+                );
             }
         }
     }

@@ -10,13 +10,19 @@
 //! - AES-256-GCM: NIST CAVP gcmEncryptExtIV256 / gcmDecrypt256 (96-bit IV, 128-bit tag).
 //! - RSA-OAEP: round trips on both backends, cross-backend, and rejection of modified ciphertexts.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test data is generated with wrapping byte arithmetic and small sizes"
+)]
+
 use envelope::kat;
 use envelope::{Backend, KeyType, SecretKey};
 use serde_json::Value;
 
 fn load(name: &str) -> Value {
     let path = format!("{}/tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).expect("json")
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .expect("json")
 }
 
 fn h(v: &Value) -> Vec<u8> {
@@ -48,9 +54,16 @@ fn ml_kem_acvp_keygen() {
         assert_eq!(ek, h(&c["ek"]), "tcId {}", c["tcId"]);
         assert_eq!(dk, h(&c["dk"]), "tcId {}", c["tcId"]);
         // The key-file path: a SecretKey from the seed yields the same public key.
-        let kt = if level(c) == 768 { KeyType::MlKem768 } else { KeyType::MlKem1024 };
+        let kt = if level(c) == 768 {
+            KeyType::MlKem768
+        } else {
+            KeyType::MlKem1024
+        };
         let sk = SecretKey::from_seed(kt, &seed).expect("seed");
-        assert_eq!(sk.public_key().expect("pk").expect("pk").as_bytes(), h(&c["ek"]).as_slice());
+        assert_eq!(
+            sk.public_key().expect("pk").expect("pk").as_bytes(),
+            h(&c["ek"]).as_slice()
+        );
     }
 }
 
@@ -60,21 +73,43 @@ fn ml_kem_acvp_encapsulation_and_decapsulation() {
     let enc = v["encapsulation"].as_array().expect("enc");
     assert_eq!(enc.len(), 50);
     for c in enc {
-        let (lvl, ek, dk, m, ct, k) = (level(c), h(&c["ek"]), h(&c["dk"]), arr::<32>(&c["m"]), h(&c["c"]), h(&c["k"]));
+        let (lvl, ek, dk, m, ct, k) = (
+            level(c),
+            h(&c["ek"]),
+            h(&c["dk"]),
+            arr::<32>(&c["m"]),
+            h(&c["c"]),
+            h(&c["k"]),
+        );
         for b in Backend::ALL {
             match kat::ml_kem_encaps_deterministic(b, lvl, &ek, &m).expect("encaps") {
                 Some((got_c, got_k)) => {
                     assert_eq!(got_c, ct, "{b} tcId {}", c["tcId"]);
                     assert_eq!(got_k.to_vec(), k, "{b} tcId {}", c["tcId"]);
                 }
-                None => assert_eq!(b, Backend::AwsLc, "only aws-lc lacks deterministic encapsulation"),
+                None => assert_eq!(
+                    b,
+                    Backend::AwsLc,
+                    "only aws-lc lacks deterministic encapsulation"
+                ),
             }
-            assert_eq!(kat::ml_kem_decaps_expanded(b, lvl, &dk, &ct).expect("decaps").to_vec(), k, "{b} tcId {}", c["tcId"]);
+            assert_eq!(
+                kat::ml_kem_decaps_expanded(b, lvl, &dk, &ct)
+                    .expect("decaps")
+                    .to_vec(),
+                k,
+                "{b} tcId {}",
+                c["tcId"]
+            );
             // Randomized encapsulation on this backend decapsulates correctly on both.
             let (rc, rk) = kat::ml_kem_encaps(b, lvl, &ek).expect("encaps");
             assert_eq!(rc.len(), if lvl == 768 { 1088 } else { 1568 });
             for b2 in Backend::ALL {
-                assert_eq!(kat::ml_kem_decaps_expanded(b2, lvl, &dk, &rc).expect("decaps"), rk, "{b}->{b2}");
+                assert_eq!(
+                    kat::ml_kem_decaps_expanded(b2, lvl, &dk, &rc).expect("decaps"),
+                    rk,
+                    "{b}->{b2}"
+                );
             }
         }
     }
@@ -84,7 +119,15 @@ fn ml_kem_acvp_encapsulation_and_decapsulation() {
     for c in dec {
         let (lvl, dk, ct, k) = (level(c), h(&c["dk"]), h(&c["c"]), h(&c["k"]));
         for b in Backend::ALL {
-            assert_eq!(kat::ml_kem_decaps_expanded(b, lvl, &dk, &ct).expect("decaps").to_vec(), k, "{b} tcId {} ({})", c["tcId"], c["reason"]);
+            assert_eq!(
+                kat::ml_kem_decaps_expanded(b, lvl, &dk, &ct)
+                    .expect("decaps")
+                    .to_vec(),
+                k,
+                "{b} tcId {} ({})",
+                c["tcId"],
+                c["reason"]
+            );
         }
         rejected += usize::from(c["reason"] == "modify ciphertext");
     }
@@ -102,25 +145,39 @@ fn x_wing_draft_06_vectors() {
         let (eseed, ct, ss) = (arr::<64>(&c["eseed"]), h(&c["ct"]), h(&c["ss"]));
         assert_eq!(kat::x_wing_public(&seed), pk);
         let sk = SecretKey::from_seed(KeyType::XWing, &seed).expect("seed");
-        assert_eq!(sk.public_key().expect("pk").expect("pk").as_bytes(), pk.as_slice());
+        assert_eq!(
+            sk.public_key().expect("pk").expect("pk").as_bytes(),
+            pk.as_slice()
+        );
         for b in Backend::ALL {
-            if let Some((got_ct, got_ss)) = kat::x_wing_encaps_deterministic(b, &pk, &eseed).expect("encaps") {
+            if let Some((got_ct, got_ss)) =
+                kat::x_wing_encaps_deterministic(b, &pk, &eseed).expect("encaps")
+            {
                 assert_eq!(got_ct, ct, "{b}");
                 assert_eq!(got_ss.to_vec(), ss, "{b}");
             }
             // The composed decapsulation (cached expanded key) on both backends.
-            assert_eq!(kat::x_wing_decaps(b, &seed, &ct).expect("decaps").to_vec(), ss, "{b}");
+            assert_eq!(
+                kat::x_wing_decaps(b, &seed, &ct).expect("decaps").to_vec(),
+                ss,
+                "{b}"
+            );
             // Randomized encapsulation round trips across backends (aws-lc's X-Wing is composed).
             let (rc, rk) = kat::x_wing_encaps(b, &pk).expect("encaps");
             for b2 in Backend::ALL {
-                assert_eq!(kat::x_wing_decaps(b2, &seed, &rc).expect("decaps"), rk, "{b}->{b2}");
+                assert_eq!(
+                    kat::x_wing_decaps(b2, &seed, &rc).expect("decaps"),
+                    rk,
+                    "{b}->{b2}"
+                );
             }
         }
         // The composition agrees with the x-wing crate's own decapsulation.
         {
             use x_wing::Decapsulate;
             let dk = x_wing::DecapsulationKey::from(seed);
-            let ct_arr = x_wing::kem::Ciphertext::<x_wing::XWingKem>::try_from(ct.as_slice()).expect("ct");
+            let ct_arr =
+                x_wing::kem::Ciphertext::<x_wing::XWingKem>::try_from(ct.as_slice()).expect("ct");
             assert_eq!(dk.decapsulate(&ct_arr).to_vec(), ss);
         }
     }
@@ -132,7 +189,8 @@ fn hkdf_sha256_rfc5869() {
     for c in v["testCases"].as_array().expect("cases") {
         let okm = h(&c["okm"]);
         for b in Backend::ALL {
-            let got = kat::hkdf_sha256(b, &h(&c["salt"]), &h(&c["ikm"]), &h(&c["info"])).expect("hkdf");
+            let got =
+                kat::hkdf_sha256(b, &h(&c["salt"]), &h(&c["ikm"]), &h(&c["info"])).expect("hkdf");
             assert_eq!(got.as_slice(), &okm[..32], "{b} {}", c["rfcSection"]);
         }
     }
@@ -153,11 +211,21 @@ fn aes_256_gcm_nist_cavp() {
         for b in Backend::ALL {
             let opened = kat::aes_256_gcm_open(b, &key, &iv, &aad, &ct_tag);
             if fail {
-                assert!(opened.is_err(), "{b} {} count {} must fail", c["file"], c["count"]);
+                assert!(
+                    opened.is_err(),
+                    "{b} {} count {} must fail",
+                    c["file"],
+                    c["count"]
+                );
             } else {
                 let pt = h(&c["pt"]);
                 assert_eq!(opened.expect("open"), pt, "{b} count {}", c["count"]);
-                assert_eq!(kat::aes_256_gcm_seal(b, &key, &iv, &aad, &pt).expect("seal"), ct_tag, "{b} count {}", c["count"]);
+                assert_eq!(
+                    kat::aes_256_gcm_seal(b, &key, &iv, &aad, &pt).expect("seal"),
+                    ct_tag,
+                    "{b} count {}",
+                    c["count"]
+                );
             }
         }
         fails += usize::from(fail);
@@ -176,7 +244,11 @@ fn rsa_oaep_round_trips_across_backends() {
             let c = kat::rsa_oaep_encrypt(b, bits, pk.as_bytes(), &secret).expect("encrypt");
             assert_eq!(c.len(), bits / 8);
             for b2 in Backend::ALL {
-                assert_eq!(kat::rsa_oaep_decrypt(b2, bits, sk.expose_secret(), &c).expect("decrypt"), secret, "{b}->{b2}");
+                assert_eq!(
+                    kat::rsa_oaep_decrypt(b2, bits, sk.expose_secret(), &c).expect("decrypt"),
+                    secret,
+                    "{b}->{b2}"
+                );
                 let mut bad = c.clone();
                 bad[10] ^= 1;
                 assert!(kat::rsa_oaep_decrypt(b2, bits, sk.expose_secret(), &bad).is_err());
@@ -191,11 +263,20 @@ fn rsa_oaep_round_trips_across_backends() {
 #[test]
 fn x25519_rfc7748_section_5_2_and_low_order_rejection() {
     // RFC 7748 section 5.2, first test vector.
-    let k = arr::<32>(&Value::from("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4"));
-    let u = arr::<32>(&Value::from("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c"));
-    let out = h(&Value::from("c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"));
+    let k = arr::<32>(&Value::from(
+        "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+    ));
+    let u = arr::<32>(&Value::from(
+        "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
+    ));
+    let out = h(&Value::from(
+        "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552",
+    ));
     for b in Backend::ALL {
         assert_eq!(kat::x25519(b, &k, &u).expect("x25519").to_vec(), out, "{b}");
-        assert!(kat::x25519(b, &k, &[0u8; 32]).is_err(), "{b}: all-zero output must be rejected");
+        assert!(
+            kat::x25519(b, &k, &[0u8; 32]).is_err(),
+            "{b}: all-zero output must be rejected"
+        );
     }
 }

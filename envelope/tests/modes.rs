@@ -4,12 +4,17 @@
 //! swapped, replayed or relabelled, a planted plaintext object (downgrade) and a wrong
 //! recipient key. Every tamper case must fail. Randomness is a seeded ChaCha20.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test data is generated with wrapping byte arithmetic and small sizes"
+)]
+
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use envelope::{
-    Backend, CHUNK_SIZE, Error, KeyType, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey, Sender, TAG_LEN,
-    open_stream, seal_stream,
+    Backend, CHUNK_SIZE, Error, KeyType, Mode, ObjectId, PublicKey, Receiver, SealKey, SecretKey,
+    Sender, TAG_LEN, open_stream, seal_stream,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -27,7 +32,9 @@ fn key(kt: KeyType, slot: u8) -> SecretKey {
     let m = KEYS.get_or_init(Default::default);
     let mut g = m.lock().expect("lock");
     g.entry((kt.name(), slot))
-        .or_insert_with(|| SecretKey::generate(kt, &mut rng(1000 + u64::from(slot))).expect("keygen"))
+        .or_insert_with(|| {
+            SecretKey::generate(kt, &mut rng(1000 + u64::from(slot))).expect("keygen")
+        })
         .clone()
 }
 
@@ -47,7 +54,12 @@ impl Fixture {
         let kt = mode.key_type();
         let sk = (kt != KeyType::None).then(|| key(kt, slot));
         let pk = sk.as_ref().and_then(|s| s.public_key().expect("public"));
-        Self { mode, backend, sk, pk }
+        Self {
+            mode,
+            backend,
+            sk,
+            pk,
+        }
     }
 
     fn sender(&self) -> Sender {
@@ -65,7 +77,15 @@ impl Fixture {
 
     fn seal(&self, id: &ObjectId, data: &[u8], seed: u64) -> (Vec<u8>, Vec<u8>) {
         let mut out = Vec::new();
-        let sealed = seal_stream(&self.sender(), id, data.len() as u64, data, &mut out, &mut rng(seed)).expect("seal");
+        let sealed = seal_stream(
+            &self.sender(),
+            id,
+            data.len() as u64,
+            data,
+            &mut out,
+            &mut rng(seed),
+        )
+        .expect("seal");
         assert_eq!(out.len() as u64, sealed.ciphertext_size);
         (sealed.manifest, out)
     }
@@ -76,7 +96,9 @@ fn id(key: &str) -> ObjectId {
 }
 
 fn plaintext(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn open(r: &Receiver, id: &ObjectId, manifest: &[u8], data: &[u8]) -> Result<Vec<u8>, Error> {
@@ -88,7 +110,11 @@ fn open(r: &Receiver, id: &ObjectId, manifest: &[u8], data: &[u8]) -> Result<Vec
 fn must_fail(f: &Fixture, id: &ObjectId, manifest: &[u8], data: &[u8], case: &str) {
     for b in Backend::ALL {
         let r = f.receiver(b);
-        assert!(open(&r, id, manifest, data).is_err(), "{} on {b}: tamper case {case:?} was not detected", f.mode);
+        assert!(
+            open(&r, id, manifest, data).is_err(),
+            "{} on {b}: tamper case {case:?} was not detected",
+            f.mode
+        );
     }
 }
 
@@ -129,16 +155,26 @@ fn flip_b64(s: &str) -> String {
 
 fn round_trips(mode: Mode, backend: Backend) {
     let f = Fixture::new(mode, backend);
-    for (i, len) in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7].into_iter().enumerate() {
+    for (i, len) in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7]
+        .into_iter()
+        .enumerate()
+    {
         let oid = id("rt");
         let pt = plaintext(len, i as u8);
         let (m, data) = f.seal(&oid, &pt, i as u64);
         for b in Backend::ALL {
-            let got = open(&f.receiver(b), &oid, &m, &data).unwrap_or_else(|e| panic!("{mode} {backend}->{b} len {len}: {e}"));
-            assert!(got == pt, "{mode} {backend}->{b} len {len}: plaintext differs");
+            let got = open(&f.receiver(b), &oid, &m, &data)
+                .unwrap_or_else(|e| panic!("{mode} {backend}->{b} len {len}: {e}"));
+            assert!(
+                got == pt,
+                "{mode} {backend}->{b} len {len}: plaintext differs"
+            );
         }
         if mode.encrypts() && len >= 16 {
-            assert!(!data.windows(16).any(|w| w == &pt[..16]), "ciphertext contains the plaintext");
+            assert!(
+                !data.windows(16).any(|w| w == &pt[..16]),
+                "ciphertext contains the plaintext"
+            );
         }
     }
 }
@@ -151,7 +187,12 @@ fn bit_flips(mode: Mode, backend: Backend) {
     let ranges = chunk_ranges(mode, pt.len());
     // Chunk bodies and tags.
     for (j, r) in ranges.iter().enumerate() {
-        for (what, pos) in [("body start", r.start), ("body end", r.end - TAG_LEN - 1), ("tag", r.end - 1), ("tag start", r.end - TAG_LEN)] {
+        for (what, pos) in [
+            ("body start", r.start),
+            ("body end", r.end - TAG_LEN - 1),
+            ("tag", r.end - 1),
+            ("tag start", r.end - TAG_LEN),
+        ] {
             let mut d = data.clone();
             d[pos] ^= 0x01;
             must_fail(&f, &oid, &m, &d, &format!("bit flip in chunk {j} {what}"));
@@ -186,7 +227,10 @@ fn bit_flips(mode: Mode, backend: Backend) {
                 Value::Number(n) => Value::from(n.as_u64().expect("u64") + 1),
                 Value::Object(o) => {
                     let mut o = o.clone();
-                    o.insert("index".into(), Value::from(o["index"].as_u64().expect("idx") + 1));
+                    o.insert(
+                        "index".into(),
+                        Value::from(o["index"].as_u64().expect("idx") + 1),
+                    );
                     Value::Object(o)
                 }
                 other => panic!("unexpected ctx value {other}"),
@@ -207,14 +251,52 @@ fn bit_flips(mode: Mode, backend: Backend) {
         must_fail(&f, &oid, &t, &data, "C flipped, hash recomputed");
     }
     // Structure: unknown field, missing field, wrong type, duplicate field.
-    must_fail(&f, &oid, &edit_manifest(&m, |v| v["extra"] = Value::from(1)), &data, "unknown field");
-    must_fail(&f, &oid, &edit_manifest(&m, |v| v["ctx"]["extra"] = Value::from(1)), &data, "unknown ctx field");
-    must_fail(&f, &oid, &edit_manifest(&m, |v| { v.as_object_mut().expect("o").remove("salt"); }), &data, "missing salt");
-    must_fail(&f, &oid, &edit_manifest(&m, |v| { v["ctx"].as_object_mut().expect("o").remove("plaintext_size"); }), &data, "missing ctx field");
-    must_fail(&f, &oid, &edit_manifest(&m, |v| v["ctx"]["chunk_count"] = Value::from("2")), &data, "wrong type");
+    must_fail(
+        &f,
+        &oid,
+        &edit_manifest(&m, |v| v["extra"] = Value::from(1)),
+        &data,
+        "unknown field",
+    );
+    must_fail(
+        &f,
+        &oid,
+        &edit_manifest(&m, |v| v["ctx"]["extra"] = Value::from(1)),
+        &data,
+        "unknown ctx field",
+    );
+    must_fail(
+        &f,
+        &oid,
+        &edit_manifest(&m, |v| {
+            v.as_object_mut().expect("o").remove("salt");
+        }),
+        &data,
+        "missing salt",
+    );
+    must_fail(
+        &f,
+        &oid,
+        &edit_manifest(&m, |v| {
+            v["ctx"]
+                .as_object_mut()
+                .expect("o")
+                .remove("plaintext_size");
+        }),
+        &data,
+        "missing ctx field",
+    );
+    must_fail(
+        &f,
+        &oid,
+        &edit_manifest(&m, |v| v["ctx"]["chunk_count"] = Value::from("2")),
+        &data,
+        "wrong type",
+    );
     let dup = {
         let s = String::from_utf8(m.clone()).expect("utf8");
-        s.replacen("{\"c\":", "{\"format\":\"pqbench-envelope/1\",\"c\":", 1).into_bytes()
+        s.replacen("{\"c\":", "{\"format\":\"pqbench-envelope/1\",\"c\":", 1)
+            .into_bytes()
     };
     must_fail(&f, &oid, &dup, &data, "duplicate field");
     must_fail(&f, &oid, b"", &data, "empty manifest");
@@ -237,7 +319,10 @@ fn chunk_surgery(mode: Mode, backend: Backend) {
         ("chunk 1 deleted", [c(0), c(2)].concat()),
         ("chunk 0 deleted", [c(1), c(2)].concat()),
         ("chunks 0 and 1 swapped", [c(1), c(0), c(2)].concat()),
-        ("chunk 0 duplicated over chunk 1", [c(0), c(0), c(2)].concat()),
+        (
+            "chunk 0 duplicated over chunk 1",
+            [c(0), c(0), c(2)].concat(),
+        ),
         ("chunk 0 duplicated", [c(0), c(0), c(1), c(2)].concat()),
         ("last chunk dropped", [c(0), c(1)].concat()),
         ("truncated by one byte", data[..data.len() - 1].to_vec()),
@@ -279,10 +364,24 @@ fn manifest_swaps(mode: Mode, backend: Backend) {
         v["ctx"]["key"] = Value::String(a.key.clone());
         v["ctx"]["version"] = Value::String(a.version.clone());
     });
-    must_fail(&f, &a, &relabel, &db, "manifest relabelled to another identity");
-    let relabel_tenant = edit_manifest(&ma, |v| v["ctx"]["tenant"] = Value::String("tenant-b".into()));
+    must_fail(
+        &f,
+        &a,
+        &relabel,
+        &db,
+        "manifest relabelled to another identity",
+    );
+    let relabel_tenant = edit_manifest(&ma, |v| {
+        v["ctx"]["tenant"] = Value::String("tenant-b".into())
+    });
     let at = ObjectId::new("tenant-b", &a.bucket, &a.key, &a.version).expect("id");
-    must_fail(&f, &at, &relabel_tenant, &da, "manifest relabelled to another tenant");
+    must_fail(
+        &f,
+        &at,
+        &relabel_tenant,
+        &da,
+        "manifest relabelled to another tenant",
+    );
 }
 
 fn downgrade_and_wrong_key(mode: Mode, backend: Backend) {
@@ -299,16 +398,28 @@ fn downgrade_and_wrong_key(mode: Mode, backend: Backend) {
         }
         // And the object of this mode relabelled as another mode is refused too.
         let (m2, d2) = f.seal(&oid, &pt, 42);
-        let relabelled = edit_manifest(&m2, |v| v["ctx"]["mode"] = Value::String("plaintext".into()));
+        let relabelled = edit_manifest(&m2, |v| {
+            v["ctx"]["mode"] = Value::String("plaintext".into())
+        });
         let r = Receiver::new(Mode::Plaintext, backend, None).expect("r");
-        assert!(open(&r, &oid, &relabelled, &d2).is_err(), "{mode} relabelled as plaintext");
+        assert!(
+            open(&r, &oid, &relabelled, &d2).is_err(),
+            "{mode} relabelled as plaintext"
+        );
         // Wrong recipient key of the same type.
         let other = Fixture::with_slot(mode, backend, 1);
         for b in Backend::ALL {
-            assert!(open(&other.receiver(b), &oid, &m2, &d2).is_err(), "{mode}: opened with the wrong key");
+            assert!(
+                open(&other.receiver(b), &oid, &m2, &d2).is_err(),
+                "{mode}: opened with the wrong key"
+            );
         }
         // A key of another type is refused when the reader is built.
-        let wrong_type = if mode.key_type() == KeyType::X25519 { KeyType::MlKem768 } else { KeyType::X25519 };
+        let wrong_type = if mode.key_type() == KeyType::X25519 {
+            KeyType::MlKem768
+        } else {
+            KeyType::X25519
+        };
         assert!(Receiver::new(mode, backend, Some(&key(wrong_type, 0))).is_err());
     }
 }
@@ -322,10 +433,17 @@ fn plaintext_limits(backend: Backend) {
     let (m, mut d) = f.seal(&oid, &pt, 51);
     assert_eq!(d, pt, "plaintext data.enc is the plaintext");
     d[0] ^= 1;
-    let got = open(&f.receiver(backend), &oid, &m, &d).expect("plaintext mode cannot detect modified bytes");
+    let got = open(&f.receiver(backend), &oid, &m, &d)
+        .expect("plaintext mode cannot detect modified bytes");
     assert_ne!(got, pt);
     must_fail(&f, &oid, &m, &d[..d.len() - 1], "truncated plaintext");
-    must_fail(&f, &id("other"), &m, &d, "plaintext manifest of another object");
+    must_fail(
+        &f,
+        &id("other"),
+        &m,
+        &d,
+        "plaintext manifest of another object",
+    );
 }
 
 macro_rules! mode_cases {

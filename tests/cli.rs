@@ -1,0 +1,339 @@
+//! End-to-end tests of the `pqbench` binary: keygen → seal → inspect → open for every mode,
+//! sealed on one backend and opened on the other, and the failure contract of `open`
+//! (non-zero exit, one clear line, no output file left behind).
+
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "test data is generated with wrapping byte arithmetic and small sizes"
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pqbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(args)
+        .output()
+        .expect("run pqbench")
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("utf8")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+const MODES: [&str; 11] = [
+    "plaintext",
+    "psk",
+    "rsa-oaep-4096",
+    "rsa-oaep-3072",
+    "x25519",
+    "ml-kem-768",
+    "ml-kem-1024",
+    "concat-hybrid",
+    "x-wing",
+    "ml-kem-768-session",
+    "x25519-padded",
+];
+
+struct Keys {
+    seal: Vec<String>,
+    open: Vec<String>,
+}
+
+fn keys(dir: &Path, mode: &str) -> Keys {
+    if mode == "plaintext" {
+        return Keys {
+            seal: vec![],
+            open: vec![],
+        };
+    }
+    ok(
+        &pqbench(&["keygen", "--mode", mode, "--out", s(dir)]),
+        "keygen",
+    );
+    if mode == "psk" {
+        let p = s(&dir.join("psk.key")).to_owned();
+        return Keys {
+            seal: vec!["--psk".into(), p.clone()],
+            open: vec!["--psk".into(), p],
+        };
+    }
+    Keys {
+        seal: vec!["--recipient".into(), s(&dir.join("recipient.pub")).into()],
+        open: vec!["--secret".into(), s(&dir.join("recipient.key")).into()],
+    }
+}
+
+#[test]
+fn every_mode_round_trips_across_backends() {
+    let t = tempfile::tempdir().expect("tmp");
+    let input = t.path().join("in.bin");
+    let data: Vec<u8> = (0..70_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(&input, &data).expect("write");
+    let s3 = t.path().join("s3");
+    for mode in MODES {
+        let k = keys(&t.path().join(format!("k-{mode}")), mode);
+        for (seal_b, open_b) in [("aws-lc", "rustcrypto"), ("rustcrypto", "aws-lc")] {
+            let key = format!("objects/{mode}-{seal_b}");
+            let mut a = vec![
+                "seal",
+                "--mode",
+                mode,
+                "--backend",
+                seal_b,
+                "--tenant",
+                "t1",
+                "--bucket",
+                "b1",
+                "--key",
+                &key,
+            ];
+            a.extend(k.seal.iter().map(String::as_str));
+            a.extend(["--in", s(&input), "--out", s(&s3)]);
+            let version = ok(&pqbench(&a), "seal").trim().to_owned();
+            let vdir = s3.join(format!("{key}.pqcs/{version}"));
+            let info = ok(&pqbench(&["inspect", s(&vdir)]), "inspect");
+            assert!(info.contains(&format!("mode            {mode}")), "{info}");
+            assert!(info.contains("(as the manifest says)"), "{info}");
+            let out = t.path().join(format!("out-{mode}-{seal_b}"));
+            let mut o = vec![
+                "open",
+                "--expect-mode",
+                mode,
+                "--backend",
+                open_b,
+                "--tenant",
+                "t1",
+                "--bucket",
+                "b1",
+                "--key",
+                &key,
+                "--version",
+                &version,
+            ];
+            o.extend(k.open.iter().map(String::as_str));
+            o.extend(["--in", s(&s3), "--out", s(&out)]);
+            ok(&pqbench(&o), "open");
+            assert!(
+                std::fs::read(&out).expect("read") == data,
+                "{mode} {seal_b}->{open_b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn study_codes_are_accepted() {
+    let t = tempfile::tempdir().expect("tmp");
+    let out = ok(
+        &pqbench(&["keygen", "--mode", "P3", "--out", s(&t.path().join("k"))]),
+        "keygen P3",
+    );
+    assert!(out.contains("x-wing"), "{out}");
+}
+
+/// Asserts a failed `open`: non-zero exit, one line on stderr starting with `error:`, and
+/// neither the output file nor a temporary file left behind.
+fn assert_clean_failure(o: &Output, out: &Path, what: &str) -> String {
+    assert!(!o.status.success(), "{what}: unexpectedly succeeded");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{what}: not one line: {err}");
+    assert!(err.starts_with("error: "), "{what}: {err}");
+    assert!(!out.exists(), "{what}: output file left behind");
+    let dir = out.parent().expect("parent");
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "{what}: temporary files left: {leftovers:?}"
+    );
+    err
+}
+
+#[test]
+fn open_failures_are_clean() {
+    let t = tempfile::tempdir().expect("tmp");
+    let input = t.path().join("in.bin");
+    std::fs::write(&input, vec![7u8; 5 * 1024 * 1024]).expect("write");
+    let k = keys(&t.path().join("k"), "ml-kem-768");
+    let s3 = t.path().join("s3");
+    let mut a = vec![
+        "seal",
+        "--mode",
+        "ml-kem-768",
+        "--tenant",
+        "t",
+        "--bucket",
+        "b",
+        "--key",
+        "obj",
+    ];
+    a.extend(k.seal.iter().map(String::as_str));
+    a.extend(["--in", s(&input), "--out", s(&s3)]);
+    let version = ok(&pqbench(&a), "seal").trim().to_owned();
+    let outdir = t.path().join("outdir");
+    std::fs::create_dir_all(&outdir).expect("mkdir");
+    let out = outdir.join("plain.bin");
+    let open_args = |mode: &'static str, version: &str| -> Vec<String> {
+        let mut o: Vec<String> = [
+            "open",
+            "--expect-mode",
+            mode,
+            "--tenant",
+            "t",
+            "--bucket",
+            "b",
+            "--key",
+            "obj",
+            "--version",
+            version,
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+        o.extend(k.open.iter().cloned());
+        o.extend(["--in".into(), s(&s3).into(), "--out".into(), s(&out).into()]);
+        o
+    };
+    let run = |v: Vec<String>| pqbench(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let data_path = s3.join(format!("obj.pqcs/{version}/data.enc"));
+    let orig = std::fs::read(&data_path).expect("read");
+
+    // Tampered in the second chunk: the first chunk authenticates and was written to the
+    // temporary file, but no output file may appear.
+    let mut bad = orig.clone();
+    bad[4 * 1024 * 1024 + 100] ^= 1;
+    std::fs::write(&data_path, &bad).expect("write");
+    let e = assert_clean_failure(
+        &run(open_args("ml-kem-768", &version)),
+        &out,
+        "tampered second chunk",
+    );
+    assert!(e.contains("decryption failed"), "{e}");
+    // Truncated.
+    std::fs::write(&data_path, &orig[..orig.len() - 16]).expect("write");
+    assert_clean_failure(&run(open_args("ml-kem-768", &version)), &out, "truncated");
+    std::fs::write(&data_path, &orig).expect("restore");
+    // Wrong expected mode (downgrade attempt, or a reader configured for another mode).
+    let e = assert_clean_failure(&run(open_args("plaintext", &version)), &out, "wrong mode");
+    assert!(e.contains("mode mismatch"), "{e}");
+    // A version that was never committed.
+    let e = assert_clean_failure(
+        &run(open_args("ml-kem-768", &envelope::new_version())),
+        &out,
+        "missing version",
+    );
+    assert!(e.contains("not committed"), "{e}");
+    // The intact object opens.
+    ok(&run(open_args("ml-kem-768", &version)), "open intact");
+    assert_eq!(std::fs::read(&out).expect("out").len(), 5 * 1024 * 1024);
+}
+
+#[test]
+fn helpful_errors_for_bad_input() {
+    let t = tempfile::tempdir().expect("tmp");
+    let input = t.path().join("in.bin");
+    std::fs::write(&input, b"hello").expect("write");
+    // Missing recipient.
+    let o = pqbench(&[
+        "seal",
+        "--mode",
+        "x25519",
+        "--tenant",
+        "t",
+        "--bucket",
+        "b",
+        "--key",
+        "k",
+        "--in",
+        s(&input),
+        "--out",
+        s(t.path()),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("needs --recipient"),
+        "{o:?}"
+    );
+    // Unknown mode names the allowed ones.
+    let o = pqbench(&["keygen", "--mode", "kyber", "--out", s(t.path())]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("ml-kem-768"),
+        "{o:?}"
+    );
+    // A key that would escape the output directory.
+    let s3 = t.path().join("s3");
+    let k = keys(&t.path().join("k"), "x25519");
+    let mut a = vec![
+        "seal",
+        "--mode",
+        "x25519",
+        "--tenant",
+        "t",
+        "--bucket",
+        "b",
+        "--key",
+        "../escape",
+    ];
+    a.extend(k.seal.iter().map(String::as_str));
+    a.extend(["--in", s(&input), "--out", s(&s3)]);
+    assert!(String::from_utf8_lossy(&pqbench(&a).stderr).contains("'..'"));
+    // keygen never overwrites a key.
+    let o = pqbench(&[
+        "keygen",
+        "--mode",
+        "x25519",
+        "--out",
+        s(&t.path().join("k")),
+    ]);
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("refusing to overwrite"),
+        "{o:?}"
+    );
+    // A corrupt manifest is reported by inspect.
+    let mut a = vec![
+        "seal", "--mode", "x25519", "--tenant", "t", "--bucket", "b", "--key", "k",
+    ];
+    a.extend(k.seal.iter().map(String::as_str));
+    a.extend(["--in", s(&input), "--out", s(&s3)]);
+    let v = ok(&pqbench(&a), "seal").trim().to_owned();
+    let vdir = t.path().join(format!("s3/k.pqcs/{v}"));
+    let mpath = vdir.join("manifest.json");
+    let m = std::fs::read_to_string(&mpath)
+        .expect("read")
+        .replace("\"chunk_count\":1", "\"chunk_count\":2");
+    std::fs::write(&mpath, m).expect("write");
+    let o = pqbench(&["inspect", s(&vdir)]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("chunk_count"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn modes_table_lists_every_mode() {
+    let out = ok(
+        &pqbench(&["modes", "--size", "1KiB", "--iterations", "2"]),
+        "modes",
+    );
+    for m in MODES {
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with(&format!("{m} ")))
+                .count(),
+            2,
+            "{m}: {out}"
+        );
+    }
+}
