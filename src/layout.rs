@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -18,16 +18,12 @@ pub(crate) const MANIFEST: &str = "manifest.json";
 
 /// `root/<key>.pqcs/<version>`, refusing keys that would escape `root`.
 pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathBuf> {
-    let rel = Path::new(key);
-    if key.starts_with('/') || key.ends_with('/') || key.contains("//") {
-        bail!("--key {key:?} must not start or end with '/' when writing to a local directory");
-    }
-    for c in rel.components() {
-        if !matches!(c, Component::Normal(_)) {
-            bail!(
-                "--key {key:?} has a '.', '..' or empty path segment, which a local directory cannot hold safely"
-            );
-        }
+    // Split by hand: `Path::components` silently drops `.` and empty segments.
+    if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+        bail!(
+            "--key {key:?} has a '.', '..' or empty path segment (or a leading or trailing '/'), \
+             which a local directory cannot hold safely"
+        );
     }
     Ok(root.join(format!("{key}.pqcs")).join(version))
 }

@@ -100,14 +100,24 @@ impl ObjectId {
     }
 }
 
-/// A version must be a UUIDv7 in lowercase hyphenated form.
+/// A version must be a UUIDv7 in lowercase hyphenated form (RFC 9562 §4, §5.7):
+/// `xxxxxxxx-xxxx-7xxx-Yxxx-xxxxxxxxxxxx` with lowercase hex digits and `Y` in `8..=b`.
+/// Checked byte by byte, without allocating (it runs on every GET).
 pub(crate) fn validate_version(v: &str) -> std::result::Result<(), String> {
-    let u = uuid::Uuid::try_parse(v).map_err(|_| format!("version {v:?} is not a UUID"))?;
-    if u.get_version_num() != 7 {
+    let b = v.as_bytes();
+    let shape_ok = b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+        });
+    if !shape_ok {
+        return Err(format!("version {v:?} is not a lowercase hyphenated UUID"));
+    }
+    if b[14] != b'7' {
         return Err(format!("version {v:?} is not a UUIDv7"));
     }
-    if u.hyphenated().to_string() != v {
-        return Err(format!("version {v:?} is not in lowercase hyphenated form"));
+    if !matches!(b[19], b'8' | b'9' | b'a' | b'b') {
+        return Err(format!("version {v:?} does not have the RFC 9562 variant"));
     }
     Ok(())
 }
@@ -272,6 +282,23 @@ mod tests {
         // UUIDv4 is refused.
         assert!(ObjectId::new("t", "b", "k", "2f1e7c4a-9b3d-4e8f-a1c2-3d4e5f607182").is_err());
         assert!(ObjectId::new("t", "b", "k", &v.to_uppercase()).is_err());
+        assert!(
+            ObjectId::new("t", "b", "k", "0190a0b0-c0d0-7e00-c000-000000000000").is_err(),
+            "variant"
+        );
+        assert!(
+            ObjectId::new("t", "b", "k", "0190a0b0c0d07e008000000000000000").is_err(),
+            "unhyphenated"
+        );
+        // Agrees with the uuid crate on freshly generated versions.
+        for _ in 0..100 {
+            let v = new_version();
+            assert!(validate_version(&v).is_ok(), "{v}");
+            assert_eq!(
+                uuid::Uuid::parse_str(&v).map(|u| u.get_version_num()).ok(),
+                Some(7)
+            );
+        }
     }
 
     /// serde_json output equals RFC 8785 (serde_jcs) for every kind of value ctx can hold.

@@ -5,6 +5,8 @@
 //! fields, wrong types, inconsistent sizes, non-canonical encodings and a `C` that does not
 //! match `ctx.c_sha256` are all rejected, and the reader must name the mode it expects.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
@@ -24,15 +26,20 @@ pub(crate) const PREFIX_LEN: usize = 4;
 /// Manifests larger than this are refused before parsing.
 const MAX_MANIFEST_LEN: usize = 64 * 1024;
 
-/// The manifest as it appears on the wire (RFC 8785 canonical JSON).
+/// The manifest as it appears on the wire (RFC 8785 canonical JSON). The encoded byte
+/// strings are borrowed from the input when it has no escapes (it never does when canonical).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Wire {
-    c: String,
+struct Wire<'a> {
+    #[serde(borrow)]
+    c: Cow<'a, str>,
     ctx: Context,
-    format: String,
-    nonce_prefix: String,
-    salt: String,
+    #[serde(borrow)]
+    format: Cow<'a, str>,
+    #[serde(borrow)]
+    nonce_prefix: Cow<'a, str>,
+    #[serde(borrow)]
+    salt: Cow<'a, str>,
 }
 
 /// A parsed and validated manifest.
@@ -62,11 +69,11 @@ impl Manifest {
     /// Serializes to canonical JSON bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let wire = Wire {
-            c: B64.encode(&self.c),
+            c: B64.encode(&self.c).into(),
             ctx: self.ctx.clone(),
             format: MANIFEST_FORMAT.into(),
-            nonce_prefix: hex::encode(&self.nonce_prefix),
-            salt: B64.encode(&self.salt),
+            nonce_prefix: hex::encode(&self.nonce_prefix).into(),
+            salt: B64.encode(&self.salt).into(),
         };
         // Members are declared in sorted order: serde_json output is RFC 8785 (see
         // `Context::canonical_bytes`; a test checks it against serde_jcs).
@@ -172,7 +179,7 @@ impl Manifest {
         }
 
         let c = B64
-            .decode(&wire.c)
+            .decode(wire.c.as_bytes())
             .map_err(|_| bad("c is not canonical base64"))?;
         if c.len() != mode.ciphertext_len() {
             return Err(bad(format!(
@@ -197,7 +204,7 @@ impl Manifest {
             (0, 0)
         };
         let salt = B64
-            .decode(&wire.salt)
+            .decode(wire.salt.as_bytes())
             .map_err(|_| bad("salt is not canonical base64"))?;
         if salt.len() != salt_len {
             return Err(bad(format!(
@@ -210,8 +217,8 @@ impl Manifest {
                 "nonce_prefix is not {prefix_len} bytes of lowercase hex"
             )));
         }
-        let nonce_prefix =
-            hex::decode(&wire.nonce_prefix).map_err(|_| bad("nonce_prefix is not hex"))?;
+        let nonce_prefix = hex::decode(wire.nonce_prefix.as_bytes())
+            .map_err(|_| bad("nonce_prefix is not hex"))?;
         Ok(Self {
             ctx,
             c,
@@ -263,11 +270,11 @@ mod tests {
             nonce_prefix: vec![3; 4],
         };
         let wire = Wire {
-            c: B64.encode(&m.c),
+            c: B64.encode(&m.c).into(),
             ctx: m.ctx.clone(),
             format: MANIFEST_FORMAT.into(),
-            nonce_prefix: hex::encode(&m.nonce_prefix),
-            salt: B64.encode(&m.salt),
+            nonce_prefix: hex::encode(&m.nonce_prefix).into(),
+            salt: B64.encode(&m.salt).into(),
         };
         assert_eq!(
             m.to_bytes().expect("bytes"),

@@ -1,0 +1,50 @@
+# pqbench developer commands; .ci/run calls these same targets.
+# Python oracle (pyca/cryptography 50 = OpenSSL 4) lives in a local venv.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+export PQBENCH_PYTHON := $(abspath $(PY))
+
+.PHONY: all test lint fmt clippy bench bench-build python golden modes
+
+all: lint test
+
+# Create the venv with the interop oracle (pip reaches PyPI).
+$(PY): tests/interop/requirements.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+	touch $(PY)
+
+python: $(PY) ## install the Python oracle
+
+# Run every test: vector self-check against OpenSSL, then the whole workspace.
+test: $(PY)
+	$(PY) envelope/tests/vectors/check_vectors.py
+	cargo test --workspace
+
+# Formatting check and clippy with warnings as errors.
+lint: fmt clippy
+
+# Check formatting (stable rustfmt).
+fmt:
+	cargo fmt --all --check
+
+# Lint every target, warnings are errors.
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+# Compile the benches without running them (CI).
+bench-build:
+	cargo bench --workspace --no-run
+
+# Run the criterion benches and the envelope-overhead figure.
+bench:
+	cargo bench -p envelope --bench envelope
+	cargo bench -p envelope --bench overhead
+
+# Regenerate the golden objects (only when the format changes on purpose).
+golden:
+	PQBENCH_BLESS=1 cargo test -p envelope --test format golden
+
+# The main job for now: every mode, its sizes and its seal/open cost.
+modes:
+	cargo run --release -- modes
