@@ -19,7 +19,10 @@ pub(crate) const MANIFEST: &str = "manifest.json";
 /// `root/<key>.pqcs/<version>`, refusing keys that would escape `root`.
 pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathBuf> {
     // Split by hand: `Path::components` silently drops `.` and empty segments.
-    if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+    if key
+        .split('/')
+        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+    {
         bail!(
             "--key {key:?} has a '.', '..' or empty path segment (or a leading or trailing '/'), \
              which a local directory cannot hold safely"

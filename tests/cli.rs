@@ -73,6 +73,45 @@ fn keys(dir: &Path, mode: &str) -> Keys {
     }
 }
 
+/// The arguments of `pqbench seal` for object `key` of tenant `t1`, bucket `b1`.
+fn seal_args(
+    mode: &str,
+    backend: &str,
+    key: &str,
+    k: &Keys,
+    input: &Path,
+    out: &Path,
+) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "seal",
+        "--mode",
+        mode,
+        "--backend",
+        backend,
+        "--tenant",
+        "t1",
+        "--bucket",
+        "b1",
+        "--key",
+        key,
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    a.extend(k.seal.iter().cloned());
+    a.extend([
+        "--in".into(),
+        s(input).into(),
+        "--out".into(),
+        s(out).into(),
+    ]);
+    a
+}
+
+fn run(args: &[String]) -> Output {
+    pqbench(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 #[test]
 fn every_mode_round_trips_across_backends() {
     let t = tempfile::tempdir().expect("tmp");
@@ -84,22 +123,12 @@ fn every_mode_round_trips_across_backends() {
         let k = keys(&t.path().join(format!("k-{mode}")), mode);
         for (seal_b, open_b) in [("aws-lc", "rustcrypto"), ("rustcrypto", "aws-lc")] {
             let key = format!("objects/{mode}-{seal_b}");
-            let mut a = vec![
+            let version = ok(
+                &run(&seal_args(mode, seal_b, &key, &k, &input, &s3)),
                 "seal",
-                "--mode",
-                mode,
-                "--backend",
-                seal_b,
-                "--tenant",
-                "t1",
-                "--bucket",
-                "b1",
-                "--key",
-                &key,
-            ];
-            a.extend(k.seal.iter().map(String::as_str));
-            a.extend(["--in", s(&input), "--out", s(&s3)]);
-            let version = ok(&pqbench(&a), "seal").trim().to_owned();
+            )
+            .trim()
+            .to_owned();
             let vdir = s3.join(format!("{key}.pqcs/{version}"));
             let info = ok(&pqbench(&["inspect", s(&vdir)]), "inspect");
             assert!(info.contains(&format!("mode            {mode}")), "{info}");
@@ -169,20 +198,12 @@ fn open_failures_are_clean() {
     std::fs::write(&input, vec![7u8; 5 * 1024 * 1024]).expect("write");
     let k = keys(&t.path().join("k"), "ml-kem-768");
     let s3 = t.path().join("s3");
-    let mut a = vec![
+    let version = ok(
+        &run(&seal_args("ml-kem-768", "aws-lc", "obj", &k, &input, &s3)),
         "seal",
-        "--mode",
-        "ml-kem-768",
-        "--tenant",
-        "t",
-        "--bucket",
-        "b",
-        "--key",
-        "obj",
-    ];
-    a.extend(k.seal.iter().map(String::as_str));
-    a.extend(["--in", s(&input), "--out", s(&s3)]);
-    let version = ok(&pqbench(&a), "seal").trim().to_owned();
+    )
+    .trim()
+    .to_owned();
     let outdir = t.path().join("outdir");
     std::fs::create_dir_all(&outdir).expect("mkdir");
     let out = outdir.join("plain.bin");
@@ -192,9 +213,9 @@ fn open_failures_are_clean() {
             "--expect-mode",
             mode,
             "--tenant",
-            "t",
+            "t1",
             "--bucket",
-            "b",
+            "b1",
             "--key",
             "obj",
             "--version",
@@ -207,7 +228,7 @@ fn open_failures_are_clean() {
         o.extend(["--in".into(), s(&s3).into(), "--out".into(), s(&out).into()]);
         o
     };
-    let run = |v: Vec<String>| pqbench(&v.iter().map(String::as_str).collect::<Vec<_>>());
+
     let data_path = s3.join(format!("obj.pqcs/{version}/data.enc"));
     let orig = std::fs::read(&data_path).expect("read");
 
@@ -217,27 +238,27 @@ fn open_failures_are_clean() {
     bad[4 * 1024 * 1024 + 100] ^= 1;
     std::fs::write(&data_path, &bad).expect("write");
     let e = assert_clean_failure(
-        &run(open_args("ml-kem-768", &version)),
+        &run(&open_args("ml-kem-768", &version)),
         &out,
         "tampered second chunk",
     );
     assert!(e.contains("decryption failed"), "{e}");
     // Truncated.
     std::fs::write(&data_path, &orig[..orig.len() - 16]).expect("write");
-    assert_clean_failure(&run(open_args("ml-kem-768", &version)), &out, "truncated");
+    assert_clean_failure(&run(&open_args("ml-kem-768", &version)), &out, "truncated");
     std::fs::write(&data_path, &orig).expect("restore");
     // Wrong expected mode (downgrade attempt, or a reader configured for another mode).
-    let e = assert_clean_failure(&run(open_args("plaintext", &version)), &out, "wrong mode");
+    let e = assert_clean_failure(&run(&open_args("plaintext", &version)), &out, "wrong mode");
     assert!(e.contains("mode mismatch"), "{e}");
     // A version that was never committed.
     let e = assert_clean_failure(
-        &run(open_args("ml-kem-768", &envelope::new_version())),
+        &run(&open_args("ml-kem-768", &envelope::new_version())),
         &out,
         "missing version",
     );
     assert!(e.contains("not committed"), "{e}");
     // The intact object opens.
-    ok(&run(open_args("ml-kem-768", &version)), "open intact");
+    ok(&run(&open_args("ml-kem-768", &version)), "open intact");
     assert_eq!(std::fs::read(&out).expect("out").len(), 5 * 1024 * 1024);
 }
 
@@ -275,20 +296,12 @@ fn helpful_errors_for_bad_input() {
     // A key that would escape the output directory.
     let s3 = t.path().join("s3");
     let k = keys(&t.path().join("k"), "x25519");
-    let mut a = vec![
-        "seal",
-        "--mode",
-        "x25519",
-        "--tenant",
-        "t",
-        "--bucket",
-        "b",
-        "--key",
-        "../escape",
-    ];
-    a.extend(k.seal.iter().map(String::as_str));
-    a.extend(["--in", s(&input), "--out", s(&s3)]);
-    assert!(String::from_utf8_lossy(&pqbench(&a).stderr).contains("'..'"));
+    assert!(
+        String::from_utf8_lossy(
+            &run(&seal_args("x25519", "aws-lc", "../escape", &k, &input, &s3)).stderr
+        )
+        .contains("'..'")
+    );
     // keygen never overwrites a key.
     let o = pqbench(&[
         "keygen",
@@ -302,13 +315,13 @@ fn helpful_errors_for_bad_input() {
         "{o:?}"
     );
     // A corrupt manifest is reported by inspect.
-    let mut a = vec![
-        "seal", "--mode", "x25519", "--tenant", "t", "--bucket", "b", "--key", "k",
-    ];
-    a.extend(k.seal.iter().map(String::as_str));
-    a.extend(["--in", s(&input), "--out", s(&s3)]);
-    let v = ok(&pqbench(&a), "seal").trim().to_owned();
-    let vdir = t.path().join(format!("s3/k.pqcs/{v}"));
+    let v = ok(
+        &run(&seal_args("x25519", "aws-lc", "k", &k, &input, &s3)),
+        "seal",
+    )
+    .trim()
+    .to_owned();
+    let vdir = s3.join(format!("k.pqcs/{v}"));
     let mpath = vdir.join("manifest.json");
     let m = std::fs::read_to_string(&mpath)
         .expect("read")
