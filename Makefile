@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy bench bench-build python golden modes
+.PHONY: all test lint fmt clippy doc bench bench-build python golden modes
 
 all: lint test
 
@@ -21,8 +21,8 @@ test: $(PY)
 	$(PY) envelope/tests/vectors/check_vectors.py
 	cargo test --workspace
 
-# Formatting check and clippy with warnings as errors.
-lint: fmt clippy
+# Formatting, clippy and rustdoc, warnings as errors.
+lint: fmt clippy doc
 
 # Check formatting (stable rustfmt).
 fmt:
@@ -31,6 +31,10 @@ fmt:
 # Lint every target, warnings are errors.
 clippy:
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# Build the API docs; broken intra-doc links fail.
+doc:
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 
 # Compile the benches without running them (CI).
 bench-build:

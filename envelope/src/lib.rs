@@ -22,6 +22,37 @@
 //!
 //! Decryption failures are deliberately opaque ([`Error::Decrypt`]); secrets are zeroized.
 //! File I/O is limited to key files ([`keys`]), which are created 0600.
+//!
+//! ```
+//! use envelope::{Backend, KeyType, Mode, ObjectId, Receiver, SealKey, SecretKey, Sender};
+//!
+//! # fn main() -> envelope::Result<()> {
+//! // The recipient's key pair (stored as its FIPS 203 seed).
+//! let sk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng())?;
+//! let pk = sk.public_key()?.expect("ML-KEM keys have a public key");
+//!
+//! // Writer: seal one object; `data` becomes data.enc, `sealed.manifest` manifest.json.
+//! let id = ObjectId::new_version("tenant", "bucket", "reports/q3.csv")?;
+//! let sender = Sender::new(Mode::MlKem768, Backend::AwsLc, SealKey::Public(&pk))?;
+//! let plaintext = b"quarterly numbers";
+//! let mut data = Vec::new();
+//! let sealed = envelope::seal_stream(
+//!     &sender, &id, plaintext.len() as u64, &plaintext[..], &mut data, &mut envelope::os_rng(),
+//! )?;
+//!
+//! // Reader (here on the other backend): names the mode and the object it expects.
+//! let receiver = Receiver::new(Mode::MlKem768, Backend::RustCrypto, Some(&sk))?;
+//! let mut out = Vec::new();
+//! envelope::open_stream(&receiver, &id, &sealed.manifest, &data[..], &mut out)?;
+//! assert_eq!(out, plaintext);
+//!
+//! // Any change to data.enc is refused, and the error says nothing about why.
+//! data[3] ^= 1;
+//! let err = envelope::open_stream(&receiver, &id, &sealed.manifest, &data[..], &mut Vec::new());
+//! assert!(matches!(err, Err(envelope::Error::Decrypt)));
+//! # Ok(())
+//! # }
+//! ```
 
 mod ctx;
 #[doc(hidden)]

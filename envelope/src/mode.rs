@@ -15,28 +15,28 @@ use crate::{Error, Result};
 /// A key-establishment mode (the study's Table II).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
-    /// [B0] No encryption, same framing: the floor of the data path.
+    /// Study code B0. No encryption, same framing: the floor of the data path.
     Plaintext,
-    /// [B1] A pre-shared 32-byte key is the HKDF input: the symmetric-only floor.
+    /// Study code B1. A pre-shared 32-byte key is the HKDF input: the symmetric-only floor.
     Psk,
-    /// [R1] RSA-OAEP-4096 (SHA-256, MGF1-SHA-256) transports a random 32-byte secret.
+    /// Study code R1. RSA-OAEP-4096 (SHA-256, MGF1-SHA-256) transports a random 32-byte secret.
     RsaOaep4096,
     /// RSA-OAEP-3072 (SHA-256, MGF1-SHA-256): the smaller classical baseline.
     RsaOaep3072,
-    /// [B2] Ephemeral-static X25519.
+    /// Study code B2. Ephemeral-static X25519.
     X25519,
-    /// [P1] ML-KEM-768 (FIPS 203).
+    /// Study code P1. ML-KEM-768 (FIPS 203).
     MlKem768,
     /// ML-KEM-1024 (FIPS 203): the wider post-quantum baseline.
     MlKem1024,
-    /// [P2] ML-KEM-768 ciphertext ‖ X25519 ephemeral key, both secrets into HKDF.
+    /// Study code P2. ML-KEM-768 ciphertext ‖ X25519 ephemeral key, both secrets into HKDF.
     /// A performance reference only: no security claim is made for this combiner.
     ConcatHybrid,
-    /// [P3] X-Wing (draft-connolly-cfrg-xwing-kem).
+    /// Study code P3. X-Wing (draft-connolly-cfrg-xwing-kem).
     XWing,
-    /// [N1] One ML-KEM-768 root per bounded session of objects.
+    /// Study code N1. One ML-KEM-768 root per bounded session of objects.
     MlKem768Session,
-    /// [C2] X25519 with `C` zero-padded to the ML-KEM-768 ciphertext size (a manifest-size control).
+    /// Study code C2. X25519 with `C` zero-padded to the ML-KEM-768 ciphertext size (a manifest-size control).
     X25519Padded,
 }
 

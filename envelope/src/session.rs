@@ -1,4 +1,4 @@
-//! Bounded sessions of mode `ml-kem-768-session` [N1] (study section V-F).
+//! Bounded sessions of mode `ml-kem-768-session` (study code N1) (study section V-F).
 //!
 //! The sender establishes one ML-KEM-768 root per session and uses it for at most B_max
 //! objects and for at most T_max after it was established; every object still gets its own

@@ -1,4 +1,4 @@
-//! X-Wing (draft-connolly-cfrg-xwing-kem), the hybrid KEM of mode `x-wing` [P3].
+//! X-Wing (draft-connolly-cfrg-xwing-kem), the hybrid KEM of mode `x-wing` (study code P3).
 //!
 //! The decapsulation key is a 32-byte seed; it expands with SHAKE256 to 96 bytes: the first
 //! 64 are the ML-KEM-768 seed `d ‖ z`, the last 32 the X25519 scalar (draft section
