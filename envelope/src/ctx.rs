@@ -77,27 +77,32 @@ impl ObjectId {
 
     /// Checks the rules of [`ObjectId::new`].
     pub fn validate(&self) -> Result<()> {
-        for (field, v) in [
-            ("tenant", &self.tenant),
-            ("bucket", &self.bucket),
-            ("key", &self.key),
-        ] {
-            if v.is_empty() {
-                return Err(Error::Identity(format!("{field} is empty")));
-            }
-            if v.len() > MAX_NAME_LEN {
-                return Err(Error::Identity(format!(
-                    "{field} is longer than {MAX_NAME_LEN} bytes"
-                )));
-            }
-            if v.chars().any(char::is_control) {
-                return Err(Error::Identity(format!(
-                    "{field} contains a control character"
-                )));
-            }
-        }
-        validate_version(&self.version).map_err(Error::Identity)
+        validate_identity(&self.tenant, &self.bucket, &self.key, &self.version)
+            .map_err(Error::Identity)
     }
+}
+
+/// The identity rules, shared by [`ObjectId::validate`] (what a caller asks for) and the
+/// manifest parser (what a stored ctx names): tenant, bucket and key non-empty, at most
+/// 1,024 bytes, without control characters; version a lowercase hyphenated UUIDv7.
+pub(crate) fn validate_identity(
+    tenant: &str,
+    bucket: &str,
+    key: &str,
+    version: &str,
+) -> std::result::Result<(), String> {
+    for (field, v) in [("tenant", tenant), ("bucket", bucket), ("key", key)] {
+        if v.is_empty() {
+            return Err(format!("{field} is empty"));
+        }
+        if v.len() > MAX_NAME_LEN {
+            return Err(format!("{field} is longer than {MAX_NAME_LEN} bytes"));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(format!("{field} contains a control character"));
+        }
+    }
+    validate_version(version)
 }
 
 /// A version must be a UUIDv7 in lowercase hyphenated form (RFC 9562 §4, §5.7):
@@ -212,16 +217,6 @@ impl Context {
             session,
             tenant: id.tenant.clone(),
             version: id.version.clone(),
-        }
-    }
-
-    /// The identity this ctx names.
-    pub fn object_id(&self) -> ObjectId {
-        ObjectId {
-            tenant: self.tenant.clone(),
-            bucket: self.bucket.clone(),
-            key: self.key.clone(),
-            version: self.version.clone(),
         }
     }
 

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::{
-    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_version,
+    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_identity,
 };
 use crate::symmetric::sha256;
 use crate::{Backend, Error, Mode, Result};
@@ -145,18 +145,8 @@ impl Manifest {
                 chunk_count(ctx.plaintext_size)
             )));
         }
-        for (field, v) in [
-            ("tenant", &ctx.tenant),
-            ("bucket", &ctx.bucket),
-            ("key", &ctx.key),
-        ] {
-            if v.is_empty() || v.chars().any(char::is_control) {
-                return Err(bad(format!(
-                    "ctx.{field} is empty or has control characters"
-                )));
-            }
-        }
-        validate_version(&ctx.version).map_err(|e| bad(format!("ctx.version: {e}")))?;
+        validate_identity(&ctx.tenant, &ctx.bucket, &ctx.key, &ctx.version)
+            .map_err(|e| bad(format!("ctx identity: {e}")))?;
         if mode.encrypts() {
             if !is_lower_hex(&ctx.recipient_key_id, 64) {
                 return Err(bad("ctx.recipient_key_id is not 64 lowercase hex digits"));
