@@ -316,26 +316,12 @@ impl SecretKey {
     /// Writes the secret key file, created with mode 0600. Refuses to overwrite an existing
     /// file (a lost secret key loses every object sealed to it).
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let err = |reason: String| Error::KeyFile {
-            path: path.into(),
-            reason,
-        };
-        let text = self.to_file_json()?;
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => err(
-                    "already exists; refusing to overwrite a secret key (move it away first)"
-                        .into(),
-                ),
-                _ => err(format!("cannot create: {e}")),
-            })?;
-        f.write_all(text.as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(|e| err(format!("cannot write: {e}")))
+        write_new_file(
+            path,
+            0o600,
+            self.to_file_json()?.as_bytes(),
+            "already exists; refusing to overwrite a secret key (move it away first)",
+        )
     }
 
     /// Reads a secret key file. Refuses one that is group- or world-accessible
@@ -360,6 +346,17 @@ impl SecretKey {
 
 /// Writes a public key file (mode 0644). Refuses to overwrite an existing file.
 pub fn write_public_file(pk: &PublicKey, path: &Path) -> Result<()> {
+    write_new_file(
+        path,
+        0o644,
+        pk.to_file_json().as_bytes(),
+        "already exists; refusing to overwrite it",
+    )
+}
+
+/// Creates `path` with permission bits `mode` (never replacing an existing file, which is
+/// refused with `exists`), writes `contents` and syncs it.
+fn write_new_file(path: &Path, mode: u32, contents: &[u8], exists: &str) -> Result<()> {
     let err = |reason: String| Error::KeyFile {
         path: path.into(),
         reason,
@@ -367,14 +364,13 @@ pub fn write_public_file(pk: &PublicKey, path: &Path) -> Result<()> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o644)
+        .mode(mode)
         .open(path)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => {
-                err("already exists; refusing to overwrite it".into())
-            }
+            std::io::ErrorKind::AlreadyExists => err(exists.into()),
             _ => err(format!("cannot create: {e}")),
         })?;
-    f.write_all(pk.to_file_json().as_bytes())
+    f.write_all(contents)
+        .and_then(|()| f.sync_all())
         .map_err(|e| err(format!("cannot write: {e}")))
 }

@@ -32,7 +32,8 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
     peer: &[u8; 32],
     rng: &mut R,
 ) -> Result<([u8; 32], Secret32)> {
-    match backend {
+    let invalid = || Error::Key("invalid X25519 public key".into());
+    let (epub, ss) = match backend {
         Backend::AwsLc => {
             let eph = lc::PrivateKey::generate(&lc::X25519)
                 .map_err(|_| Error::Crypto("x25519 keygen"))?;
@@ -45,29 +46,25 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
             let ss = lc::agree(
                 &eph,
                 lc::UnparsedPublicKey::new(&lc::X25519, peer),
-                Error::Key("invalid X25519 public key".into()),
+                invalid(),
                 |k| {
                     let mut out = [0u8; 32];
                     out.copy_from_slice(k);
                     Ok(out)
                 },
             )?;
-            Ok((
-                epub,
-                reject_zero(ss).map_err(|_| Error::Key("invalid X25519 public key".into()))?,
-            ))
+            (epub, ss)
         }
         Backend::RustCrypto => {
             let eph = x25519_dalek::EphemeralSecret::random_from_rng(rng);
             let epub = x25519_dalek::PublicKey::from(&eph).to_bytes();
             let ss = eph.diffie_hellman(&x25519_dalek::PublicKey::from(*peer));
-            Ok((
-                epub,
-                reject_zero(ss.to_bytes())
-                    .map_err(|_| Error::Key("invalid X25519 public key".into()))?,
-            ))
+            (epub, ss.to_bytes())
         }
-    }
+    };
+    // A low-order recipient key gives an all-zero secret on RustCrypto (AWS-LC already
+    // refused it above): the same error on both backends.
+    Ok((epub, reject_zero(ss).map_err(|_| invalid())?))
 }
 
 /// A static X25519 secret, parsed once.
