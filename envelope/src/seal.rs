@@ -261,22 +261,22 @@ impl Sender {
             session_ctx,
         );
         let ctx_bytes = ctx.canonical_bytes()?;
-        let manifest = Manifest {
+        let record = Manifest {
             ctx,
             c,
-            salt: salt.clone(),
+            salt,
             nonce_prefix: if encrypts {
                 prefix.to_vec()
             } else {
                 Vec::new()
             },
-        }
-        .to_bytes()?;
+        };
+        let manifest = record.to_bytes()?;
         times.manifest = t1.elapsed();
 
         let t2 = Instant::now();
         let aead = if encrypts {
-            let key = hkdf_sha256(self.backend, &salt, &ikm, &ctx_bytes)?;
+            let key = hkdf_sha256(self.backend, &record.salt, &ikm, &ctx_bytes)?;
             Some(Aead::new(self.backend, &key)?)
         } else {
             None
