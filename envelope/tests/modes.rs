@@ -421,11 +421,26 @@ fn downgrade_and_wrong_key(mode: Mode, backend: Backend) {
             KeyType::X25519
         };
         assert!(Receiver::new(mode, backend, Some(&key(wrong_type, 0))).is_err());
+    } else {
+        // A plaintext reader refuses an encrypted object, and takes no key at all.
+        let enc = Fixture::new(Mode::X25519, backend);
+        let (m2, d2) = enc.seal(&oid, &pt, 43);
+        for b in Backend::ALL {
+            let err = open(
+                &Receiver::new(Mode::Plaintext, b, None).expect("r"),
+                &oid,
+                &m2,
+                &d2,
+            )
+            .expect_err("x25519 object accepted by a plaintext reader");
+            assert!(matches!(err, Error::ModeMismatch { .. }), "{err}");
+        }
+        assert!(Receiver::new(Mode::Plaintext, backend, Some(&key(KeyType::X25519, 0))).is_err());
     }
 }
 
-/// Plaintext [B0] has the framing but no cryptography: it detects structure and identity
-/// errors, not modified bytes. The test pins that (the floor is not an integrity mode).
+/// Plaintext (B0) has the framing but no cryptography: modified bytes go undetected. The
+/// plaintext tests pin what it does and does not detect (the floor is not an integrity mode).
 fn plaintext_limits(backend: Backend) {
     let f = Fixture::new(Mode::Plaintext, backend);
     let oid = id("plain");
@@ -436,14 +451,60 @@ fn plaintext_limits(backend: Backend) {
     let got = open(&f.receiver(backend), &oid, &m, &d)
         .expect("plaintext mode cannot detect modified bytes");
     assert_ne!(got, pt);
-    must_fail(&f, &oid, &m, &d[..d.len() - 1], "truncated plaintext");
+}
+
+/// Plaintext: surgery that changes the length of data.enc is refused (the manifest fixes
+/// the size); reordering equal-sized chunks is not detected.
+fn plaintext_chunk_surgery(backend: Backend) {
+    let f = Fixture::new(Mode::Plaintext, backend);
+    let oid = id("plain-chunks");
+    let pt = plaintext(2 * CHUNK + 5, 4);
+    let (m, data) = f.seal(&oid, &pt, 52);
+    let r = chunk_ranges(Mode::Plaintext, pt.len());
+    let c = |j: usize| data[r[j].clone()].to_vec();
+    for (case, d) in [
+        ("chunk 1 deleted", [c(0), c(2)].concat()),
+        ("last chunk dropped", [c(0), c(1)].concat()),
+        ("truncated by one byte", data[..data.len() - 1].to_vec()),
+        ("extended by one byte", [data.clone(), vec![0]].concat()),
+    ] {
+        must_fail(&f, &oid, &m, &d, case);
+    }
+    // Chunks 0 and 1 made distinct first (the test pattern repeats every 256 bytes).
+    let mut swapped = [c(1), c(0), c(2)].concat();
+    swapped[0] ^= 0xff;
+    let got = open(&f.receiver(backend), &oid, &m, &swapped)
+        .expect("plaintext mode cannot detect reordered chunks");
+    assert!(
+        got == swapped,
+        "plaintext returns the stored bytes as they are"
+    );
+}
+
+/// Plaintext: a manifest of another object or version is refused (the reader checks the
+/// identity it asked for); a manifest rewritten to name the requested object is not.
+fn plaintext_manifest_swaps(backend: Backend) {
+    let f = Fixture::new(Mode::Plaintext, backend);
+    let pt = plaintext(1000, 6);
+    let a = id("plain-a");
+    let b = id("plain-b");
+    let a2 = ObjectId::new_version(&a.tenant, &a.bucket, &a.key).expect("id");
+    let (ma, da) = f.seal(&a, &pt, 53);
+    let (mb, db) = f.seal(&b, &pt, 54);
+    must_fail(&f, &a, &mb, &db, "plaintext manifest of another object");
     must_fail(
         &f,
-        &id("other"),
-        &m,
-        &d,
-        "plaintext manifest of another object",
+        &a2,
+        &ma,
+        &da,
+        "plaintext older version replayed as the newer",
     );
+    let relabel = edit_manifest(&mb, |v| {
+        v["ctx"]["key"] = Value::String(a.key.clone());
+        v["ctx"]["version"] = Value::String(a.version.clone());
+    });
+    open(&f.receiver(backend), &a, &relabel, &db)
+        .expect("plaintext mode cannot detect a relabelled manifest");
 }
 
 macro_rules! mode_cases {
@@ -452,8 +513,8 @@ macro_rules! mode_cases {
             use super::*;
             #[test] fn round_trip_at_chunk_boundaries_both_backends() { round_trips($mode, $backend) }
             #[test] fn bit_flips_in_every_region_fail() { if $mode.encrypts() { bit_flips($mode, $backend) } else { plaintext_limits($backend) } }
-            #[test] fn chunk_surgery_fails() { if $mode.encrypts() { chunk_surgery($mode, $backend) } }
-            #[test] fn swapped_replayed_relabelled_manifests_fail() { if $mode.encrypts() { manifest_swaps($mode, $backend) } }
+            #[test] fn chunk_surgery_fails() { if $mode.encrypts() { chunk_surgery($mode, $backend) } else { plaintext_chunk_surgery($backend) } }
+            #[test] fn swapped_replayed_relabelled_manifests_fail() { if $mode.encrypts() { manifest_swaps($mode, $backend) } else { plaintext_manifest_swaps($backend) } }
             #[test] fn downgrade_and_wrong_key_fail() { downgrade_and_wrong_key($mode, $backend) }
         }
     )*};
