@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 
 /// File name of the ciphertext stream.
-pub(crate) const DATA: &str = "data.enc";
+pub(crate) const DATA: &str = envelope::layout::DATA_NAME;
 /// File name of the manifest.
-pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = envelope::layout::MANIFEST_NAME;
 
 /// `root/<key>.pqcs/<version>`, refusing keys that would escape `root`.
 pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathBuf> {
@@ -28,7 +28,9 @@ pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathB
              which a local directory cannot hold safely"
         );
     }
-    Ok(root.join(format!("{key}.pqcs")).join(version))
+    Ok(root
+        .join(format!("{key}{}", envelope::layout::VERSIONS_SUFFIX))
+        .join(version))
 }
 
 /// A file being written under a temporary name; renamed into place by [`Staged::commit`],

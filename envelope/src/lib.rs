@@ -58,6 +58,7 @@ mod ctx;
 #[doc(hidden)]
 pub mod kat;
 pub mod keys;
+pub mod layout;
 mod manifest;
 mod mlkem;
 mod mode;

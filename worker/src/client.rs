@@ -1,0 +1,279 @@
+//! The S3 client, configured for measurement (study section IV-A: "the HTTP client uses a
+//! connection pool sized to the worker threads and performs no automatic retries, so
+//! failures are counted rather than hidden inside latency").
+//!
+//! - connection pool: idle connections kept per host = the concurrency, so N workers reuse
+//!   N keep-alive connections;
+//! - `TCP_NODELAY` on every socket (small keep-alive requests otherwise stall ~40 ms on
+//!   Nagle + delayed ACK);
+//! - retries disabled, stalled-stream protection disabled (it would turn a slow server into
+//!   a client-side error with its own grace period), explicit connect, read and operation
+//!   timeouts;
+//! - payload signing and checksums configurable, defaulting to what MinIO's own SDKs do
+//!   (minio-py 7.2, the study's client, and minio-go): the SHA-256 of the body is signed over
+//!   plain HTTP, `UNSIGNED-PAYLOAD` is sent over HTTPS, and no CRC checksums are added.
+//!   The AWS SDK's own default (a CRC32 trailer on every upload, validation of response
+//!   checksums) costs client CPU that the study's client did not spend; choose
+//!   [`ChecksumPolicy::WhenSupported`] to measure it.
+
+use std::time::Duration;
+
+use aws_credential_types::Credentials;
+use aws_sdk_s3::config::{
+    BehaviorVersion, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+    StalledStreamProtectionConfig, retry::RetryConfig, timeout::TimeoutConfig,
+};
+use aws_smithy_http_client::tls;
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use crate::{Error, Result};
+
+/// How the SigV4 signature covers the request body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PayloadSigning {
+    /// MinIO SDK behaviour: signed SHA-256 over `http://`, `UNSIGNED-PAYLOAD` over `https://`.
+    #[default]
+    Auto,
+    /// Always hash and sign the body (one SHA-256 pass over every uploaded byte).
+    Signed,
+    /// Never hash the body (`UNSIGNED-PAYLOAD`).
+    Unsigned,
+}
+
+impl PayloadSigning {
+    /// Whether bodies are signed for an endpoint with this scheme.
+    pub fn signs(self, https: bool) -> bool {
+        match self {
+            Self::Auto => !https,
+            Self::Signed => true,
+            Self::Unsigned => false,
+        }
+    }
+}
+
+impl std::str::FromStr for PayloadSigning {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "signed" => Ok(Self::Signed),
+            "unsigned" => Ok(Self::Unsigned),
+            _ => Err(format!(
+                "unknown payload signing {s:?}; use auto, signed or unsigned"
+            )),
+        }
+    }
+}
+
+/// When the SDK adds and validates flexible checksums (CRC32 and friends).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChecksumPolicy {
+    /// Only where the S3 API requires one (MinIO SDK behaviour).
+    #[default]
+    WhenRequired,
+    /// Wherever the operation supports one (the AWS SDK default): a CRC32 on every upload and
+    /// validation of response checksums.
+    WhenSupported,
+}
+
+impl std::str::FromStr for ChecksumPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "when-required" => Ok(Self::WhenRequired),
+            "when-supported" => Ok(Self::WhenSupported),
+            _ => Err(format!(
+                "unknown checksum policy {s:?}; use when-required or when-supported"
+            )),
+        }
+    }
+}
+
+/// Everything needed to reach an S3 endpoint.
+#[derive(Clone)]
+pub struct S3Settings {
+    /// `http://host:port` or `https://host:port`.
+    pub endpoint: String,
+    /// SigV4 region (Garage checks it; MinIO and the embedded server accept any).
+    pub region: String,
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: Zeroizing<String>,
+    /// Requests in flight at once; the connection pool keeps this many idle connections.
+    pub concurrency: usize,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Longest wait for response bytes once a request is sent.
+    pub read_timeout: Duration,
+    /// Longest time one S3 request may take in all.
+    pub operation_timeout: Duration,
+    /// Body signing.
+    pub payload_signing: PayloadSigning,
+    /// Flexible checksums.
+    pub checksums: ChecksumPolicy,
+}
+
+impl std::fmt::Debug for S3Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Settings")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<redacted>")
+            .field("concurrency", &self.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The client options in effect, recorded with every result (no credentials).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRecord {
+    /// Endpoint URL.
+    pub endpoint: String,
+    /// SigV4 region.
+    pub region: String,
+    /// Idle connections kept in the pool.
+    pub pool_idle_per_host: usize,
+    /// Always true: `TCP_NODELAY` is set on every socket.
+    pub tcp_nodelay: bool,
+    /// Always 1: automatic retries are disabled.
+    pub max_attempts: u32,
+    /// Connect timeout in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Read timeout in milliseconds.
+    pub read_timeout_ms: u64,
+    /// Operation timeout in milliseconds.
+    pub operation_timeout_ms: u64,
+    /// The configured payload-signing option.
+    pub payload_signing: PayloadSigning,
+    /// Whether bodies are actually signed on this endpoint.
+    pub payload_signed: bool,
+    /// Flexible checksum policy.
+    pub checksums: ChecksumPolicy,
+    /// aws-sdk-s3 crate version.
+    pub sdk: String,
+}
+
+impl S3Settings {
+    /// Settings for `endpoint` with measurement defaults: concurrency 1, region
+    /// `us-east-1`, connect timeout 2 s, read timeout 30 s, operation timeout 120 s.
+    pub fn new(endpoint: &str, access_key: &str, secret_key: &str) -> Self {
+        Self {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            region: "us-east-1".into(),
+            access_key: access_key.into(),
+            secret_key: Zeroizing::new(secret_key.into()),
+            concurrency: 1,
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(30),
+            operation_timeout: Duration::from_secs(120),
+            payload_signing: PayloadSigning::Auto,
+            checksums: ChecksumPolicy::WhenRequired,
+        }
+    }
+
+    /// Whether the endpoint uses TLS.
+    pub fn is_https(&self) -> bool {
+        self.endpoint.starts_with("https://")
+    }
+
+    fn validate(&self) -> Result<()> {
+        let rest = self
+            .endpoint
+            .strip_prefix("http://")
+            .or_else(|| self.endpoint.strip_prefix("https://"))
+            .ok_or_else(|| {
+                Error::Config(format!(
+                    "endpoint {:?} must start with http:// or https://",
+                    self.endpoint
+                ))
+            })?;
+        if rest.is_empty() || rest.contains('/') {
+            return Err(Error::Config(format!(
+                "endpoint {:?} must be scheme://host[:port] with no path",
+                self.endpoint
+            )));
+        }
+        if self.access_key.is_empty() || self.secret_key.is_empty() {
+            return Err(Error::Config(
+                "S3 credentials are empty; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
+                 or pass --access-key/--secret-key"
+                    .into(),
+            ));
+        }
+        if self.concurrency == 0 {
+            return Err(Error::Config("concurrency must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// What is in effect, for records and summaries.
+    pub fn record(&self) -> ClientRecord {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        ClientRecord {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            pool_idle_per_host: self.concurrency,
+            tcp_nodelay: true,
+            max_attempts: 1,
+            connect_timeout_ms: ms(self.connect_timeout),
+            read_timeout_ms: ms(self.read_timeout),
+            operation_timeout_ms: ms(self.operation_timeout),
+            payload_signing: self.payload_signing,
+            payload_signed: self.payload_signing.signs(self.is_https()),
+            checksums: self.checksums,
+            sdk: format!("aws-sdk-s3 {}", aws_sdk_s3::meta::PKG_VERSION),
+        }
+    }
+
+    /// Builds the client. Needs a Tokio runtime when requests are sent.
+    pub fn client(&self) -> Result<aws_sdk_s3::Client> {
+        self.validate()?;
+        let http = aws_smithy_http_client::Builder::new()
+            .pool_max_idle_per_host(self.concurrency)
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::AwsLc,
+            ))
+            .build_https();
+        let (req_ck, resp_ck) = match self.checksums {
+            ChecksumPolicy::WhenRequired => (
+                RequestChecksumCalculation::WhenRequired,
+                ResponseChecksumValidation::WhenRequired,
+            ),
+            ChecksumPolicy::WhenSupported => (
+                RequestChecksumCalculation::WhenSupported,
+                ResponseChecksumValidation::WhenSupported,
+            ),
+        };
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(&self.endpoint)
+            .region(Region::new(self.region.clone()))
+            .credentials_provider(Credentials::new(
+                &self.access_key,
+                self.secret_key.as_str(),
+                None,
+                None,
+                "pqbench",
+            ))
+            .force_path_style(true)
+            .http_client(http)
+            .retry_config(RetryConfig::disabled())
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(self.connect_timeout)
+                    .read_timeout(self.read_timeout)
+                    .operation_timeout(self.operation_timeout)
+                    .build(),
+            )
+            .request_checksum_calculation(req_ck)
+            .response_checksum_validation(resp_ck)
+            .build();
+        Ok(aws_sdk_s3::Client::from_conf(conf))
+    }
+}

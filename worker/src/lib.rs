@@ -1,0 +1,30 @@
+//! # worker: the I/O side of pqbench
+//!
+//! The study's storage layer (section III, Algorithm 1; section IV-A "Implementation") over
+//! a real S3 API, with the envelope format of the pure [`envelope`] crate:
+//!
+//! - [`Store`]: the commit protocol. A PUT streams `data.enc` (one PUT up to 8 MiB,
+//!   multipart with 8 MiB parts above, encrypting one part at a time) and then writes
+//!   `manifest.json` as the commit record; a GET reads the manifest, then the data, and
+//!   decrypts chunk by chunk into a sink. Also: latest version (one LIST), committed
+//!   versions, read-back verification, deletion and garbage collection of uncommitted data.
+//!   Every operation returns its [`OpStats`]: the five stage timers, bytes and requests.
+//! - [`S3Settings`]: the HTTP client as a benchmark needs it: pool sized to the
+//!   concurrency, `TCP_NODELAY`, no automatic retries, explicit timeouts, recorded
+//!   payload-signing and checksum options.
+//! - [`EmbeddedS3`]: an in-process S3 server (`s3s` + `s3s-fs`) on `127.0.0.1`, for local
+//!   runs and tests.
+
+mod client;
+mod error;
+mod server;
+mod stats;
+mod store;
+
+pub use client::{ChecksumPolicy, ClientRecord, PayloadSigning, S3Settings};
+pub use error::{Error, Result, S3Class};
+pub use server::EmbeddedS3;
+pub use stats::{OpStats, Stage};
+pub use store::{
+    Event, GcReport, GetOutcome, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store, VersionInfo,
+};

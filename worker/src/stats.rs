@@ -1,0 +1,115 @@
+//! Per-operation measurements: the study's five stage timers (section IV-A: key
+//! establishment, key derivation, AES-GCM, manifest handling, storage), total time, the
+//! thread CPU time of the crypto stages, and bytes.
+
+use std::time::Duration;
+
+use cpu_time::ThreadTime;
+use serde::Serialize;
+
+/// The five stages of a request (study section IV-A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Encapsulation/decapsulation, RSA, X25519, or the session-cache lookup.
+    KeyEstablishment,
+    /// HKDF-SHA256 and the AES key schedule.
+    KeyDerivation,
+    /// AES-256-GCM over the chunks.
+    Aead,
+    /// Building or parsing and validating the manifest.
+    Manifest,
+    /// Time inside S3 requests (signing, HTTP, waiting for the server, reading bodies).
+    Storage,
+}
+
+impl Stage {
+    /// All stages in record order.
+    pub const ALL: [Stage; 5] = [
+        Stage::KeyEstablishment,
+        Stage::KeyDerivation,
+        Stage::Aead,
+        Stage::Manifest,
+        Stage::Storage,
+    ];
+
+    /// Fixed label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KeyEstablishment => "key_establishment",
+            Self::KeyDerivation => "key_derivation",
+            Self::Aead => "aead",
+            Self::Manifest => "manifest",
+            Self::Storage => "storage",
+        }
+    }
+}
+
+/// What one logical operation cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OpStats {
+    /// Key establishment.
+    pub key_establishment: Duration,
+    /// Key derivation.
+    pub key_derivation: Duration,
+    /// AES-256-GCM.
+    pub aead: Duration,
+    /// Manifest handling.
+    pub manifest: Duration,
+    /// Inside S3 requests.
+    pub storage: Duration,
+    /// Wall time of the whole operation, from call to return.
+    pub total: Duration,
+    /// CPU time of the executing thread inside the four crypto stages.
+    pub crypto_cpu: Duration,
+    /// HTTP body bytes sent (data and manifest).
+    pub bytes_sent: u64,
+    /// HTTP body bytes received.
+    pub bytes_received: u64,
+    /// Size of `manifest.json`.
+    pub manifest_bytes: u64,
+    /// S3 requests made.
+    pub s3_requests: u32,
+}
+
+impl OpStats {
+    /// Time of one stage.
+    pub fn stage(&self, s: Stage) -> Duration {
+        match s {
+            Stage::KeyEstablishment => self.key_establishment,
+            Stage::KeyDerivation => self.key_derivation,
+            Stage::Aead => self.aead,
+            Stage::Manifest => self.manifest,
+            Stage::Storage => self.storage,
+        }
+    }
+
+    /// Sum of the five stages.
+    pub fn accounted(&self) -> Duration {
+        Stage::ALL.iter().map(|&s| self.stage(s)).sum()
+    }
+
+    /// Total minus the stages: time spent outside every stage (reading the plaintext
+    /// source, writing the sink, scheduling). Zero if the stages exceed the total, which the
+    /// run validator treats as an error.
+    pub fn unaccounted(&self) -> Duration {
+        self.total.saturating_sub(self.accounted())
+    }
+
+    pub(crate) fn add_envelope(&mut self, t: &envelope::StageTimes) {
+        self.key_establishment += t.key_establishment;
+        self.key_derivation += t.key_derivation;
+        self.aead += t.aead;
+        self.manifest += t.manifest;
+    }
+}
+
+/// Measures thread CPU time around a synchronous crypto step.
+pub(crate) fn cpu<T>(acc: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let t = ThreadTime::try_now().ok();
+    let r = f();
+    if let Some(t) = t {
+        *acc += t.elapsed();
+    }
+    r
+}

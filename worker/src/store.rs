@@ -1,0 +1,875 @@
+//! The commit protocol of the study's Algorithm 1 (section III) over S3, as DESIGN.md
+//! "Envelope format v1" makes it precise:
+//!
+//! - PUT of a version: `data.enc` is streamed while it is encrypted (one PutObject when it
+//!   is at most [`MULTIPART_THRESHOLD`] bytes; otherwise a multipart upload of
+//!   [`PART_SIZE`] parts, each encrypted and then uploaded, so at most one part and one
+//!   chunk are in memory), then `manifest.json` is written last as the commit record. A PUT
+//!   that stops before the manifest leaves no visible version; [`Store::gc`] removes what
+//!   it left behind.
+//! - GET of a known version: the manifest (first read), then `data.enc` (second read),
+//!   decrypted chunk by chunk into a sink. The reader names the mode it expects (the
+//!   [`Receiver`]). A chunk reaches the sink only after it authenticated; the object is
+//!   complete only when [`Store::get`] returns `Ok`.
+//! - Latest version: one LIST of `<key>.pqcs/`, the newest committed UUIDv7.
+//!
+//! Every operation measures itself ([`OpStats`]): the four envelope stages come from the
+//! envelope's own timers, storage is the time inside S3 calls (including reading response
+//! bodies), and the remainder (reading the plaintext source, writing the sink) is left as
+//! unaccounted time, so that it stays visible and small.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_sdk_s3::error::SdkError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use bytes::{Bytes, BytesMut};
+use envelope::layout::{self, Part};
+use envelope::{ObjectId, Receiver, Sender, SessionInfo};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::stats::cpu;
+use crate::{Error, OpStats, PayloadSigning, Result, S3Class, S3Settings};
+
+/// Size of a multipart part of `data.enc` (the last part may be smaller).
+pub const PART_SIZE: u64 = 8 * 1024 * 1024;
+/// `data.enc` up to this size is written with one PutObject; above it, multipart.
+pub const MULTIPART_THRESHOLD: u64 = PART_SIZE;
+
+/// Progress of a PUT or GET, for progress bars and for tests that need to act at a given
+/// point of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `done` of `total` bytes of `data.enc` uploaded.
+    Sent {
+        /// Bytes uploaded so far.
+        done: u64,
+        /// Size of `data.enc`.
+        total: u64,
+    },
+    /// `data.enc` is stored; the manifest is next.
+    DataStored,
+    /// The manifest is stored: the version is committed.
+    Committed,
+    /// `done` of `total` bytes of `data.enc` received and authenticated.
+    Received {
+        /// Bytes received so far.
+        done: u64,
+        /// Size of `data.enc`.
+        total: u64,
+    },
+}
+
+/// A committed PUT.
+#[derive(Clone, Debug)]
+pub struct PutOutcome {
+    /// The identity written (with its new version).
+    pub id: ObjectId,
+    /// The manifest written.
+    pub manifest: Vec<u8>,
+    /// Size of `data.enc`.
+    pub ciphertext_size: u64,
+    /// Session bookkeeping (`ml-kem-768-session`).
+    pub session: Option<SessionInfo>,
+    /// What it cost.
+    pub stats: OpStats,
+}
+
+/// A complete, authenticated GET.
+#[derive(Clone, Debug)]
+pub struct GetOutcome {
+    /// Plaintext bytes written to the sink.
+    pub plaintext_size: u64,
+    /// What it cost.
+    pub stats: OpStats,
+}
+
+/// One committed version as a listing shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionInfo {
+    /// The UUIDv7 version.
+    pub version: String,
+    /// Size of `data.enc` (`None`: the data is missing, the version is broken).
+    pub data_size: Option<u64>,
+    /// Size of `manifest.json`.
+    pub manifest_size: u64,
+    /// When the manifest was stored (server clock).
+    pub committed_at: Option<SystemTime>,
+}
+
+/// What [`Store::gc`] found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// `data.enc` objects without a manifest, older than the grace period, deleted (or, in
+    /// a dry run, to be deleted).
+    pub deleted_data: Vec<String>,
+    /// Abandoned multipart uploads of `data.enc` aborted: (object key, upload id).
+    pub aborted_uploads: Vec<(String, String)>,
+    /// Uncommitted data or uploads younger than the grace period, left alone.
+    pub kept_young: usize,
+    /// Manifests whose `data.enc` is missing: committed but broken versions, reported, not
+    /// deleted.
+    pub broken_versions: Vec<String>,
+    /// False if the server cannot list multipart uploads, so abandoned ones were not looked
+    /// for.
+    pub uploads_listed: bool,
+}
+
+#[derive(Default)]
+struct Entry {
+    data: Option<(u64, Option<SystemTime>)>,
+    manifest: Option<(u64, Option<SystemTime>)>,
+}
+
+/// The commit protocol over one bucket of one S3 endpoint, for one tenant.
+#[derive(Clone, Debug)]
+pub struct Store {
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    tenant: String,
+    unsigned: bool,
+}
+
+/// Sends an operation, with `UNSIGNED-PAYLOAD` if asked.
+macro_rules! send {
+    ($self:ident, $builder:expr) => {
+        if $self.unsigned {
+            $builder.customize().disable_payload_signing().send().await
+        } else {
+            $builder.send().await
+        }
+    };
+}
+
+fn to_system_time(t: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<SystemTime> {
+    t.and_then(|t| SystemTime::try_from(*t).ok())
+}
+
+fn len_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+impl Store {
+    /// A store over `bucket` at the endpoint of `settings`, for objects of `tenant`.
+    pub fn new(settings: &S3Settings, bucket: &str, tenant: &str) -> Result<Self> {
+        if bucket.is_empty() || tenant.is_empty() {
+            return Err(Error::Config("bucket and tenant must not be empty".into()));
+        }
+        Ok(Self {
+            s3: settings.client()?,
+            bucket: bucket.into(),
+            tenant: tenant.into(),
+            unsigned: !settings.payload_signing.signs(settings.is_https())
+                || settings.payload_signing == PayloadSigning::Unsigned,
+        })
+    }
+
+    /// The bucket.
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The tenant.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The underlying SDK client (for fixtures and tests).
+    pub fn client(&self) -> &aws_sdk_s3::Client {
+        &self.s3
+    }
+
+    fn err<E>(
+        &self,
+        op: &'static str,
+        target: &str,
+        e: SdkError<E, aws_smithy_runtime_api::http::Response>,
+    ) -> Error
+    where
+        E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        Error::s3(op, &self.bucket, target, e)
+    }
+
+    fn not_committed(&self, key: &str, version: &str) -> Error {
+        Error::NotCommitted {
+            bucket: self.bucket.clone(),
+            key: key.into(),
+            version: version.into(),
+        }
+    }
+
+    /// Creates the bucket; succeeds if it already exists and is ours.
+    pub async fn create_bucket(&self) -> Result<()> {
+        match self.s3.create_bucket().bucket(&self.bucket).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let code = e.as_service_error().and_then(|s| {
+                    aws_sdk_s3::error::ProvideErrorMetadata::code(s).map(str::to_owned)
+                });
+                if matches!(
+                    code.as_deref(),
+                    Some("BucketAlreadyOwnedByYou" | "BucketAlreadyExists")
+                ) {
+                    Ok(())
+                } else {
+                    Err(self.err("CreateBucket", "", e))
+                }
+            }
+        }
+    }
+
+    /// Encrypts `size` bytes read from `src` as a new version of `key` and commits it:
+    /// `data.enc` first, `manifest.json` last. On an S3 failure it tries once to remove
+    /// what it wrote (abort the multipart upload, delete the data); what remains if that
+    /// also fails, or if the future is dropped, is invisible to readers and is removed by
+    /// [`Store::gc`].
+    pub async fn put<R>(
+        &self,
+        sender: &Sender,
+        key: &str,
+        size: u64,
+        mut src: R,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<PutOutcome>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let start = Instant::now();
+        let mut st = OpStats::default();
+        let id = ObjectId::new_version(&self.tenant, &self.bucket, key)?;
+        let mut sealer = cpu(&mut st.crypto_cpu, || {
+            sender.seal(&id, size, &mut envelope::os_rng())
+        })?;
+        let total = sealer.ciphertext_size();
+        let data_key = layout::data_key(key, &id.version);
+        let mut chunk = Vec::new();
+
+        if total <= MULTIPART_THRESHOLD {
+            let mut body = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+            while seal_next(&mut sealer, &mut src, &mut chunk, &mut st).await? {
+                body.extend_from_slice(&chunk);
+            }
+            let t = Instant::now();
+            st.s3_requests += 1;
+            st.bytes_sent += len_u64(body.len());
+            let r = send!(
+                self,
+                self.s3
+                    .put_object()
+                    .bucket(&self.bucket)
+                    .key(&data_key)
+                    .content_length(i64::try_from(body.len()).unwrap_or(i64::MAX))
+                    .body(ByteStream::from(body))
+            );
+            st.storage += t.elapsed();
+            r.map_err(|e| self.err("PutObject", &data_key, e))?;
+            on(Event::Sent { done: total, total });
+        } else {
+            self.put_multipart(&mut sealer, &mut src, &data_key, total, &mut st, on)
+                .await?;
+        }
+        on(Event::DataStored);
+
+        let sealed = sealer.finish()?;
+        st.add_envelope(&sealed.times);
+        let manifest_key = layout::manifest_key(key, &id.version);
+        let t = Instant::now();
+        st.s3_requests += 1;
+        st.bytes_sent += len_u64(sealed.manifest.len());
+        st.manifest_bytes = len_u64(sealed.manifest.len());
+        let r = send!(
+            self,
+            self.s3
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&manifest_key)
+                .content_type("application/json")
+                .body(ByteStream::from(sealed.manifest.clone()))
+        );
+        st.storage += t.elapsed();
+        if let Err(e) = r {
+            let err = self.err("PutObject", &manifest_key, e);
+            // Best effort: the version is invisible anyway; gc removes the data otherwise.
+            let _ = self
+                .s3
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(&data_key)
+                .send()
+                .await;
+            return Err(err);
+        }
+        on(Event::Committed);
+        st.total = start.elapsed();
+        Ok(PutOutcome {
+            id,
+            manifest: sealed.manifest,
+            ciphertext_size: sealed.ciphertext_size,
+            session: sealed.session,
+            stats: st,
+        })
+    }
+
+    async fn put_multipart<R>(
+        &self,
+        sealer: &mut envelope::Sealer,
+        src: &mut R,
+        data_key: &str,
+        total: u64,
+        st: &mut OpStats,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let t = Instant::now();
+        st.s3_requests += 1;
+        let r = self
+            .s3
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(data_key)
+            .send()
+            .await;
+        st.storage += t.elapsed();
+        let upload_id = r
+            .map_err(|e| self.err("CreateMultipartUpload", data_key, e))?
+            .upload_id
+            .ok_or_else(|| Error::S3 {
+                op: "CreateMultipartUpload",
+                bucket: self.bucket.clone(),
+                target: data_key.into(),
+                class: S3Class::Other,
+                status: None,
+                detail: "the response has no upload id".into(),
+            })?;
+
+        let result = self
+            .upload_parts(sealer, src, data_key, &upload_id, total, st, on)
+            .await;
+        if result.is_err() {
+            // Best effort; abandoned uploads are collected by gc otherwise.
+            let _ = self
+                .s3
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(data_key)
+                .upload_id(&upload_id)
+                .send()
+                .await;
+        }
+        result
+    }
+
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one private step of put_multipart"
+    )]
+    async fn upload_parts<R>(
+        &self,
+        sealer: &mut envelope::Sealer,
+        src: &mut R,
+        data_key: &str,
+        upload_id: &str,
+        total: u64,
+        st: &mut OpStats,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let part_size = usize::try_from(PART_SIZE).unwrap_or(usize::MAX);
+        let mut buf = BytesMut::with_capacity(part_size.saturating_mul(2));
+        let mut chunk = Vec::new();
+        let mut parts = Vec::new();
+        let mut done = 0u64;
+        loop {
+            let more = seal_next(sealer, src, &mut chunk, st).await?;
+            if more {
+                buf.extend_from_slice(&chunk);
+            }
+            while buf.len() >= part_size || (!more && !buf.is_empty()) {
+                let take = buf.len().min(part_size);
+                let body = buf.split_to(take).freeze();
+                let number = i32::try_from(parts.len() + 1).unwrap_or(i32::MAX);
+                let t = Instant::now();
+                st.s3_requests += 1;
+                st.bytes_sent += len_u64(take);
+                let r = send!(
+                    self,
+                    self.s3
+                        .upload_part()
+                        .bucket(&self.bucket)
+                        .key(data_key)
+                        .upload_id(upload_id)
+                        .part_number(number)
+                        .content_length(i64::try_from(take).unwrap_or(i64::MAX))
+                        .body(ByteStream::from(body))
+                );
+                st.storage += t.elapsed();
+                let out = r.map_err(|e| self.err("UploadPart", data_key, e))?;
+                parts.push(
+                    CompletedPart::builder()
+                        .part_number(number)
+                        .set_e_tag(out.e_tag)
+                        .build(),
+                );
+                done += len_u64(take);
+                on(Event::Sent { done, total });
+            }
+            if !more {
+                break;
+            }
+        }
+        let t = Instant::now();
+        st.s3_requests += 1;
+        let r = self
+            .s3
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(data_key)
+            .upload_id(upload_id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            )
+            .send()
+            .await;
+        st.storage += t.elapsed();
+        r.map_err(|e| self.err("CompleteMultipartUpload", data_key, e))?;
+        Ok(())
+    }
+
+    /// Reads version `version` of `key` (manifest, then data) and writes the plaintext to
+    /// `sink` chunk by chunk, each chunk only after it authenticated. Returns `Ok` only when
+    /// the whole object, including its final chunk, authenticated; on any error the sink
+    /// holds an incomplete prefix that the caller must discard.
+    pub async fn get<W>(
+        &self,
+        receiver: &Receiver,
+        key: &str,
+        version: &str,
+        mut sink: W,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<GetOutcome>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
+        let start = Instant::now();
+        let mut st = OpStats::default();
+        let id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
+
+        let manifest = self.read_manifest(key, version, &mut st).await?;
+        let mut opener = cpu(&mut st.crypto_cpu, || receiver.open(&id, &manifest))?;
+        let total = opener.ciphertext_size();
+
+        let data_key = layout::data_key(key, version);
+        let t = Instant::now();
+        st.s3_requests += 1;
+        let r = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&data_key)
+            .send()
+            .await;
+        st.storage += t.elapsed();
+        let mut body = r.map_err(|e| self.err("GetObject", &data_key, e))?.body;
+
+        let mut buf = Vec::new();
+        let mut pending = Bytes::new();
+        let mut done = 0u64;
+        let mut plaintext_size = 0u64;
+        while let Some(want) = opener.next_chunk_len() {
+            buf.clear();
+            while buf.len() < want {
+                if pending.is_empty() {
+                    match self.next_bytes(&mut body, &data_key, &mut st).await? {
+                        Some(b) => pending = b,
+                        None => break,
+                    }
+                }
+                let n = (want - buf.len()).min(pending.len());
+                buf.extend_from_slice(&pending.split_to(n));
+            }
+            // A short chunk (truncated data) fails here, as an authentication failure.
+            cpu(&mut st.crypto_cpu, || opener.open_chunk(&mut buf))?;
+            done += len_u64(want);
+            plaintext_size += len_u64(buf.len());
+            sink.write_all(&buf).await.map_err(Error::Sink)?;
+            on(Event::Received { done, total });
+        }
+        // Bytes after the final chunk (an extended object) fail authentication too.
+        while pending.is_empty() {
+            match self.next_bytes(&mut body, &data_key, &mut st).await? {
+                Some(b) => pending = b,
+                None => break,
+            }
+        }
+        if !pending.is_empty() {
+            return Err(envelope::Error::Decrypt.into());
+        }
+        let opened = opener.finish()?;
+        st.add_envelope(&opened.times);
+        sink.flush().await.map_err(Error::Sink)?;
+        st.total = start.elapsed();
+        Ok(GetOutcome {
+            plaintext_size,
+            stats: st,
+        })
+    }
+
+    async fn next_bytes(
+        &self,
+        body: &mut ByteStream,
+        data_key: &str,
+        st: &mut OpStats,
+    ) -> Result<Option<Bytes>> {
+        let t = Instant::now();
+        let r = body.try_next().await;
+        st.storage += t.elapsed();
+        match r {
+            Ok(Some(b)) => {
+                st.bytes_received += len_u64(b.len());
+                Ok(Some(b))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(Error::S3 {
+                op: "GetObject",
+                bucket: self.bucket.clone(),
+                target: data_key.into(),
+                class: if format!("{e:?}").contains("imeout") {
+                    S3Class::Timeout
+                } else {
+                    S3Class::Io
+                },
+                status: None,
+                detail: aws_sdk_s3::error::DisplayErrorContext(&e).to_string(),
+            }),
+        }
+    }
+
+    async fn read_manifest(&self, key: &str, version: &str, st: &mut OpStats) -> Result<Bytes> {
+        let manifest_key = layout::manifest_key(key, version);
+        let t = Instant::now();
+        st.s3_requests += 1;
+        let r = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(&manifest_key)
+            .send()
+            .await;
+        let r = match r {
+            Ok(out) => out.body.collect().await.map(|b| b.into_bytes()),
+            Err(e) => {
+                st.storage += t.elapsed();
+                let err = self.err("GetObject", &manifest_key, e);
+                return Err(if err.s3_class() == Some(S3Class::NotFound) {
+                    self.not_committed(key, version)
+                } else {
+                    err
+                });
+            }
+        };
+        st.storage += t.elapsed();
+        let manifest = r.map_err(|e| Error::S3 {
+            op: "GetObject",
+            bucket: self.bucket.clone(),
+            target: manifest_key.clone(),
+            class: S3Class::Io,
+            status: None,
+            detail: aws_sdk_s3::error::DisplayErrorContext(&e).to_string(),
+        })?;
+        st.bytes_received += len_u64(manifest.len());
+        st.manifest_bytes = len_u64(manifest.len());
+        Ok(manifest)
+    }
+
+    /// Lists every layout object under `prefix` (following continuation pages).
+    async fn scan(&self, prefix: &str) -> Result<BTreeMap<(String, String), Entry>> {
+        let mut out: BTreeMap<(String, String), Entry> = BTreeMap::new();
+        let mut token = None;
+        loop {
+            let r = self
+                .s3
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| self.err("ListObjectsV2", prefix, e))?;
+            for o in r.contents() {
+                let Some(k) = o.key() else { continue };
+                let Some(lk) = layout::parse_key(k) else {
+                    continue;
+                };
+                let size = o.size().and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
+                let e = out
+                    .entry((lk.key.to_owned(), lk.version.to_owned()))
+                    .or_default();
+                let v = Some((size, to_system_time(o.last_modified())));
+                match lk.part {
+                    Part::Data => e.data = v,
+                    Part::Manifest => e.manifest = v,
+                }
+            }
+            match r.next_continuation_token() {
+                Some(t) if r.is_truncated() == Some(true) => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Committed versions of `key`, oldest first (one LIST, more pages if needed).
+    pub async fn versions(&self, key: &str) -> Result<Vec<VersionInfo>> {
+        let all = self.scan(&layout::versions_prefix(key)).await?;
+        Ok(all
+            .into_iter()
+            .filter(|((k, _), _)| k == key)
+            .filter_map(|((_, version), e)| {
+                e.manifest.map(|(manifest_size, committed_at)| VersionInfo {
+                    version,
+                    data_size: e.data.map(|d| d.0),
+                    manifest_size,
+                    committed_at,
+                })
+            })
+            .collect())
+    }
+
+    /// The newest committed version of `key` (UUIDv7 order), or `None`.
+    pub async fn latest(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.versions(key).await?.pop().map(|v| v.version))
+    }
+
+    /// Every key under `prefix` with its committed versions (oldest first) and the number
+    /// of uncommitted ones.
+    pub async fn keys(&self, prefix: &str) -> Result<Vec<(String, Vec<String>, usize)>> {
+        let mut out: Vec<(String, Vec<String>, usize)> = Vec::new();
+        for ((key, version), e) in self.scan(prefix).await? {
+            if out.last().map(|l| &l.0) != Some(&key) {
+                out.push((key.clone(), Vec::new(), 0));
+            }
+            if let Some(last) = out.last_mut() {
+                if e.manifest.is_some() {
+                    last.1.push(version);
+                } else {
+                    last.2 += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads a version back and checks it is the one written: the stored manifest equals
+    /// `manifest` byte for byte and `data.enc` has `ciphertext_size` bytes.
+    pub async fn verify(
+        &self,
+        key: &str,
+        version: &str,
+        manifest: &[u8],
+        ciphertext_size: u64,
+    ) -> Result<()> {
+        let fail = |reason: String| Error::Verify {
+            bucket: self.bucket.clone(),
+            key: key.into(),
+            version: version.into(),
+            reason,
+        };
+        let stored = self
+            .read_manifest(key, version, &mut OpStats::default())
+            .await?;
+        if stored.as_ref() != manifest {
+            return Err(fail(
+                "the stored manifest differs from the one written".into(),
+            ));
+        }
+        let data_key = layout::data_key(key, version);
+        let head = self
+            .s3
+            .head_object()
+            .bucket(&self.bucket)
+            .key(&data_key)
+            .send()
+            .await
+            .map_err(|e| self.err("HeadObject", &data_key, e))?;
+        let size = head.content_length().and_then(|s| u64::try_from(s).ok());
+        if size != Some(ciphertext_size) {
+            return Err(fail(format!(
+                "data.enc has {size:?} bytes, {ciphertext_size} written"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Deletes a version: the manifest first (the version disappears at once), then the
+    /// data. Fails with [`Error::NotCommitted`] if neither exists.
+    pub async fn delete_version(&self, key: &str, version: &str) -> Result<()> {
+        envelope::ObjectId::new(&self.tenant, &self.bucket, key, version)?;
+        let manifest_key = layout::manifest_key(key, version);
+        let data_key = layout::data_key(key, version);
+        let mut found = false;
+        for k in [&manifest_key, &data_key] {
+            match self
+                .s3
+                .head_object()
+                .bucket(&self.bucket)
+                .key(k)
+                .send()
+                .await
+            {
+                Ok(_) => found = true,
+                Err(e) => {
+                    let err = self.err("HeadObject", k, e);
+                    if err.s3_class() != Some(S3Class::NotFound) {
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        if !found {
+            return Err(self.not_committed(key, version));
+        }
+        for k in [&manifest_key, &data_key] {
+            self.s3
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(k)
+                .send()
+                .await
+                .map_err(|e| self.err("DeleteObject", k, e))?;
+        }
+        Ok(())
+    }
+
+    /// Garbage-collects uncommitted data under `prefix` (a key prefix; `""` for the whole
+    /// bucket): `data.enc` without a manifest and multipart uploads of `data.enc`, both
+    /// older than `grace` by the server's clock. With `dry_run` nothing is deleted.
+    /// Objects that are not in pqbench's layout are never touched.
+    pub async fn gc(&self, prefix: &str, grace: Duration, dry_run: bool) -> Result<GcReport> {
+        let now = SystemTime::now();
+        let old = |t: Option<SystemTime>| {
+            t.is_none_or(|t| now.duration_since(t).unwrap_or_default() >= grace)
+        };
+        let mut report = GcReport::default();
+        for ((key, version), e) in self.scan(prefix).await? {
+            match (e.data, e.manifest) {
+                (Some((_, at)), None) if old(at) => {
+                    let k = layout::data_key(&key, &version);
+                    if !dry_run {
+                        self.s3
+                            .delete_object()
+                            .bucket(&self.bucket)
+                            .key(&k)
+                            .send()
+                            .await
+                            .map_err(|e| self.err("DeleteObject", &k, e))?;
+                    }
+                    report.deleted_data.push(k);
+                }
+                (Some(_), None) => report.kept_young += 1,
+                (None, Some(_)) => report
+                    .broken_versions
+                    .push(layout::manifest_key(&key, &version)),
+                _ => {}
+            }
+        }
+
+        let mut key_marker = None;
+        let mut id_marker = None;
+        loop {
+            let r = self
+                .s3
+                .list_multipart_uploads()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_key_marker(key_marker.take())
+                .set_upload_id_marker(id_marker.take())
+                .send()
+                .await;
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    let not_impl = e.as_service_error().is_some_and(|s| {
+                        aws_sdk_s3::error::ProvideErrorMetadata::code(s) == Some("NotImplemented")
+                    }) || e
+                        .raw_response()
+                        .is_some_and(|r| r.status().as_u16() == 501);
+                    if not_impl {
+                        return Ok(report);
+                    }
+                    return Err(self.err("ListMultipartUploads", prefix, e));
+                }
+            };
+            report.uploads_listed = true;
+            for u in r.uploads() {
+                let (Some(k), Some(id)) = (u.key(), u.upload_id()) else {
+                    continue;
+                };
+                if layout::parse_key(k).map(|l| l.part) != Some(Part::Data) {
+                    continue;
+                }
+                if !old(to_system_time(u.initiated())) {
+                    report.kept_young += 1;
+                    continue;
+                }
+                if !dry_run {
+                    self.s3
+                        .abort_multipart_upload()
+                        .bucket(&self.bucket)
+                        .key(k)
+                        .upload_id(id)
+                        .send()
+                        .await
+                        .map_err(|e| self.err("AbortMultipartUpload", k, e))?;
+                }
+                report.aborted_uploads.push((k.to_owned(), id.to_owned()));
+            }
+            if r.is_truncated() == Some(true) {
+                key_marker = r.next_key_marker().map(str::to_owned);
+                id_marker = r.next_upload_id_marker().map(str::to_owned);
+                if key_marker.is_none() {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Reads and seals the next chunk into `chunk`; `false` when every chunk is sealed.
+async fn seal_next<R>(
+    sealer: &mut envelope::Sealer,
+    src: &mut R,
+    chunk: &mut Vec<u8>,
+    st: &mut OpStats,
+) -> Result<bool>
+where
+    R: AsyncRead + Unpin + Send,
+{
+    let Some(n) = sealer.next_chunk_len() else {
+        return Ok(false);
+    };
+    chunk.clear();
+    chunk.resize(n, 0);
+    src.read_exact(chunk).await.map_err(|e| {
+        Error::Source(if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            std::io::Error::new(
+                e.kind(),
+                "the source ended before the announced plaintext size",
+            )
+        } else {
+            e
+        })
+    })?;
+    cpu(&mut st.crypto_cpu, || sealer.seal_chunk(chunk))?;
+    Ok(true)
+}

@@ -1,0 +1,686 @@
+//! The commit protocol against two real S3 servers over HTTP: the embedded `s3s-fs` server
+//! and Garage 2.5.0 as a separate process. Every test body runs on both (`server_tests!`).
+
+#[path = "s3/servers.rs"]
+mod servers;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use envelope::{Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+use servers::{BUCKET, Kind, TestServer};
+use tokio::io::{AsyncRead, ReadBuf};
+use worker::{Error, Event, S3Class, Store};
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+fn run<F: Future<Output = ()>>(f: F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f);
+}
+
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+struct Keys {
+    mode: Mode,
+    sk: Option<SecretKey>,
+    pk: Option<PublicKey>,
+}
+
+impl Keys {
+    fn new(mode: Mode) -> Self {
+        let kt = mode.key_type();
+        let sk = (kt != KeyType::None)
+            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()).expect("keygen"));
+        let pk = sk
+            .as_ref()
+            .and_then(|s| s.public_key().expect("public key"));
+        Self { mode, sk, pk }
+    }
+
+    fn sender(&self, backend: Backend) -> Sender {
+        let k = match (&self.pk, &self.sk) {
+            (Some(pk), _) => SealKey::Public(pk),
+            (None, Some(sk)) => SealKey::Psk(sk),
+            (None, None) => SealKey::None,
+        };
+        Sender::new(self.mode, backend, k).expect("sender")
+    }
+
+    fn receiver(&self, backend: Backend) -> Receiver {
+        Receiver::new(self.mode, backend, self.sk.as_ref()).expect("receiver")
+    }
+}
+
+fn quiet() -> impl FnMut(Event) + Send {
+    |_| {}
+}
+
+async fn put(store: &Store, keys: &Keys, key: &str, data: &[u8]) -> worker::PutOutcome {
+    store
+        .put(
+            &keys.sender(Backend::AwsLc),
+            key,
+            data.len() as u64,
+            data,
+            &mut quiet(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("put {key} ({} bytes): {e}", data.len()))
+}
+
+async fn get(store: &Store, keys: &Keys, key: &str, version: &str) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    store
+        .get(
+            &keys.receiver(Backend::AwsLc),
+            key,
+            version,
+            &mut out,
+            &mut quiet(),
+        )
+        .await
+        .map(|_| out)
+}
+
+/// Writes raw bytes to a bucket key, bypassing the protocol (to tamper or to plant).
+async fn raw_put(store: &Store, key: &str, body: Vec<u8>) {
+    store
+        .client()
+        .put_object()
+        .bucket(BUCKET)
+        .key(key)
+        .body(body.into())
+        .send()
+        .await
+        .expect("raw put");
+}
+
+async fn raw_get(store: &Store, key: &str) -> Vec<u8> {
+    store
+        .client()
+        .get_object()
+        .bucket(BUCKET)
+        .key(key)
+        .send()
+        .await
+        .expect("raw get")
+        .body
+        .collect()
+        .await
+        .expect("body")
+        .to_vec()
+}
+
+async fn raw_exists(store: &Store, key: &str) -> bool {
+    store
+        .client()
+        .head_object()
+        .bucket(BUCKET)
+        .key(key)
+        .send()
+        .await
+        .is_ok()
+}
+
+fn round_trips(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    run(async {
+        for mode in Mode::ALL {
+            let keys = Keys::new(mode);
+            for (i, size) in [0, KIB, 64 * KIB, 9 * MIB, 33 * MIB]
+                .into_iter()
+                .enumerate()
+            {
+                let key = format!("rt/{}/{size}", mode.name());
+                let data = payload(size, i as u64);
+                let out = put(&store, &keys, &key, &data).await;
+                let st = out.stats;
+                let expect_requests = if out.ciphertext_size <= worker::MULTIPART_THRESHOLD {
+                    2
+                } else {
+                    // create + parts + complete, then the manifest
+                    2 + u32::try_from(out.ciphertext_size.div_ceil(worker::PART_SIZE))
+                        .expect("parts")
+                        + 1
+                };
+                assert_eq!(st.s3_requests, expect_requests, "{mode} {size}");
+                assert_eq!(st.bytes_sent, out.ciphertext_size + st.manifest_bytes);
+                assert!(st.accounted() <= st.total, "{mode} {size}: {st:?}");
+                store
+                    .verify(&key, &out.id.version, &out.manifest, out.ciphertext_size)
+                    .await
+                    .expect("verify");
+                assert_eq!(
+                    store.latest(&key).await.expect("latest").as_deref(),
+                    Some(out.id.version.as_str())
+                );
+
+                let mut plain = Vec::new();
+                let got = store
+                    .get(
+                        &keys.receiver(Backend::AwsLc),
+                        &key,
+                        &out.id.version,
+                        &mut plain,
+                        &mut quiet(),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("get {mode} {size}: {e}"));
+                assert!(plain == data, "{mode} {size}: plaintext differs");
+                assert_eq!(got.plaintext_size, size as u64);
+                assert_eq!(
+                    got.stats.s3_requests, 2,
+                    "a GET of a known version is two reads"
+                );
+                assert_eq!(
+                    got.stats.bytes_received,
+                    out.ciphertext_size + st.manifest_bytes
+                );
+                assert!(got.stats.accounted() <= got.stats.total);
+                if mode.encrypts() {
+                    assert!(got.stats.aead > Duration::ZERO);
+                }
+            }
+        }
+    });
+}
+
+fn cross_backend(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    run(async {
+        for mode in [Mode::MlKem768, Mode::XWing, Mode::X25519] {
+            let keys = Keys::new(mode);
+            let data = payload(9 * MIB + 5, 7);
+            let out = store
+                .put(
+                    &keys.sender(Backend::RustCrypto),
+                    "xb",
+                    data.len() as u64,
+                    &data[..],
+                    &mut quiet(),
+                )
+                .await
+                .expect("put");
+            let mut plain = Vec::new();
+            store
+                .get(
+                    &keys.receiver(Backend::AwsLc),
+                    "xb",
+                    &out.id.version,
+                    &mut plain,
+                    &mut quiet(),
+                )
+                .await
+                .expect("get");
+            assert!(plain == data);
+        }
+    });
+}
+
+/// A source that yields `limit` bytes and then never again, signalling when it stalls.
+struct Stalling {
+    data: Vec<u8>,
+    pos: usize,
+    limit: usize,
+    stalled: Arc<tokio::sync::Notify>,
+}
+
+impl AsyncRead for Stalling {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.pos >= self.limit {
+            self.stalled.notify_one();
+            return Poll::Pending;
+        }
+        let n = buf.remaining().min(self.limit - self.pos);
+        let p = self.pos;
+        buf.put_slice(&self.data[p..p + n]);
+        self.pos += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn dropped_upload_is_invisible_and_collected(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::MlKem768);
+    run(async {
+        let stalled = Arc::new(tokio::sync::Notify::new());
+        let src = Stalling {
+            data: payload(33 * MIB, 1),
+            pos: 0,
+            limit: 20 * MIB,
+            stalled: stalled.clone(),
+        };
+        let sender = keys.sender(Backend::AwsLc);
+        let mut sent = 0u64;
+        let mut on = |e: Event| {
+            if let Event::Sent { done, .. } = e {
+                sent = done;
+            }
+        };
+        tokio::select! {
+            r = store.put(&sender, "cut", 33 * MIB as u64, src, &mut on) => {
+                panic!("the stalled put finished: {r:?}");
+            }
+            () = stalled.notified() => {}
+        }
+        // The put future is dropped here, two parts into a multipart upload.
+        assert_eq!(sent, 2 * worker::PART_SIZE);
+        assert!(store.versions("cut").await.expect("list").is_empty());
+        assert_eq!(store.latest("cut").await.expect("latest"), None);
+
+        // A young upload is kept by a real grace period, collected with none.
+        let report = store
+            .gc("", Duration::from_secs(3600), false)
+            .await
+            .expect("gc");
+        assert!(report.aborted_uploads.is_empty());
+        assert!(
+            report.uploads_listed,
+            "{kind:?} must list multipart uploads"
+        );
+        assert_eq!(report.kept_young, 1);
+        let report = store.gc("", Duration::ZERO, false).await.expect("gc");
+        assert_eq!(report.aborted_uploads.len(), 1, "{report:?}");
+        assert!(report.aborted_uploads[0].0.starts_with("cut.pqcs/"));
+        let again = store.gc("", Duration::ZERO, false).await.expect("gc");
+        assert!(again.aborted_uploads.is_empty(), "{again:?}");
+    });
+}
+
+fn server_stopped_mid_upload(kind: Kind) {
+    let server = Arc::new(Mutex::new(TestServer::start(kind)));
+    let store = server.lock().expect("lock").store();
+    let keys = Keys::new(Mode::MlKem768);
+    run(async {
+        let data = payload(64 * KIB, 2);
+        let stopper = server.clone();
+        // The server dies after the data is stored and before the manifest is written.
+        let mut on = move |e: Event| {
+            if e == Event::DataStored {
+                stopper.lock().expect("lock").stop();
+            }
+        };
+        let err = store
+            .put(
+                &keys.sender(Backend::AwsLc),
+                "died",
+                data.len() as u64,
+                &data[..],
+                &mut on,
+            )
+            .await
+            .expect_err("the manifest write must fail");
+        assert!(
+            matches!(err.s3_class(), Some(S3Class::Connect | S3Class::Io)),
+            "{err}"
+        );
+    });
+    server.lock().expect("lock").restart();
+    run(async {
+        assert!(store.versions("died").await.expect("list").is_empty());
+        let report = store.gc("died", Duration::ZERO, false).await.expect("gc");
+        assert_eq!(report.deleted_data.len(), 1, "{report:?}");
+        assert!(report.deleted_data[0].ends_with("/data.enc"));
+        assert!(!raw_exists(&store, &report.deleted_data[0]).await);
+    });
+}
+
+fn truncated_data_fails(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::MlKem768);
+    run(async {
+        let data = payload(9 * MIB, 3);
+        let out = put(&store, &keys, "trunc", &data).await;
+        let data_key = envelope::layout::data_key("trunc", &out.id.version);
+        let full = raw_get(&store, &data_key).await;
+        let chunk = usize::try_from(envelope::CHUNK_SIZE).expect("size") + envelope::TAG_LEN;
+        for cut in [chunk, chunk + 1000, full.len() - 1, 10] {
+            raw_put(&store, &data_key, full[..cut].to_vec()).await;
+            let mut sink = Vec::new();
+            let err = store
+                .get(
+                    &keys.receiver(Backend::AwsLc),
+                    "trunc",
+                    &out.id.version,
+                    &mut sink,
+                    &mut quiet(),
+                )
+                .await
+                .expect_err("truncated data must fail");
+            assert!(
+                matches!(err, Error::Envelope(envelope::Error::Decrypt)),
+                "{err}"
+            );
+            assert!(sink.len() < data.len(), "no complete plaintext");
+        }
+        // Extension fails too.
+        let mut longer = full.clone();
+        longer.extend_from_slice(&[0u8; 17]);
+        raw_put(&store, &data_key, longer).await;
+        let err = get(&store, &keys, "trunc", &out.id.version)
+            .await
+            .expect_err("extended");
+        assert!(
+            matches!(err, Error::Envelope(envelope::Error::Decrypt)),
+            "{err}"
+        );
+    });
+}
+
+fn concurrent_writers(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::X25519);
+    run(async {
+        let a = payload(9 * MIB, 4);
+        let b = payload(64 * KIB, 5);
+        let sender = keys.sender(Backend::AwsLc);
+        let (mut qa, mut qb) = (quiet(), quiet());
+        let first = store.put(&sender, "shared", a.len() as u64, &a[..], &mut qa);
+        let second = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            store
+                .put(&sender, "shared", b.len() as u64, &b[..], &mut qb)
+                .await
+        };
+        let (ra, rb) = tokio::join!(first, second);
+        let (ra, rb) = (ra.expect("first"), rb.expect("second"));
+        assert!(rb.id.version > ra.id.version);
+        let versions = store.versions("shared").await.expect("versions");
+        assert_eq!(versions.len(), 2);
+        let latest = store.latest("shared").await.expect("latest").expect("some");
+        assert_eq!(latest, rb.id.version);
+        assert_eq!(get(&store, &keys, "shared", &latest).await.expect("get"), b);
+        assert_eq!(
+            get(&store, &keys, "shared", &ra.id.version)
+                .await
+                .expect("get"),
+            a
+        );
+    });
+}
+
+fn tampered_objects_refused(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::MlKem768);
+    run(async {
+        let data = payload(64 * KIB, 6);
+        let out = put(&store, &keys, "t", &data).await;
+        let v = out.id.version.clone();
+        let data_key = envelope::layout::data_key("t", &v);
+        let manifest_key = envelope::layout::manifest_key("t", &v);
+        let orig_data = raw_get(&store, &data_key).await;
+        let orig_manifest = raw_get(&store, &manifest_key).await;
+
+        // One flipped bit in data.enc.
+        let mut d = orig_data.clone();
+        d[100] ^= 1;
+        raw_put(&store, &data_key, d).await;
+        let err = get(&store, &keys, "t", &v).await.expect_err("flipped data");
+        assert!(
+            matches!(err, Error::Envelope(envelope::Error::Decrypt)),
+            "{err}"
+        );
+        raw_put(&store, &data_key, orig_data.clone()).await;
+        assert_eq!(get(&store, &keys, "t", &v).await.expect("restored"), data);
+
+        // A changed manifest: one character of C's hash, then the plaintext size.
+        let text = String::from_utf8(orig_manifest.clone()).expect("utf8");
+        let pos = text.find("\"c_sha256\":\"").expect("c_sha256") + 12;
+        let mut m = orig_manifest.clone();
+        m[pos] = if m[pos] == b'0' { b'1' } else { b'0' };
+        raw_put(&store, &manifest_key, m).await;
+        assert!(
+            get(&store, &keys, "t", &v).await.is_err(),
+            "edited manifest accepted"
+        );
+        let size = format!("\"plaintext_size\":{}", data.len());
+        let edited = text.replace(&size, &format!("\"plaintext_size\":{}", data.len() - 1));
+        assert_ne!(edited, text);
+        raw_put(&store, &manifest_key, edited.into_bytes()).await;
+        assert!(
+            get(&store, &keys, "t", &v).await.is_err(),
+            "edited size accepted"
+        );
+
+        // A manifest of another version (replay) is refused.
+        let other = put(&store, &keys, "t", &data).await;
+        raw_put(&store, &manifest_key, other.manifest.clone()).await;
+        assert!(
+            get(&store, &keys, "t", &v).await.is_err(),
+            "replayed manifest accepted"
+        );
+
+        // Downgrade: a plaintext object planted under the key is refused by an ML-KEM reader.
+        let plain = Keys::new(Mode::Plaintext);
+        let planted = put(&store, &plain, "t", b"attacker's text").await;
+        let err = get(&store, &keys, "t", &planted.id.version)
+            .await
+            .expect_err("downgrade");
+        assert!(matches!(err, Error::Envelope(_)), "{err}");
+        // ... although it is the latest version: latest is a listing, not a trust decision.
+        assert_eq!(
+            store.latest("t").await.expect("latest"),
+            Some(planted.id.version.clone())
+        );
+    });
+}
+
+fn listing_deletion_and_gc_scope(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::X25519);
+    run(async {
+        let a = put(&store, &keys, "dir/a", b"one").await;
+        let b = put(&store, &keys, "dir/a", b"two").await;
+        put(&store, &keys, "dir/b", b"three").await;
+        // Foreign objects and uncommitted data.
+        raw_put(&store, "dir/a", b"not ours".to_vec()).await;
+        raw_put(&store, "notes.txt", b"not ours".to_vec()).await;
+        let orphan = envelope::layout::data_key("dir/c", &envelope::new_version());
+        raw_put(&store, &orphan, b"half".to_vec()).await;
+
+        let keys_listed = store.keys("dir/").await.expect("keys");
+        let names: Vec<_> = keys_listed.iter().map(|k| k.0.as_str()).collect();
+        assert_eq!(names, ["dir/a", "dir/b", "dir/c"]);
+        assert_eq!(
+            keys_listed[0].1,
+            [a.id.version.clone(), b.id.version.clone()]
+        );
+        assert_eq!((keys_listed[2].1.len(), keys_listed[2].2), (0, 1));
+
+        let versions = store.versions("dir/a").await.expect("versions");
+        assert_eq!(versions.len(), 2);
+        assert_eq!(versions[1].data_size, Some(b.ciphertext_size));
+
+        store
+            .delete_version("dir/a", &b.id.version)
+            .await
+            .expect("rm");
+        assert_eq!(
+            store.latest("dir/a").await.expect("latest"),
+            Some(a.id.version.clone())
+        );
+        let err = store
+            .delete_version("dir/a", &b.id.version)
+            .await
+            .expect_err("gone");
+        assert!(matches!(err, Error::NotCommitted { .. }), "{err}");
+        let err = get(&store, &keys, "dir/a", &b.id.version)
+            .await
+            .expect_err("deleted version");
+        assert!(matches!(err, Error::NotCommitted { .. }), "{err}");
+
+        // gc: a dry run changes nothing; a real one removes only the orphan.
+        let dry = store.gc("", Duration::ZERO, true).await.expect("dry");
+        assert_eq!(dry.deleted_data, std::slice::from_ref(&orphan));
+        assert!(raw_exists(&store, &orphan).await);
+        let young = store
+            .gc("", Duration::from_secs(3600), false)
+            .await
+            .expect("gc");
+        assert!(young.deleted_data.is_empty());
+        assert_eq!(young.kept_young, 1);
+        let done = store.gc("", Duration::ZERO, false).await.expect("gc");
+        assert_eq!(done.deleted_data, std::slice::from_ref(&orphan));
+        assert!(!raw_exists(&store, &orphan).await);
+        assert!(raw_exists(&store, "notes.txt").await);
+        assert!(raw_exists(&store, "dir/a").await);
+        assert_eq!(
+            get(&store, &keys, "dir/a", &a.id.version).await.expect("a"),
+            b"one"
+        );
+    });
+}
+
+macro_rules! server_tests {
+    ($name:ident, $kind:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn round_trips_every_mode_and_size() {
+                round_trips($kind);
+            }
+
+            #[test]
+            fn objects_cross_backends() {
+                cross_backend($kind);
+            }
+
+            #[test]
+            fn dropped_upload_is_invisible_and_gc_aborts_it() {
+                dropped_upload_is_invisible_and_collected($kind);
+            }
+
+            #[test]
+            fn server_stopped_before_the_manifest_leaves_no_version() {
+                server_stopped_mid_upload($kind);
+            }
+
+            #[test]
+            fn truncated_or_extended_data_fails_authentication() {
+                truncated_data_fails($kind);
+            }
+
+            #[test]
+            fn concurrent_writers_make_two_versions() {
+                concurrent_writers($kind);
+            }
+
+            #[test]
+            fn tampered_objects_are_refused() {
+                tampered_objects_refused($kind);
+            }
+
+            #[test]
+            fn listing_deletion_and_gc_touch_only_what_they_should() {
+                listing_deletion_and_gc_scope($kind);
+            }
+        }
+    };
+}
+
+server_tests!(embedded, Kind::Embedded);
+server_tests!(garage, Kind::Garage);
+
+#[test]
+fn unreachable_server_is_a_clear_error_within_the_timeout() {
+    // A port that was free a moment ago: connection refused.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port");
+    let mut settings =
+        worker::S3Settings::new(&format!("http://{addr}"), "AKEXAMPLE", "secretexample");
+    settings.connect_timeout = Duration::from_secs(1);
+    settings.operation_timeout = Duration::from_secs(3);
+    let store = Store::new(&settings, BUCKET, "t").expect("store");
+    let keys = Keys::new(Mode::X25519);
+    run(async {
+        let t = Instant::now();
+        let err = get(&store, &keys, "k", &envelope::new_version())
+            .await
+            .expect_err("no server");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert_eq!(err.s3_class(), Some(S3Class::Connect), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("cannot connect to the S3 endpoint"), "{msg}");
+        assert!(msg.contains("GetObject"), "{msg}");
+
+        // A listener that accepts and never answers: the read timeout fires.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let silent_addr = silent.local_addr().expect("addr");
+        let hold = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok((s, _)) = silent.accept().await {
+                conns.push(s);
+            }
+        });
+        let mut settings = worker::S3Settings::new(
+            &format!("http://{silent_addr}"),
+            "AKEXAMPLE",
+            "secretexample",
+        );
+        settings.read_timeout = Duration::from_millis(500);
+        settings.operation_timeout = Duration::from_secs(2);
+        let store = Store::new(&settings, BUCKET, "t").expect("store");
+        let t = Instant::now();
+        let err = get(&store, &keys, "k", &envelope::new_version())
+            .await
+            .expect_err("silent server");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert_eq!(err.s3_class(), Some(S3Class::Timeout), "{err}");
+        hold.abort();
+    });
+}
+
+#[test]
+fn no_retries_and_settings_are_recorded() {
+    let settings = worker::S3Settings::new("http://127.0.0.1:9000", "ak", "sk");
+    let rec = settings.record();
+    assert_eq!(rec.max_attempts, 1);
+    assert!(rec.tcp_nodelay);
+    assert!(
+        rec.payload_signed,
+        "MinIO SDKs sign the payload over plain HTTP"
+    );
+    assert_eq!(rec.checksums, worker::ChecksumPolicy::WhenRequired);
+    let https = worker::S3Settings::new("https://s3.example.com", "ak", "sk").record();
+    assert!(
+        !https.payload_signed,
+        "and send UNSIGNED-PAYLOAD over HTTPS"
+    );
+    let json = serde_json::to_string(&rec).expect("json");
+    assert!(!json.contains("\"sk\""), "no secret in the record: {json}");
+    assert!(format!("{settings:?}").contains("<redacted>"));
+    for bad in ["127.0.0.1:9000", "http://h/path", "ftp://h"] {
+        let s = worker::S3Settings::new(bad, "ak", "sk");
+        assert!(matches!(s.client(), Err(Error::Config(_))), "{bad}");
+    }
+}
