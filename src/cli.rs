@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -13,6 +13,7 @@ use envelope::{
 };
 
 use crate::layout::{self, DATA, MANIFEST, Staged};
+use crate::s3cmd;
 
 /// pqbench: what per-object ML-KEM costs on the data path of an S3 object store.
 #[derive(Parser, Debug)]
@@ -34,6 +35,21 @@ enum Command {
     Inspect(InspectArgs),
     /// Print every mode with its sizes, and time seal/open of one object per mode and backend.
     Modes(ModesArgs),
+    /// Encrypt a file and commit it to S3 as a new version (data first, manifest last).
+    Put(s3cmd::PutArgs),
+    /// Read, verify and decrypt a version from S3 (the output is written only if it all
+    /// authenticates).
+    Get(s3cmd::GetArgs),
+    /// List pqbench keys in a bucket, or the committed versions of one key.
+    Ls(s3cmd::LsArgs),
+    /// Delete a version (manifest first, so it disappears at once, then data).
+    Rm(s3cmd::RmArgs),
+    /// Remove uncommitted data and abandoned multipart uploads older than a grace period.
+    Gc(s3cmd::GcArgs),
+    /// Run the embedded S3 server (s3s-fs) in the foreground; prints endpoint and credentials.
+    ServeS3(s3cmd::ServeArgs),
+    /// Client CPU per request of PUT/GET against a local S3 server in a separate process.
+    BenchStore(crate::bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -166,6 +182,30 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// Parses `500ms`, `20s`, `5m`, `1h`, or plain seconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 20s, 5m, 1h)"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        u => {
+            return Err(format!(
+                "unknown duration unit {u:?} in {s:?} (use ms, s, m, h)"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is out of range"))
+}
+
 pub(crate) fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Keygen(a) => keygen(a),
@@ -173,6 +213,13 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
         Command::Open(a) => open(a),
         Command::Inspect(a) => inspect(a),
         Command::Modes(a) => modes(a),
+        Command::Put(a) => s3cmd::put(a),
+        Command::Get(a) => s3cmd::get(a),
+        Command::Ls(a) => s3cmd::ls(a),
+        Command::Rm(a) => s3cmd::rm(a),
+        Command::Gc(a) => s3cmd::gc(a),
+        Command::ServeS3(a) => s3cmd::serve(a),
+        Command::BenchStore(a) => crate::bench::run(a),
     }
 }
 
@@ -215,10 +262,8 @@ fn keygen(a: KeygenArgs) -> Result<()> {
     Ok(())
 }
 
-fn read_psk(path: &Option<PathBuf>) -> Result<SecretKey> {
-    let p = path
-        .as_ref()
-        .context("mode psk needs --psk FILE (from `pqbench keygen --mode psk`)")?;
+fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
+    let p = path.context("mode psk needs --psk FILE (from `pqbench keygen --mode psk`)")?;
     let sk = SecretKey::read_file(p)?;
     if sk.key_type() != KeyType::Psk {
         bail!(
@@ -230,35 +275,68 @@ fn read_psk(path: &Option<PathBuf>) -> Result<SecretKey> {
     Ok(sk)
 }
 
-fn seal(a: SealArgs) -> Result<()> {
-    let version = a.version.unwrap_or_else(envelope::new_version);
-    let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &version)?;
-    let pk;
-    let psk;
-    let key = match a.mode.key_type() {
-        KeyType::None => SealKey::None,
-        KeyType::Psk => {
-            psk = read_psk(&a.keys.psk)?;
-            SealKey::Psk(&psk)
-        }
+/// The sender for `mode`: reads the recipient public key or the pre-shared key, and sets
+/// the session bounds of `ml-kem-768-session`.
+pub(crate) fn load_sender(
+    mode: Mode,
+    backend: Backend,
+    recipient: Option<&Path>,
+    psk: Option<&Path>,
+    session_max_objects: u64,
+    session_max_age: f64,
+) -> Result<Sender> {
+    let mut sender = match mode.key_type() {
+        KeyType::None => Sender::new(mode, backend, SealKey::None)?,
+        KeyType::Psk => Sender::new(mode, backend, SealKey::Psk(&read_psk(psk)?))?,
         kt => {
-            let p = a.recipient.as_ref().with_context(|| {
-                format!("mode {} needs --recipient FILE (a {kt} public key)", a.mode)
+            let p = recipient.with_context(|| {
+                format!("mode {mode} needs --recipient FILE (a {kt} public key)")
             })?;
-            pk = PublicKey::read_file(p)?;
-            SealKey::Public(&pk)
+            Sender::new(mode, backend, SealKey::Public(&PublicKey::read_file(p)?))?
         }
     };
-    let mut sender = Sender::new(a.mode, a.backend, key)?;
-    if a.mode == Mode::MlKem768Session {
-        if !(a.session_max_age.is_finite() && a.session_max_age > 0.0) {
+    if mode == Mode::MlKem768Session {
+        if !(session_max_age.is_finite() && session_max_age > 0.0) {
             bail!("--session-max-age must be a positive number of seconds");
         }
         sender = sender.with_session_bounds(SessionBounds {
-            max_objects: a.session_max_objects,
-            max_age: Duration::from_secs_f64(a.session_max_age),
+            max_objects: session_max_objects,
+            max_age: Duration::from_secs_f64(session_max_age),
         })?;
     }
+    Ok(sender)
+}
+
+/// The receiver for `mode`: reads the recipient secret key (0600) or the pre-shared key.
+pub(crate) fn load_receiver(
+    mode: Mode,
+    backend: Backend,
+    secret: Option<&Path>,
+    psk: Option<&Path>,
+) -> Result<Receiver> {
+    let sk = match mode.key_type() {
+        KeyType::None => None,
+        KeyType::Psk => Some(read_psk(psk)?),
+        kt => {
+            let p = secret
+                .with_context(|| format!("mode {mode} needs --secret FILE (a {kt} secret key)"))?;
+            Some(SecretKey::read_file(p)?)
+        }
+    };
+    Ok(Receiver::new(mode, backend, sk.as_ref())?)
+}
+
+fn seal(a: SealArgs) -> Result<()> {
+    let version = a.version.unwrap_or_else(envelope::new_version);
+    let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &version)?;
+    let sender = load_sender(
+        a.mode,
+        a.backend,
+        a.recipient.as_deref(),
+        a.keys.psk.as_deref(),
+        a.session_max_objects,
+        a.session_max_age,
+    )?;
     let input = fs::File::open(&a.input)
         .with_context(|| format!("cannot open --in {}", a.input.display()))?;
     let size = input
@@ -294,20 +372,12 @@ fn seal(a: SealArgs) -> Result<()> {
 
 fn open(a: OpenArgs) -> Result<()> {
     let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &a.version)?;
-    let sk = match a.expect_mode.key_type() {
-        KeyType::None => None,
-        KeyType::Psk => Some(read_psk(&a.keys.psk)?),
-        kt => {
-            let p = a.secret.as_ref().with_context(|| {
-                format!(
-                    "mode {} needs --secret FILE (a {kt} secret key)",
-                    a.expect_mode
-                )
-            })?;
-            Some(SecretKey::read_file(p)?)
-        }
-    };
-    let receiver = Receiver::new(a.expect_mode, a.backend, sk.as_ref())?;
+    let receiver = load_receiver(
+        a.expect_mode,
+        a.backend,
+        a.secret.as_deref(),
+        a.keys.psk.as_deref(),
+    )?;
     let dir = layout::version_dir(&a.input, &id.key, &id.version)?;
     let manifest_path = dir.join(MANIFEST);
     let manifest = fs::read(&manifest_path).with_context(|| {
@@ -522,5 +592,17 @@ mod tests {
         assert_eq!(parse_size("4096"), Ok(4096));
         assert!(parse_size("12XB").is_err());
         assert!(parse_size("KiB").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        use super::parse_duration;
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5 days").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 }

@@ -1,7 +1,9 @@
 //! `pqbench`: the command-line front end. Thin: parse arguments, dispatch to `cli`.
 
+mod bench;
 mod cli;
 mod layout;
+mod s3cmd;
 
 use std::process::ExitCode;
 

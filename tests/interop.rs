@@ -301,3 +301,150 @@ fn python_reader_written_from_format_md_opens_pqbench_objects() {
         }
     }
 }
+
+/// Objects written to S3 by `pqbench put` (single PUT and multipart) are ordinary S3
+/// objects: boto3 lists and downloads `data.enc` and `manifest.json`, and the Python reader
+/// written from FORMAT.md opens them.
+#[test]
+fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let server = worker::EmbeddedS3::start(&t.join("s3"), 0).expect("server");
+    server.create_bucket("interop").expect("bucket");
+    let small: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let large: Vec<u8> = (0..(9 * 1024 * 1024 + 5) as u32)
+        .map(|i| (i % 253) as u8)
+        .collect();
+    std::fs::write(t.join("small.bin"), &small).expect("write");
+    std::fs::write(t.join("large.bin"), &large).expect("write");
+    let env = [
+        ("AWS_ENDPOINT_URL", server.endpoint()),
+        ("AWS_ACCESS_KEY_ID", server.access_key()),
+        ("AWS_SECRET_ACCESS_KEY", server.secret_key()),
+    ];
+    let mut written = Vec::new();
+    for mode in ["ml-kem-768", "x25519", "psk", "rsa-oaep-3072"] {
+        let kdir = t.join(format!("keys-{mode}"));
+        let o = pqbench(&[
+            "keygen",
+            "--mode",
+            mode,
+            "--out",
+            kdir.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (put_key, get_key) = if mode == "psk" {
+            let p = kdir.join("psk.key").to_str().expect("utf8").to_owned();
+            (
+                vec!["--psk".to_owned(), p.clone()],
+                vec!["--psk".to_owned(), p],
+            )
+        } else {
+            (
+                vec![
+                    "--recipient".to_owned(),
+                    kdir.join("recipient.pub").to_str().expect("utf8").into(),
+                ],
+                vec![
+                    "--secret".to_owned(),
+                    kdir.join("recipient.key").to_str().expect("utf8").into(),
+                ],
+            )
+        };
+        for (name, data) in [("small.bin", &small), ("large.bin", &large)] {
+            let key = format!("interop/{mode}/{name}");
+            let inp = t.join(name);
+            let mut args = vec![
+                "put",
+                "--tenant",
+                "tenant",
+                "--bucket",
+                "interop",
+                "--key",
+                &key,
+                "--mode",
+                mode,
+                "--in",
+                inp.to_str().expect("utf8"),
+            ];
+            args.extend(put_key.iter().map(String::as_str));
+            let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+                .args(&args)
+                .envs(env)
+                .output()
+                .expect("pqbench put");
+            assert!(
+                o.status.success(),
+                "put {key}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let version = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .expect("version line")
+                .trim()
+                .to_owned();
+            written.push((mode, key, version, get_key.clone(), data.clone()));
+        }
+    }
+
+    let root = t.join("downloaded");
+    let o = Command::new(python())
+        .arg(interop_dir().join("s3_fetch.py"))
+        .args([
+            "--endpoint",
+            server.endpoint(),
+            "--bucket",
+            "interop",
+            "--prefix",
+            "interop/",
+        ])
+        .arg("--out")
+        .arg(&root)
+        .envs(env)
+        .output()
+        .expect("run s3_fetch.py (needs boto3: pip install -r tests/interop/requirements.txt)");
+    assert!(
+        o.status.success(),
+        "boto3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let listed: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("s3_fetch.py prints JSON");
+    assert_eq!(
+        listed["keys"].as_array().expect("keys").len(),
+        written.len() * 2,
+        "boto3 lists data.enc and manifest.json of every version: {listed}"
+    );
+
+    for (mode, key, version, get_key, data) in &written {
+        let out = t.join(format!("plain-{}", key.replace('/', "_")));
+        let mut args: Vec<&str> = vec![
+            "--expect-mode",
+            mode,
+            "--tenant",
+            "tenant",
+            "--bucket",
+            "interop",
+            "--key",
+            key,
+            "--version",
+            version,
+            "--in",
+            root.to_str().expect("utf8"),
+            "--out",
+            out.to_str().expect("utf8"),
+        ];
+        args.extend(get_key.iter().map(String::as_str));
+        let o = pqreader(&args);
+        assert!(
+            o.status.success(),
+            "pqreader {key}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            std::fs::read(&out).expect("output") == *data,
+            "{key}: plaintext differs"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! The crate's one error type, with a fixed metric label per variant ([`Error::kind`]).
 
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 
 /// What kind of S3 failure a request met. A closed set, so it can label metrics and records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,7 +163,7 @@ impl Error {
             SdkError::DispatchFailure(d) if d.is_io() => {
                 // hyper reports a refused connection and a reset mid-request alike as I/O;
                 // the connector's "connect" wording tells them apart.
-                let text = format!("{}", DisplayErrorContext(&err));
+                let text = chain(&err);
                 if text.contains("connect") || text.contains("Connection refused") {
                     S3Class::Connect
                 } else {
@@ -189,7 +189,23 @@ impl Error {
             target: target.to_owned(),
             class,
             status,
-            detail: format!("{}", DisplayErrorContext(&err)),
+            detail: chain(&err),
         }
     }
+}
+
+/// The error and its sources as one line of Display texts, without the Debug dump that
+/// `DisplayErrorContext` appends.
+pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cur = e.source();
+    }
+    out
 }

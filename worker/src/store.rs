@@ -547,7 +547,7 @@ impl Store {
                     S3Class::Io
                 },
                 status: None,
-                detail: aws_sdk_s3::error::DisplayErrorContext(&e).to_string(),
+                detail: crate::error::chain(&e),
             }),
         }
     }
@@ -582,7 +582,7 @@ impl Store {
             target: manifest_key.clone(),
             class: S3Class::Io,
             status: None,
-            detail: aws_sdk_s3::error::DisplayErrorContext(&e).to_string(),
+            detail: crate::error::chain(&e),
         })?;
         st.bytes_received += len_u64(manifest.len());
         st.manifest_bytes = len_u64(manifest.len());

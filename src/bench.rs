@@ -1,0 +1,497 @@
+//! `pqbench bench-store`: client CPU per logical request for PUT and GET through the commit
+//! protocol, against an S3 server in a separate process (by default `pqbench serve-s3`
+//! started as a child), so that the server's CPU is not counted.
+//!
+//! For each cell (operation × mode × concurrency) it measures, over the same number of
+//! requests and in the same process:
+//! - process CPU (user + system, all threads) per logical request;
+//! - crypto CPU: thread CPU time inside the four envelope stages (the store measures it);
+//! - an S3-only control: the same S3 requests with bodies of the same sizes and no
+//!   envelope work, whose CPU per request is the cost of SigV4, HTTP and the runtime;
+//! - the rest: process CPU − crypto − control (manifest I/O glue, buffers, scheduling).
+//!
+//! Cells run in rounds, interleaved, so that a noisy neighbour hits every cell alike; the
+//! median over rounds is reported.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use cpu_time::ProcessTime;
+use envelope::{Backend, KeyType, Mode, Receiver, SealKey, SecretKey, Sender};
+use serde::Serialize;
+use worker::{OpStats, S3Settings, Store};
+
+use crate::cli::parse_size;
+
+const BUCKET: &str = "pqbench-bench";
+
+#[derive(Args, Debug)]
+pub(crate) struct BenchArgs {
+    /// S3 endpoint to measure against; by default a `pqbench serve-s3` child process.
+    /// Credentials then come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Object size.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    size: u64,
+    /// Modes to measure (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "x25519,ml-kem-768")]
+    modes: Vec<Mode>,
+    /// Concurrency levels (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,32")]
+    concurrency: Vec<usize>,
+    /// Measured requests per cell and round.
+    #[arg(long, default_value_t = 2000)]
+    requests: usize,
+    /// Rounds (cells interleaved; medians reported).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Crypto backend.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Op {
+    Put,
+    Get,
+}
+
+/// What one cell measured in one round, per logical request.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct Sample {
+    requests_per_s: f64,
+    cpu_us: f64,
+    crypto_cpu_us: f64,
+    control_cpu_us: f64,
+    total_us: f64,
+    storage_us: f64,
+    unaccounted_us: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    op: Op,
+    mode: String,
+    concurrency: usize,
+    median: Sample,
+    rounds: Vec<Sample>,
+}
+
+struct ServerChild {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `pqbench serve-s3` as a child and reads its endpoint and credentials.
+fn spawn_server() -> Result<(ServerChild, S3Settings)> {
+    let dir = tempfile::tempdir().context("temp dir for the server")?;
+    let exe = std::env::current_exe().context("own executable")?;
+    let mut child = Command::new(exe)
+        .args(["serve-s3", "--port", "0", "--bucket", BUCKET, "--dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start `pqbench serve-s3`")?;
+    let stdout = child.stdout.take().context("server stdout")?;
+    let mut server = ServerChild { child, _dir: dir };
+    let (mut ep, mut ak, mut sk) = (None, None, None);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading the server's output")?;
+        if let Some(v) = line.strip_prefix("export AWS_ENDPOINT_URL=") {
+            ep = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("export AWS_ACCESS_KEY_ID=") {
+            ak = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("export AWS_SECRET_ACCESS_KEY=") {
+            sk = Some(v.to_owned());
+            break;
+        }
+    }
+    let (Some(ep), Some(ak), Some(sk)) = (ep, ak, sk) else {
+        let status = server.child.try_wait().ok().flatten();
+        bail!("`pqbench serve-s3` did not print its endpoint and credentials (exit: {status:?})");
+    };
+    Ok((server, S3Settings::new(&ep, &ak, &sk)))
+}
+
+struct Keys {
+    sender: Arc<Sender>,
+    receiver: Arc<Receiver>,
+}
+
+fn keys(mode: Mode, backend: Backend) -> Result<Keys> {
+    let kt = mode.key_type();
+    let sk = (kt != KeyType::None)
+        .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
+        .transpose()?;
+    let pk = sk
+        .as_ref()
+        .map(SecretKey::public_key)
+        .transpose()?
+        .flatten();
+    let key = match (&pk, &sk) {
+        (Some(p), _) => SealKey::Public(p),
+        (None, Some(s)) => SealKey::Psk(s),
+        _ => SealKey::None,
+    };
+    Ok(Keys {
+        sender: Arc::new(Sender::new(mode, backend, key)?),
+        receiver: Arc::new(Receiver::new(mode, backend, sk.as_ref())?),
+    })
+}
+
+#[derive(Default)]
+struct Acc {
+    crypto_cpu: Duration,
+    total: Duration,
+    storage: Duration,
+    unaccounted: Duration,
+    written: Vec<(String, String)>,
+}
+
+impl Acc {
+    fn add(&mut self, st: &OpStats) {
+        self.crypto_cpu += st.crypto_cpu;
+        self.total += st.total;
+        self.storage += st.storage;
+        self.unaccounted += st.unaccounted();
+    }
+    fn merge(&mut self, o: Acc) {
+        self.crypto_cpu += o.crypto_cpu;
+        self.total += o.total;
+        self.storage += o.storage;
+        self.unaccounted += o.unaccounted;
+        self.written.extend(o.written);
+    }
+}
+
+/// What one request does.
+#[derive(Clone)]
+enum Work {
+    Put(Arc<Sender>),
+    Get(Arc<Receiver>, Arc<Vec<(String, String)>>),
+    /// The S3-only control of a PUT: data and manifest bodies of the same sizes.
+    ControlPut(usize),
+    /// The S3-only control of a GET: two reads of objects of the same sizes.
+    ControlGet,
+}
+
+async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -> Result<()> {
+    match work {
+        Work::Put(sender) => {
+            let key = "bench/put";
+            let out = store
+                .put(sender, key, body.len() as u64, body, &mut |_| {})
+                .await?;
+            acc.add(&out.stats);
+            acc.written.push((key.to_owned(), out.id.version));
+        }
+        Work::Get(receiver, fixtures) => {
+            let (key, version) = &fixtures[i % fixtures.len()];
+            let st = store
+                .get(receiver, key, version, tokio::io::sink(), &mut |_| {})
+                .await?
+                .stats;
+            acc.add(&st);
+        }
+        Work::ControlPut(manifest_len) => {
+            let s3 = store.client();
+            for (k, len) in [
+                ("control/data", body.len()),
+                ("control/manifest", *manifest_len),
+            ] {
+                s3.put_object()
+                    .bucket(BUCKET)
+                    .key(k)
+                    .body(body[..len.min(body.len())].to_vec().into())
+                    .send()
+                    .await
+                    .with_context(|| format!("control PutObject {k}"))?;
+            }
+        }
+        Work::ControlGet => {
+            let s3 = store.client();
+            for k in ["control/manifest", "control/data"] {
+                let out = s3
+                    .get_object()
+                    .bucket(BUCKET)
+                    .key(k)
+                    .send()
+                    .await
+                    .with_context(|| format!("control GetObject {k}"))?;
+                out.body.collect().await.context("control body")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `n` requests with `c` concurrent tasks; returns (wall, process CPU, accumulators).
+async fn drive(
+    store: &Store,
+    work: &Work,
+    body: &Arc<Vec<u8>>,
+    n: usize,
+    c: usize,
+) -> Result<(Duration, Duration, Acc)> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu0 = ProcessTime::try_now().context("process CPU clock")?;
+    let t0 = Instant::now();
+    let mut tasks = Vec::with_capacity(c);
+    for _ in 0..c {
+        let (store, work, body, next) = (store.clone(), work.clone(), body.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut acc = Acc::default();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                one(&store, &work, i, &body, &mut acc).await?;
+            }
+            anyhow::Ok(acc)
+        }));
+    }
+    let mut acc = Acc::default();
+    for t in tasks {
+        acc.merge(t.await.context("bench task panicked")??);
+    }
+    Ok((t0.elapsed(), cpu0.elapsed(), acc))
+}
+
+fn us_per(d: Duration, n: usize) -> f64 {
+    #[allow(clippy::cast_precision_loss, reason = "request counts are small")]
+    let n = n as f64;
+    d.as_secs_f64() * 1e6 / n
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+pub(crate) fn run(a: BenchArgs) -> Result<()> {
+    if a.requests == 0 || a.rounds == 0 || a.concurrency.contains(&0) {
+        bail!("--requests, --rounds and every --concurrency must be at least 1");
+    }
+    let size = usize::try_from(a.size).context("--size does not fit in memory")?;
+    let (_server, settings) = match &a.endpoint {
+        None => {
+            let (child, s) = spawn_server()?;
+            (Some(child), s)
+        }
+        Some(ep) => {
+            let ak = std::env::var("AWS_ACCESS_KEY_ID").context("AWS_ACCESS_KEY_ID is not set")?;
+            let sk = std::env::var("AWS_SECRET_ACCESS_KEY")
+                .context("AWS_SECRET_ACCESS_KEY is not set")?;
+            (None, S3Settings::new(ep, &ak, &sk))
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("runtime")?;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    println!(
+        "bench-store: {} objects, backend {}, {} requests x {} rounds per cell, server {} in a separate process, client runtime on {cores} core(s)",
+        a.size,
+        a.backend.name(),
+        a.requests,
+        a.rounds,
+        settings.endpoint
+    );
+    let record = settings.record();
+    println!(
+        "client: payload signed {}, checksums {:?}, retries off, TCP_NODELAY on",
+        record.payload_signed, record.checksums
+    );
+
+    rt.block_on(async {
+        let body = Arc::new({
+            let mut v = vec![0u8; size];
+            for (i, b) in v.iter_mut().enumerate() {
+                *b = u8::try_from(i % 251).unwrap_or(0);
+            }
+            v
+        });
+        let mut mode_keys = Vec::new();
+        for &m in &a.modes {
+            mode_keys.push((m, keys(m, a.backend)?));
+        }
+        let mut cells: Vec<(Op, usize, Option<usize>)> = Vec::new(); // None = control
+        for op in [Op::Put, Op::Get] {
+            for &c in &a.concurrency {
+                cells.push((op, c, None));
+                for i in 0..mode_keys.len() {
+                    cells.push((op, c, Some(i)));
+                }
+            }
+        }
+        let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
+        let mut control_cpu: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
+        let manifest_len = {
+            let st = Store::new(&settings, BUCKET, "bench")?;
+            let k = &mode_keys.last().context("--modes is empty")?.1;
+            let out = st
+                .put(&k.sender, "bench/probe", a.size, &body[..], &mut |_| {})
+                .await?;
+            st.delete_version("bench/probe", &out.id.version).await?;
+            usize::try_from(out.stats.manifest_bytes).unwrap_or(1200)
+        };
+        let total_cells = cells.len() * a.rounds;
+        let started = Instant::now();
+        for round in 0..a.rounds {
+            for (ci, &(op, c, m)) in cells.iter().enumerate() {
+                let mut s = settings.clone();
+                s.concurrency = c;
+                let store = Store::new(&s, BUCKET, "bench")?;
+                let work = match (op, m) {
+                    (Op::Put, None) => Work::ControlPut(manifest_len),
+                    (Op::Get, None) => {
+                        // The control reads objects of the same sizes as a GET does.
+                        one(&store, &Work::ControlPut(manifest_len), 0, &body, &mut Acc::default())
+                            .await?;
+                        Work::ControlGet
+                    }
+                    (Op::Put, Some(i)) => Work::Put(mode_keys[i].1.sender.clone()),
+                    (Op::Get, Some(i)) => {
+                        let k = &mode_keys[i].1;
+                        let mut fixtures = Vec::new();
+                        for j in 0..c.max(8) {
+                            let key = format!("bench/fixture-{j}");
+                            let out = store
+                                .put(&k.sender, &key, a.size, &body[..], &mut |_| {})
+                                .await?;
+                            fixtures.push((key, out.id.version));
+                        }
+                        Work::Get(k.receiver.clone(), Arc::new(fixtures))
+                    }
+                };
+                // Warm-up: connections opened, code paths hot.
+                drive(&store, &work, &body, (a.requests / 10).max(c * 4), c).await?;
+                let (wall, cpu, acc) = drive(&store, &work, &body, a.requests, c).await?;
+                let n = a.requests;
+                let sample = Sample {
+                    requests_per_s: {
+                        #[allow(clippy::cast_precision_loss, reason = "request counts are small")]
+                        let x = n as f64;
+                        x / wall.as_secs_f64()
+                    },
+                    cpu_us: us_per(cpu, n),
+                    crypto_cpu_us: us_per(acc.crypto_cpu, n),
+                    control_cpu_us: f64::NAN,
+                    total_us: us_per(acc.total, n),
+                    storage_us: us_per(acc.storage, n),
+                    unaccounted_us: us_per(acc.unaccounted, n),
+                };
+                if m.is_none() {
+                    control_cpu[ci].push(sample.cpu_us);
+                }
+                samples[ci].push(sample);
+                // Clean up outside the measurement.
+                for (k, v) in &acc.written {
+                    store.delete_version(k, v).await?;
+                }
+                if let Work::Get(_, fixtures) = &work {
+                    for (k, v) in fixtures.iter() {
+                        store.delete_version(k, v).await?;
+                    }
+                }
+                let done = round * cells.len() + ci + 1;
+                let el = started.elapsed().as_secs_f64();
+                #[allow(clippy::cast_precision_loss, reason = "cell counts are small")]
+                let eta = el / done as f64 * (total_cells - done) as f64;
+                eprint!("\r\x1b[Kround {}/{}: cell {done}/{total_cells}, ETA {eta:.0} s", round + 1, a.rounds);
+            }
+        }
+        eprintln!("\r\x1b[K");
+
+        println!(
+            "{:<4} {:<12} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
+            "op", "mode", "conc", "req/s", "CPU µs/req", "crypto", "SigV4+HTTP*", "rest", "wall µs", "unacct. µs"
+        );
+        let mut rows = Vec::new();
+        for (ci, &(op, c, m)) in cells.iter().enumerate() {
+            let Some(mi) = m else { continue };
+            // The control of the same op and concurrency.
+            let ctrl_idx = cells
+                .iter()
+                .position(|&(o, cc, mm)| o == op && cc == c && mm.is_none())
+                .unwrap_or(ci);
+            let control = median(control_cpu[ctrl_idx].clone());
+            let rounds: Vec<Sample> = samples[ci]
+                .iter()
+                .map(|s| Sample { control_cpu_us: control, ..*s })
+                .collect();
+            let med = |f: fn(&Sample) -> f64| median(rounds.iter().map(f).collect());
+            let median_sample = Sample {
+                requests_per_s: med(|s| s.requests_per_s),
+                cpu_us: med(|s| s.cpu_us),
+                crypto_cpu_us: med(|s| s.crypto_cpu_us),
+                control_cpu_us: control,
+                total_us: med(|s| s.total_us),
+                storage_us: med(|s| s.storage_us),
+                unaccounted_us: med(|s| s.unaccounted_us),
+            };
+            let rest = median_sample.cpu_us - median_sample.crypto_cpu_us - control;
+            println!(
+                "{:<4} {:<12} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
+                format!("{op:?}").to_lowercase(),
+                mode_keys[mi].0.name(),
+                c,
+                median_sample.requests_per_s,
+                median_sample.cpu_us,
+                median_sample.crypto_cpu_us,
+                control,
+                rest,
+                median_sample.total_us,
+                median_sample.unaccounted_us,
+            );
+            rows.push(Row {
+                op,
+                mode: mode_keys[mi].0.name().to_owned(),
+                concurrency: c,
+                median: median_sample,
+                rounds,
+            });
+        }
+        println!(
+            "CPU = process CPU (user+sys, all client threads) per logical request; crypto = thread CPU in the four envelope stages;\n\
+             * SigV4+HTTP = CPU per request of an S3-only control (same requests and body sizes, no envelope); rest = CPU - crypto - control."
+        );
+        if let Some(p) = &a.json {
+            let doc = serde_json::json!({
+                "size": a.size,
+                "backend": a.backend.name(),
+                "requests": a.requests,
+                "rounds": a.rounds,
+                "cores": cores,
+                "client": record,
+                "rows": rows,
+            });
+            std::fs::write(p, serde_json::to_vec_pretty(&doc)?)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            println!("results written to {}", p.display());
+        }
+        anyhow::Ok(())
+    })
+}

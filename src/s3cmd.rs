@@ -1,0 +1,464 @@
+//! Subcommands against an S3 endpoint: `put`, `get`, `ls`, `rm`, `gc`, and `serve-s3` (the
+//! embedded server in the foreground). Each documented in README.md.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use envelope::{Backend, Mode};
+use worker::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
+
+use crate::cli::{load_receiver, load_sender, parse_duration};
+use crate::layout::Staged;
+
+/// Where the S3 server is and how to talk to it.
+#[derive(Args, Debug)]
+pub(crate) struct S3Args {
+    /// S3 endpoint, e.g. http://127.0.0.1:9000 (start one with `pqbench serve-s3`).
+    #[arg(long, env = "AWS_ENDPOINT_URL")]
+    endpoint: Option<String>,
+    /// Access key id.
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", hide_env_values = true)]
+    access_key: Option<String>,
+    /// Secret access key (prefer the environment variable: flags show up in `ps`).
+    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", hide_env_values = true)]
+    secret_key: Option<String>,
+    /// SigV4 region (Garage checks it; MinIO accepts any).
+    #[arg(long, env = "AWS_REGION", default_value = "us-east-1")]
+    region: String,
+    /// Body signing: auto (MinIO SDKs: signed over http, unsigned over https), signed, unsigned.
+    #[arg(long, default_value = "auto")]
+    payload_signing: PayloadSigning,
+    /// Flexible checksums: when-required (MinIO SDKs) or when-supported (AWS SDK default).
+    #[arg(long, default_value = "when-required")]
+    checksums: ChecksumPolicy,
+    /// Timeout of one S3 request (e.g. 30s, 2m).
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// TCP connect timeout.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    connect_timeout: Duration,
+}
+
+impl S3Args {
+    pub(crate) fn settings(&self, command: &str) -> Result<S3Settings> {
+        let Some(endpoint) = &self.endpoint else {
+            bail!(
+                "`pqbench {command}` needs an S3 server: pass --endpoint URL or set \
+                 AWS_ENDPOINT_URL (for a local one: `pqbench serve-s3 --dir DIR`)"
+            );
+        };
+        let (Some(ak), Some(sk)) = (&self.access_key, &self.secret_key) else {
+            bail!(
+                "`pqbench {command}` needs S3 credentials: set AWS_ACCESS_KEY_ID and \
+                 AWS_SECRET_ACCESS_KEY (or pass --access-key and --secret-key)"
+            );
+        };
+        let mut s = S3Settings::new(endpoint, ak, sk);
+        s.region = self.region.clone();
+        s.payload_signing = self.payload_signing;
+        s.checksums = self.checksums;
+        s.operation_timeout = self.timeout;
+        s.read_timeout = self.timeout;
+        s.connect_timeout = self.connect_timeout;
+        Ok(s)
+    }
+}
+
+/// Which object.
+#[derive(Args, Debug)]
+pub(crate) struct ObjectArgs {
+    /// Tenant of the object identity (bound into every object).
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    /// Bucket.
+    #[arg(long)]
+    bucket: String,
+    /// Object key.
+    #[arg(long)]
+    key: String,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PutArgs {
+    #[command(flatten)]
+    s3: S3Args,
+    #[command(flatten)]
+    object: ObjectArgs,
+    /// Mode (name or study code).
+    #[arg(long)]
+    mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient public key file (every public-key mode).
+    #[arg(long)]
+    recipient: Option<PathBuf>,
+    /// Pre-shared key file (mode psk).
+    #[arg(long)]
+    psk: Option<PathBuf>,
+    /// Create the bucket first if it does not exist.
+    #[arg(long)]
+    create_bucket: bool,
+    /// Read the version back after committing it and check it.
+    #[arg(long)]
+    verify: bool,
+    /// Plaintext file.
+    #[arg(long = "in")]
+    input: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GetArgs {
+    #[command(flatten)]
+    s3: S3Args,
+    #[command(flatten)]
+    object: ObjectArgs,
+    /// Version to read; the newest committed one if omitted (costs one LIST).
+    #[arg(long)]
+    version: Option<String>,
+    /// The mode the object must be in (a different one is refused: no downgrade).
+    #[arg(long)]
+    expect_mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient secret key file (must be mode 0600).
+    #[arg(long)]
+    secret: Option<PathBuf>,
+    /// Pre-shared key file (mode psk).
+    #[arg(long)]
+    psk: Option<PathBuf>,
+    /// Plaintext output file (created only when every chunk authenticated).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LsArgs {
+    #[command(flatten)]
+    s3: S3Args,
+    /// Bucket.
+    #[arg(long)]
+    bucket: String,
+    /// List the committed versions of this key.
+    #[arg(long, conflicts_with = "prefix")]
+    key: Option<String>,
+    /// List the keys under this prefix (the whole bucket by default).
+    #[arg(long, default_value = "")]
+    prefix: String,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RmArgs {
+    #[command(flatten)]
+    s3: S3Args,
+    /// Bucket.
+    #[arg(long)]
+    bucket: String,
+    /// Object key.
+    #[arg(long)]
+    key: String,
+    /// Version to delete.
+    #[arg(long)]
+    version: String,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GcArgs {
+    #[command(flatten)]
+    s3: S3Args,
+    /// Bucket.
+    #[arg(long)]
+    bucket: String,
+    /// Only under this key prefix.
+    #[arg(long, default_value = "")]
+    prefix: String,
+    /// Leave uncommitted data younger than this alone (an upload may still be running).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    grace: Duration,
+    /// Report what would be removed, remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// Data directory (created if missing; buckets are its subdirectories).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Bucket to create at start (repeatable).
+    #[arg(long = "bucket", default_value = "pqbench")]
+    buckets: Vec<String>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn mib(n: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss, reason = "display only")]
+    let x = n as f64;
+    x / 1_048_576.0
+}
+
+/// Progress on stderr for transfers above 16 MiB, when stderr is a terminal.
+fn progress(label: &'static str) -> impl FnMut(Event) + Send {
+    let show = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut last = Instant::now();
+    move |e: Event| {
+        let (done, total) = match e {
+            Event::Sent { done, total } | Event::Received { done, total } => (done, total),
+            Event::DataStored | Event::Committed => {
+                if show {
+                    eprint!("\r\x1b[K");
+                }
+                return;
+            }
+        };
+        if !show
+            || total < 16 << 20
+            || (last.elapsed() < Duration::from_millis(200) && done < total)
+        {
+            return;
+        }
+        last = Instant::now();
+        let secs = start.elapsed().as_secs_f64().max(1e-3);
+        let rate = mib(done) / secs;
+        let eta = if rate > 0.0 {
+            (mib(total) - mib(done)) / rate
+        } else {
+            0.0
+        };
+        eprint!(
+            "\r\x1b[K{label} {:.1} / {:.1} MiB ({:.0} %), {rate:.1} MiB/s, ETA {eta:.0} s",
+            mib(done),
+            mib(total),
+            100.0 * mib(done) / mib(total).max(1e-9),
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+fn print_stats(st: &worker::OpStats) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "stages µs       key establishment {:.1}, key derivation {:.1}, aead {:.1}, manifest {:.1}, storage {:.1}",
+        us(st.key_establishment),
+        us(st.key_derivation),
+        us(st.aead),
+        us(st.manifest),
+        us(st.storage)
+    );
+    println!(
+        "total µs        {:.1} ({:.1} outside the stages); {} S3 requests, {} B sent, {} B received, manifest {} B",
+        us(st.total),
+        us(st.unaccounted()),
+        st.s3_requests,
+        st.bytes_sent,
+        st.bytes_received,
+        st.manifest_bytes
+    );
+}
+
+pub(crate) fn put(a: PutArgs) -> Result<()> {
+    let settings = a.s3.settings("put")?;
+    let sender = load_sender(
+        a.mode,
+        a.backend,
+        a.recipient.as_deref(),
+        a.psk.as_deref(),
+        100,
+        10.0,
+    )?;
+    let file = std::fs::File::open(&a.input)
+        .with_context(|| format!("cannot open --in {}", a.input.display()))?;
+    let size = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", a.input.display()))?
+        .len();
+    let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
+    runtime()?.block_on(async {
+        if a.create_bucket {
+            store.create_bucket().await?;
+        }
+        let src = tokio::io::BufReader::with_capacity(1 << 20, tokio::fs::File::from_std(file));
+        let out = store
+            .put(&sender, &a.object.key, size, src, &mut progress("uploaded"))
+            .await
+            .with_context(|| format!("put {} ({size} bytes)", a.input.display()))?;
+        if a.verify {
+            store
+                .verify(
+                    &a.object.key,
+                    &out.id.version,
+                    &out.manifest,
+                    out.ciphertext_size,
+                )
+                .await?;
+        }
+        println!("{}", out.id.version);
+        print_stats(&out.stats);
+        if a.verify {
+            println!("verified        manifest and data.enc size read back");
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn get(a: GetArgs) -> Result<()> {
+    let settings = a.s3.settings("get")?;
+    let receiver = load_receiver(
+        a.expect_mode,
+        a.backend,
+        a.secret.as_deref(),
+        a.psk.as_deref(),
+    )?;
+    let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
+    runtime()?.block_on(async {
+        let version = match a.version {
+            Some(v) => v,
+            None => store.latest(&a.object.key).await?.with_context(|| {
+                format!(
+                    "s3://{}/{} has no committed version",
+                    a.object.bucket, a.object.key
+                )
+            })?,
+        };
+        let mut out = Staged::create(&a.out)?;
+        let file = tokio::fs::File::from_std(out.file().try_clone().context("output file")?);
+        let sink = tokio::io::BufWriter::with_capacity(1 << 20, file);
+        let got = store
+            .get(
+                &receiver,
+                &a.object.key,
+                &version,
+                sink,
+                &mut progress("downloaded"),
+            )
+            .await
+            .with_context(|| format!("get version {version}; {} not written", a.out.display()))?;
+        out.commit()?;
+        println!(
+            "{version}: {} bytes to {}",
+            got.plaintext_size,
+            a.out.display()
+        );
+        print_stats(&got.stats);
+        Ok(())
+    })
+}
+
+pub(crate) fn ls(a: LsArgs) -> Result<()> {
+    let settings = a.s3.settings("ls")?;
+    let store = Store::new(&settings, &a.bucket, "default")?;
+    runtime()?.block_on(async {
+        if let Some(key) = &a.key {
+            let versions = store.versions(key).await?;
+            if versions.is_empty() {
+                println!("s3://{}/{key}: no committed version", a.bucket);
+            }
+            for v in versions {
+                let data = v
+                    .data_size
+                    .map_or_else(|| "data MISSING".to_owned(), |n| format!("{n} B"));
+                println!("{}  {data}  manifest {} B", v.version, v.manifest_size);
+            }
+            return Ok(());
+        }
+        let keys = store.keys(&a.prefix).await?;
+        if keys.is_empty() {
+            println!("s3://{}/{}: no pqbench objects", a.bucket, a.prefix);
+        }
+        for (key, versions, uncommitted) in keys {
+            let latest = versions.last().map_or("-", String::as_str);
+            print!("{key}  {} version(s), latest {latest}", versions.len());
+            if uncommitted > 0 {
+                print!(", {uncommitted} uncommitted (see `pqbench gc`)");
+            }
+            println!();
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn rm(a: RmArgs) -> Result<()> {
+    let settings = a.s3.settings("rm")?;
+    let store = Store::new(&settings, &a.bucket, "default")?;
+    runtime()?.block_on(async {
+        store.delete_version(&a.key, &a.version).await?;
+        println!("deleted s3://{}/{} version {}", a.bucket, a.key, a.version);
+        Ok(())
+    })
+}
+
+pub(crate) fn gc(a: GcArgs) -> Result<()> {
+    let settings = a.s3.settings("gc")?;
+    let store = Store::new(&settings, &a.bucket, "default")?;
+    runtime()?.block_on(async {
+        let r = store.gc(&a.prefix, a.grace, a.dry_run).await?;
+        let verb = if a.dry_run { "would delete" } else { "deleted" };
+        for k in &r.deleted_data {
+            println!("{verb} uncommitted {k}");
+        }
+        let verb = if a.dry_run { "would abort" } else { "aborted" };
+        for (k, id) in &r.aborted_uploads {
+            println!("{verb} multipart upload {id} of {k}");
+        }
+        for k in &r.broken_versions {
+            println!("BROKEN: {k} has no data.enc (left in place; delete it with `pqbench rm`)");
+        }
+        println!(
+            "{} uncommitted object(s), {} upload(s); {} younger than the grace period kept",
+            r.deleted_data.len(),
+            r.aborted_uploads.len(),
+            r.kept_young
+        );
+        if !r.uploads_listed {
+            println!("note: this server cannot list multipart uploads; abandoned ones were not looked for");
+        }
+        Ok(())
+    })
+}
+
+pub(crate) fn serve(a: ServeArgs) -> Result<()> {
+    let server = EmbeddedS3::start(&a.dir, a.port)?;
+    for b in &a.buckets {
+        server.create_bucket(b)?;
+    }
+    print_server(&server, &a.buckets, &a.dir);
+    runtime()?.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot watch SIGTERM")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    server.stop();
+    eprintln!("pqbench S3 server stopped");
+    Ok(())
+}
+
+fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
+    println!(
+        "pqbench S3 server (s3s-fs) on {}, data in {}, buckets: {}",
+        server.endpoint(),
+        dir.display(),
+        buckets.join(", ")
+    );
+    println!("export AWS_ENDPOINT_URL={}", server.endpoint());
+    println!("export AWS_ACCESS_KEY_ID={}", server.access_key());
+    println!("export AWS_SECRET_ACCESS_KEY={}", server.secret_key());
+    println!("(Ctrl-C or SIGTERM stops it)");
+}
