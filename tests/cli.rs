@@ -350,3 +350,198 @@ fn modes_table_lists_every_mode() {
         );
     }
 }
+
+/// A `pqbench serve-s3` child process, stopped with SIGTERM-equivalent kill on drop.
+struct Serve {
+    child: std::process::Child,
+    env: Vec<(String, String)>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path) -> Serve {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(["serve-s3", "--dir", s(dir), "--bucket", "cli-bucket"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve-s3");
+    let out = child.stdout.take().expect("stdout");
+    let mut env = Vec::new();
+    for line in std::io::BufReader::new(out).lines() {
+        let line = line.expect("line");
+        if let Some((k, v)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
+            env.push((k.to_owned(), v.to_owned()));
+            if k == "AWS_SECRET_ACCESS_KEY" {
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        env.len(),
+        3,
+        "serve-s3 prints endpoint and credentials: {env:?}"
+    );
+    Serve { child, env }
+}
+
+fn with_env(srv: &Serve, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(args)
+        .envs(srv.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .expect("run pqbench")
+}
+
+#[test]
+fn s3_commands_against_serve_s3() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let srv = serve(&t.join("s3"));
+    let k = keys(&t.join("keys"), "ml-kem-768");
+    let data: Vec<u8> = (0..(9 * 1024 * 1024 + 1) as u32)
+        .map(|i| (i % 249) as u8)
+        .collect();
+    std::fs::write(t.join("in.bin"), &data).expect("write");
+
+    let mut put = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "a/b",
+        "--mode",
+        "P1",
+        "--verify",
+    ];
+    put.extend(k.seal.iter().map(String::as_str));
+    let input = t.join("in.bin");
+    put.extend(["--in", s(&input)]);
+    let out = ok(&with_env(&srv, &put), "put");
+    let version = out.lines().next().expect("version").to_owned();
+    assert!(out.contains("verified"), "{out}");
+    assert!(
+        out.contains("key establishment"),
+        "stage timers printed: {out}"
+    );
+
+    let ls = ok(&with_env(&srv, &["ls", "--bucket", "cli-bucket"]), "ls");
+    assert!(ls.contains("a/b  1 version(s)"), "{ls}");
+    assert!(ls.contains(&version), "{ls}");
+    let ls = ok(
+        &with_env(&srv, &["ls", "--bucket", "cli-bucket", "--key", "a/b"]),
+        "ls key",
+    );
+    assert!(ls.starts_with(&version), "{ls}");
+
+    // Latest by default; the output appears only after the whole object authenticated.
+    let mut get = vec![
+        "get",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "a/b",
+        "--expect-mode",
+        "ml-kem-768",
+    ];
+    get.extend(k.open.iter().map(String::as_str));
+    let dest = t.join("out.bin");
+    get.extend(["--out", s(&dest)]);
+    ok(&with_env(&srv, &get), "get");
+    assert!(std::fs::read(&dest).expect("out") == data);
+
+    // A wrong expected mode is refused and writes nothing.
+    let wrong = t.join("wrong.bin");
+    let mut bad = get.clone();
+    let n = bad.len();
+    bad[n - 1] = s(&wrong);
+    bad[6] = "ml-kem-1024";
+    let o = with_env(&srv, &bad);
+    assert!(!o.status.success());
+    assert!(!wrong.exists());
+
+    ok(
+        &with_env(
+            &srv,
+            &[
+                "rm",
+                "--bucket",
+                "cli-bucket",
+                "--key",
+                "a/b",
+                "--version",
+                &version,
+            ],
+        ),
+        "rm",
+    );
+    let o = with_env(
+        &srv,
+        &[
+            "rm",
+            "--bucket",
+            "cli-bucket",
+            "--key",
+            "a/b",
+            "--version",
+            &version,
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not committed"));
+    let gc = ok(
+        &with_env(&srv, &["gc", "--bucket", "cli-bucket", "--grace", "0s"]),
+        "gc",
+    );
+    assert!(gc.contains("0 uncommitted object(s)"), "{gc}");
+    let ls = ok(&with_env(&srv, &["ls", "--bucket", "cli-bucket"]), "ls");
+    assert!(ls.contains("no pqbench objects"), "{ls}");
+}
+
+#[test]
+fn s3_commands_say_what_is_missing() {
+    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(["ls", "--bucket", "b"])
+        .env_remove("AWS_ENDPOINT_URL")
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("needs an S3 server") && e.contains("serve-s3"),
+        "{e}"
+    );
+
+    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(["ls", "--bucket", "b", "--endpoint", "http://127.0.0.1:9"])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .output()
+        .expect("run");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("needs S3 credentials"), "{e}");
+
+    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args([
+            "ls",
+            "--bucket",
+            "b",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--connect-timeout",
+            "1s",
+        ])
+        .env("AWS_ACCESS_KEY_ID", "a")
+        .env("AWS_SECRET_ACCESS_KEY", "b")
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("cannot connect to the S3 endpoint"), "{e}");
+    assert!(!e.contains("DispatchFailure {"), "no Debug dumps: {e}");
+}
