@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build python golden modes
+.PHONY: all test lint fmt clippy doc bench bench-build bench-store python golden modes
 
 all: lint test
 
@@ -44,6 +44,11 @@ bench-build:
 bench:
 	cargo bench -p envelope --bench envelope
 	cargo bench -p envelope --bench overhead
+
+# Client CPU per request of S3 PUT/GET (64 KiB, x25519 and ml-kem-768, concurrency 1 and 32)
+# against a `pqbench serve-s3` child process.
+bench-store:
+	cargo run --release -- bench-store --json target/bench-store.json
 
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:

@@ -278,6 +278,16 @@ async fn drive(
     Ok((t0.elapsed(), cpu0.elapsed(), acc))
 }
 
+/// A runtime with `threads` workers: one per concurrent request up to the cores, so that a
+/// single request is not handed between threads.
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 fn us_per(d: Duration, n: usize) -> f64 {
     #[allow(clippy::cast_precision_loss, reason = "request counts are small")]
     let n = n as f64;
@@ -306,13 +316,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             (None, S3Settings::new(ep, &ak, &sk))
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("runtime")?;
+    let rt = runtime(1)?;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(
-        "bench-store: {} objects, backend {}, {} requests x {} rounds per cell, server {} in a separate process, client runtime on {cores} core(s)",
+        "bench-store: {} objects, backend {}, {} requests x {} rounds per cell, server {} in a separate process, client runtime threads = min(concurrency, {cores} cores)",
         a.size,
         a.backend.name(),
         a.requests,
@@ -325,7 +332,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         record.payload_signed, record.checksums
     );
 
-    rt.block_on(async {
+    {
         let body = Arc::new({
             let mut v = vec![0u8; size];
             for (i, b) in v.iter_mut().enumerate() {
@@ -348,86 +355,115 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         }
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
         let mut control_cpu: Vec<Vec<f64>> = vec![Vec::new(); cells.len()];
-        let manifest_len = {
+        // One object of the measured mode tells the manifest size the control must send.
+        let manifest_len = rt.block_on(async {
             let st = Store::new(&settings, BUCKET, "bench")?;
             let k = &mode_keys.last().context("--modes is empty")?.1;
             let out = st
                 .put(&k.sender, "bench/probe", a.size, &body[..], &mut |_| {})
                 .await?;
             st.delete_version("bench/probe", &out.id.version).await?;
-            usize::try_from(out.stats.manifest_bytes).unwrap_or(1200)
-        };
+            anyhow::Ok(usize::try_from(out.stats.manifest_bytes).unwrap_or(1200))
+        })?;
         let total_cells = cells.len() * a.rounds;
         let started = Instant::now();
         for round in 0..a.rounds {
             for (ci, &(op, c, m)) in cells.iter().enumerate() {
-                let mut s = settings.clone();
-                s.concurrency = c;
-                let store = Store::new(&s, BUCKET, "bench")?;
-                let work = match (op, m) {
-                    (Op::Put, None) => Work::ControlPut(manifest_len),
-                    (Op::Get, None) => {
-                        // The control reads objects of the same sizes as a GET does.
-                        one(&store, &Work::ControlPut(manifest_len), 0, &body, &mut Acc::default())
+                let cell_rt = runtime(c.min(cores))?;
+                let cell = cell_rt.block_on(async {
+                    let mut s = settings.clone();
+                    s.concurrency = c;
+                    let store = Store::new(&s, BUCKET, "bench")?;
+                    let work = match (op, m) {
+                        (Op::Put, None) => Work::ControlPut(manifest_len),
+                        (Op::Get, None) => {
+                            // The control reads objects of the same sizes as a GET does.
+                            one(
+                                &store,
+                                &Work::ControlPut(manifest_len),
+                                0,
+                                &body,
+                                &mut Acc::default(),
+                            )
                             .await?;
-                        Work::ControlGet
-                    }
-                    (Op::Put, Some(i)) => Work::Put(mode_keys[i].1.sender.clone()),
-                    (Op::Get, Some(i)) => {
-                        let k = &mode_keys[i].1;
-                        let mut fixtures = Vec::new();
-                        for j in 0..c.max(8) {
-                            let key = format!("bench/fixture-{j}");
-                            let out = store
-                                .put(&k.sender, &key, a.size, &body[..], &mut |_| {})
-                                .await?;
-                            fixtures.push((key, out.id.version));
+                            Work::ControlGet
                         }
-                        Work::Get(k.receiver.clone(), Arc::new(fixtures))
+                        (Op::Put, Some(i)) => Work::Put(mode_keys[i].1.sender.clone()),
+                        (Op::Get, Some(i)) => {
+                            let k = &mode_keys[i].1;
+                            let mut fixtures = Vec::new();
+                            for j in 0..c.max(8) {
+                                let key = format!("bench/fixture-{j}");
+                                let out = store
+                                    .put(&k.sender, &key, a.size, &body[..], &mut |_| {})
+                                    .await?;
+                                fixtures.push((key, out.id.version));
+                            }
+                            Work::Get(k.receiver.clone(), Arc::new(fixtures))
+                        }
+                    };
+                    // Warm-up: connections opened, code paths hot.
+                    drive(&store, &work, &body, (a.requests / 10).max(c * 4), c).await?;
+                    let (wall, cpu, acc) = drive(&store, &work, &body, a.requests, c).await?;
+                    let n = a.requests;
+                    let sample = Sample {
+                        requests_per_s: {
+                            #[allow(
+                                clippy::cast_precision_loss,
+                                reason = "request counts are small"
+                            )]
+                            let x = n as f64;
+                            x / wall.as_secs_f64()
+                        },
+                        cpu_us: us_per(cpu, n),
+                        crypto_cpu_us: us_per(acc.crypto_cpu, n),
+                        control_cpu_us: f64::NAN,
+                        total_us: us_per(acc.total, n),
+                        storage_us: us_per(acc.storage, n),
+                        unaccounted_us: us_per(acc.unaccounted, n),
+                    };
+                    // Clean up outside the measurement.
+                    for (k, v) in &acc.written {
+                        store.delete_version(k, v).await?;
                     }
-                };
-                // Warm-up: connections opened, code paths hot.
-                drive(&store, &work, &body, (a.requests / 10).max(c * 4), c).await?;
-                let (wall, cpu, acc) = drive(&store, &work, &body, a.requests, c).await?;
-                let n = a.requests;
-                let sample = Sample {
-                    requests_per_s: {
-                        #[allow(clippy::cast_precision_loss, reason = "request counts are small")]
-                        let x = n as f64;
-                        x / wall.as_secs_f64()
-                    },
-                    cpu_us: us_per(cpu, n),
-                    crypto_cpu_us: us_per(acc.crypto_cpu, n),
-                    control_cpu_us: f64::NAN,
-                    total_us: us_per(acc.total, n),
-                    storage_us: us_per(acc.storage, n),
-                    unaccounted_us: us_per(acc.unaccounted, n),
-                };
+                    if let Work::Get(_, fixtures) = &work {
+                        for (k, v) in fixtures.iter() {
+                            store.delete_version(k, v).await?;
+                        }
+                    }
+                    anyhow::Ok(sample)
+                });
+                drop(cell_rt);
+                let sample = cell?;
                 if m.is_none() {
                     control_cpu[ci].push(sample.cpu_us);
                 }
                 samples[ci].push(sample);
-                // Clean up outside the measurement.
-                for (k, v) in &acc.written {
-                    store.delete_version(k, v).await?;
-                }
-                if let Work::Get(_, fixtures) = &work {
-                    for (k, v) in fixtures.iter() {
-                        store.delete_version(k, v).await?;
-                    }
-                }
                 let done = round * cells.len() + ci + 1;
                 let el = started.elapsed().as_secs_f64();
                 #[allow(clippy::cast_precision_loss, reason = "cell counts are small")]
                 let eta = el / done as f64 * (total_cells - done) as f64;
-                eprint!("\r\x1b[Kround {}/{}: cell {done}/{total_cells}, ETA {eta:.0} s", round + 1, a.rounds);
+                eprint!(
+                    "\r\x1b[Kround {}/{}: cell {done}/{total_cells}, ETA {eta:.0} s",
+                    round + 1,
+                    a.rounds
+                );
             }
         }
         eprintln!("\r\x1b[K");
 
         println!(
             "{:<4} {:<12} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
-            "op", "mode", "conc", "req/s", "CPU µs/req", "crypto", "SigV4+HTTP*", "rest", "wall µs", "unacct. µs"
+            "op",
+            "mode",
+            "conc",
+            "req/s",
+            "CPU µs/req",
+            "crypto",
+            "SigV4+HTTP*",
+            "rest",
+            "wall µs",
+            "unacct. µs"
         );
         let mut rows = Vec::new();
         for (ci, &(op, c, m)) in cells.iter().enumerate() {
@@ -440,7 +476,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             let control = median(control_cpu[ctrl_idx].clone());
             let rounds: Vec<Sample> = samples[ci]
                 .iter()
-                .map(|s| Sample { control_cpu_us: control, ..*s })
+                .map(|s| Sample {
+                    control_cpu_us: control,
+                    ..*s
+                })
                 .collect();
             let med = |f: fn(&Sample) -> f64| median(rounds.iter().map(f).collect());
             let median_sample = Sample {
@@ -492,6 +531,6 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                 .with_context(|| format!("cannot write {}", p.display()))?;
             println!("results written to {}", p.display());
         }
-        anyhow::Ok(())
-    })
+        Ok(())
+    }
 }

@@ -195,6 +195,9 @@ pub(crate) struct ServeArgs {
     /// Bucket to create at start (repeatable).
     #[arg(long = "bucket", default_value = "pqbench")]
     buckets: Vec<String>,
+    /// Also write the `export` lines (endpoint and credentials) to this new file, mode 0600.
+    #[arg(long)]
+    env_file: Option<PathBuf>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -435,6 +438,9 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
     for b in &a.buckets {
         server.create_bucket(b)?;
     }
+    if let Some(p) = &a.env_file {
+        write_env_file(p, &server)?;
+    }
     print_server(&server, &a.buckets, &a.dir);
     runtime()?.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -450,6 +456,33 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+fn exports(server: &EmbeddedS3) -> String {
+    format!(
+        "export AWS_ENDPOINT_URL={}\nexport AWS_ACCESS_KEY_ID={}\nexport AWS_SECRET_ACCESS_KEY={}\n",
+        server.endpoint(),
+        server.access_key(),
+        server.secret_key()
+    )
+}
+
+/// Writes the exports to a new 0600 file (it holds the secret key).
+fn write_env_file(p: &Path, server: &EmbeddedS3) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(p)
+        .with_context(|| {
+            format!(
+                "cannot create --env-file {} (it must not exist)",
+                p.display()
+            )
+        })?;
+    f.write_all(exports(server).as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))
+}
+
 fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
     println!(
         "pqbench S3 server (s3s-fs) on {}, data in {}, buckets: {}",
@@ -457,8 +490,6 @@ fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
         dir.display(),
         buckets.join(", ")
     );
-    println!("export AWS_ENDPOINT_URL={}", server.endpoint());
-    println!("export AWS_ACCESS_KEY_ID={}", server.access_key());
-    println!("export AWS_SECRET_ACCESS_KEY={}", server.secret_key());
+    print!("{}", exports(server));
     println!("(Ctrl-C or SIGTERM stops it)");
 }
