@@ -364,10 +364,11 @@ impl Drop for Serve {
     }
 }
 
-fn serve(dir: &Path) -> Serve {
+fn serve(dir: &Path, env_file: &Path) -> Serve {
     use std::io::BufRead as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench"))
         .args(["serve-s3", "--dir", s(dir), "--bucket", "cli-bucket"])
+        .args(["--env-file", s(env_file)])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("serve-s3");
@@ -402,7 +403,16 @@ fn with_env(srv: &Serve, args: &[&str]) -> Output {
 fn s3_commands_against_serve_s3() {
     let tmp = tempfile::tempdir().expect("tmp");
     let t = tmp.path();
-    let srv = serve(&t.join("s3"));
+    let env_file = t.join("s3.env");
+    let srv = serve(&t.join("s3"), &env_file);
+    // The credentials file is private and holds the same three exports.
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::metadata(&env_file).expect("env file");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let text = std::fs::read_to_string(&env_file).expect("env file");
+    for (k, v) in &srv.env {
+        assert!(text.contains(&format!("export {k}={v}\n")), "{k} in {text}");
+    }
     let k = keys(&t.join("keys"), "ml-kem-768");
     let data: Vec<u8> = (0..(9 * 1024 * 1024 + 1) as u32)
         .map(|i| (i % 249) as u8)

@@ -14,6 +14,38 @@
 //!   payload-signing and checksum options.
 //! - [`EmbeddedS3`]: an in-process S3 server (`s3s` + `s3s-fs`) on `127.0.0.1`, for local
 //!   runs and tests.
+//!
+//! ```
+//! use envelope::{Backend, KeyType, Mode, Receiver, SealKey, SecretKey, Sender};
+//! use worker::{EmbeddedS3, Store};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let server = EmbeddedS3::start(dir.path(), 0)?; // 127.0.0.1, any free port
+//! server.create_bucket("demo")?;
+//! let store = Store::new(&server.settings(), "demo", "tenant")?;
+//!
+//! let sk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng())?;
+//! let pk = sk.public_key()?.expect("ML-KEM has a public key");
+//! let sender = Sender::new(Mode::MlKem768, Backend::AwsLc, SealKey::Public(&pk))?;
+//! let receiver = Receiver::new(Mode::MlKem768, Backend::AwsLc, Some(&sk))?;
+//!
+//! tokio::runtime::Runtime::new()?.block_on(async {
+//!     let data = b"hello, object store";
+//!     let put = store.put(&sender, "greeting", data.len() as u64, &data[..], &mut |_| {}).await?;
+//!     assert_eq!(put.stats.s3_requests, 2); // data.enc, then manifest.json
+//!
+//!     let latest = store.latest("greeting").await?.expect("committed");
+//!     let mut out = Vec::new();
+//!     let got = store.get(&receiver, "greeting", &latest, &mut out, &mut |_| {}).await?;
+//!     assert_eq!(out, data);
+//!     assert_eq!(got.stats.s3_requests, 2); // manifest.json, then data.enc
+//!     Ok::<_, worker::Error>(())
+//! })?;
+//! server.stop();
+//! # Ok(())
+//! # }
+//! ```
 
 mod client;
 mod error;

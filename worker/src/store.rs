@@ -30,7 +30,7 @@ use envelope::{ObjectId, Receiver, Sender, SessionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::stats::cpu;
-use crate::{Error, OpStats, PayloadSigning, Result, S3Class, S3Settings};
+use crate::{Error, OpStats, Result, S3Class, S3Settings};
 
 /// Size of a multipart part of `data.enc` (the last part may be smaller).
 pub const PART_SIZE: u64 = 8 * 1024 * 1024;
@@ -160,8 +160,7 @@ impl Store {
             s3: settings.client()?,
             bucket: bucket.into(),
             tenant: tenant.into(),
-            unsigned: !settings.payload_signing.signs(settings.is_https())
-                || settings.payload_signing == PayloadSigning::Unsigned,
+            unsigned: !settings.payload_signing.signs(settings.is_https()),
         })
     }
 
@@ -484,10 +483,12 @@ impl Store {
         let mut done = 0u64;
         let mut plaintext_size = 0u64;
         while let Some(want) = opener.next_chunk_len() {
+            // Receiving the chunk, copy into the buffer included, is storage time.
+            let t = Instant::now();
             buf.clear();
             while buf.len() < want {
                 if pending.is_empty() {
-                    match self.next_bytes(&mut body, &data_key, &mut st).await? {
+                    match self.next_bytes(&mut body, &data_key).await? {
                         Some(b) => pending = b,
                         None => break,
                     }
@@ -495,6 +496,8 @@ impl Store {
                 let n = (want - buf.len()).min(pending.len());
                 buf.extend_from_slice(&pending.split_to(n));
             }
+            st.storage += t.elapsed();
+            st.bytes_received += len_u64(buf.len());
             // A short chunk (truncated data) fails here, as an authentication failure.
             cpu(&mut st.crypto_cpu, || opener.open_chunk(&mut buf))?;
             done += len_u64(want);
@@ -503,12 +506,14 @@ impl Store {
             on(Event::Received { done, total });
         }
         // Bytes after the final chunk (an extended object) fail authentication too.
+        let t = Instant::now();
         while pending.is_empty() {
-            match self.next_bytes(&mut body, &data_key, &mut st).await? {
+            match self.next_bytes(&mut body, &data_key).await? {
                 Some(b) => pending = b,
                 None => break,
             }
         }
+        st.storage += t.elapsed();
         if !pending.is_empty() {
             return Err(envelope::Error::Decrypt.into());
         }
@@ -522,26 +527,15 @@ impl Store {
         })
     }
 
-    async fn next_bytes(
-        &self,
-        body: &mut ByteStream,
-        data_key: &str,
-        st: &mut OpStats,
-    ) -> Result<Option<Bytes>> {
-        let t = Instant::now();
-        let r = body.try_next().await;
-        st.storage += t.elapsed();
-        match r {
-            Ok(Some(b)) => {
-                st.bytes_received += len_u64(b.len());
-                Ok(Some(b))
-            }
-            Ok(None) => Ok(None),
+    async fn next_bytes(&self, body: &mut ByteStream, data_key: &str) -> Result<Option<Bytes>> {
+        match body.try_next().await {
+            Ok(b) => Ok(b),
             Err(e) => Err(Error::S3 {
                 op: "GetObject",
                 bucket: self.bucket.clone(),
                 target: data_key.into(),
-                class: if format!("{e:?}").contains("imeout") {
+                // The byte-stream error has no public kind; its message names a timeout.
+                class: if crate::error::chain(&e).contains("timeout") {
                     S3Class::Timeout
                 } else {
                     S3Class::Io
