@@ -345,6 +345,48 @@ fn server_stopped_mid_upload(kind: Kind) {
         assert!(report.deleted_data[0].ends_with("/data.enc"));
         assert!(!raw_exists(&store, &report.deleted_data[0]).await);
     });
+
+    // Now the server dies in the middle of a multipart upload of data.enc.
+    run(async {
+        let data = payload(20 * MIB, 3);
+        let stopper = server.clone();
+        let mut on = move |e: Event| {
+            if let Event::Sent { done, .. } = e
+                && done == worker::PART_SIZE
+            {
+                stopper.lock().expect("lock").stop();
+            }
+        };
+        let err = store
+            .put(
+                &keys.sender(Backend::AwsLc),
+                "died-mid",
+                data.len() as u64,
+                &data[..],
+                &mut on,
+            )
+            .await
+            .expect_err("the second part must fail");
+        assert!(
+            matches!(err.s3_class(), Some(S3Class::Connect | S3Class::Io)),
+            "{err}"
+        );
+    });
+    server.lock().expect("lock").restart();
+    run(async {
+        assert!(store.versions("died-mid").await.expect("list").is_empty());
+        let report = store
+            .gc("died-mid", Duration::ZERO, false)
+            .await
+            .expect("gc");
+        assert_eq!(report.aborted_uploads.len(), 1, "{report:?}");
+        assert!(report.deleted_data.is_empty(), "{report:?}");
+        let again = store
+            .gc("died-mid", Duration::ZERO, false)
+            .await
+            .expect("gc");
+        assert!(again.aborted_uploads.is_empty(), "{again:?}");
+    });
 }
 
 fn truncated_data_fails(kind: Kind) {
@@ -578,7 +620,7 @@ macro_rules! server_tests {
             }
 
             #[test]
-            fn server_stopped_before_the_manifest_leaves_no_version() {
+            fn server_stopped_mid_upload_leaves_no_version_and_gc_cleans_up() {
                 server_stopped_mid_upload($kind);
             }
 
