@@ -452,7 +452,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
         anyhow::Ok(())
     })?;
     server.stop();
-    eprintln!("pqbench S3 server stopped");
+    let _ = writeln!(std::io::stderr(), "pqbench S3 server stopped");
     Ok(())
 }
 
@@ -484,12 +484,17 @@ fn write_env_file(p: &Path, server: &EmbeddedS3) -> Result<()> {
 }
 
 fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
-    println!(
+    // A server keeps serving when whoever started it stops reading its output: write
+    // errors (a closed pipe) are ignored instead of panicking as `println!` would.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
         "pqbench S3 server (s3s-fs) on {}, data in {}, buckets: {}",
         server.endpoint(),
         dir.display(),
         buckets.join(", ")
     );
-    print!("{}", exports(server));
-    println!("(Ctrl-C or SIGTERM stops it)");
+    let _ = write!(out, "{}", exports(server));
+    let _ = writeln!(out, "(Ctrl-C or SIGTERM stops it)");
+    let _ = out.flush();
 }

@@ -355,6 +355,8 @@ fn modes_table_lists_every_mode() {
 struct Serve {
     child: std::process::Child,
     env: Vec<(String, String)>,
+    // Kept open: the server must not see a closed stdout while the test runs.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
 }
 
 impl Drop for Serve {
@@ -372,10 +374,14 @@ fn serve(dir: &Path, env_file: &Path) -> Serve {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("serve-s3");
-    let out = child.stdout.take().expect("stdout");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut env = Vec::new();
-    for line in std::io::BufReader::new(out).lines() {
-        let line = line.expect("line");
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).expect("line") == 0 {
+            break;
+        }
+        let line = line.trim_end();
         if let Some((k, v)) = line.strip_prefix("export ").and_then(|l| l.split_once('=')) {
             env.push((k.to_owned(), v.to_owned()));
             if k == "AWS_SECRET_ACCESS_KEY" {
@@ -388,7 +394,11 @@ fn serve(dir: &Path, env_file: &Path) -> Serve {
         3,
         "serve-s3 prints endpoint and credentials: {env:?}"
     );
-    Serve { child, env }
+    Serve {
+        child,
+        env,
+        _stdout: out,
+    }
 }
 
 fn with_env(srv: &Serve, args: &[&str]) -> Output {
