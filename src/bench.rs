@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use cpu_time::ProcessTime;
-use envelope::{Backend, KeyType, Mode, Receiver, SealKey, SecretKey, Sender};
+use envelope::{Backend, Mode, Receiver, Sender};
 use serde::Serialize;
 use worker::{OpStats, S3Settings, Store};
 
-use crate::cli::parse_size;
+use crate::cli::{FreshKeys, parse_size};
 
 const BUCKET: &str = "pqbench-bench";
 
@@ -139,23 +139,10 @@ struct Keys {
 }
 
 fn keys(mode: Mode, backend: Backend) -> Result<Keys> {
-    let kt = mode.key_type();
-    let sk = (kt != KeyType::None)
-        .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
-        .transpose()?;
-    let pk = sk
-        .as_ref()
-        .map(SecretKey::public_key)
-        .transpose()?
-        .flatten();
-    let key = match (&pk, &sk) {
-        (Some(p), _) => SealKey::Public(p),
-        (None, Some(s)) => SealKey::Psk(s),
-        _ => SealKey::None,
-    };
+    let k = FreshKeys::generate(mode)?;
     Ok(Keys {
-        sender: Arc::new(Sender::new(mode, backend, key)?),
-        receiver: Arc::new(Receiver::new(mode, backend, sk.as_ref())?),
+        sender: Arc::new(k.sender(backend)?),
+        receiver: Arc::new(k.receiver(backend)?),
     })
 }
 

@@ -62,8 +62,41 @@ struct KeygenArgs {
     out: PathBuf,
 }
 
+/// The writer's mode and key, shared by `seal` and `put`.
 #[derive(Args, Debug)]
-struct KeyArgs {
+pub(crate) struct SenderArgs {
+    /// Mode (name or study code).
+    #[arg(long)]
+    mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient public key file (every public-key mode).
+    #[arg(long)]
+    recipient: Option<PathBuf>,
+    /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
+    #[arg(long)]
+    psk: Option<PathBuf>,
+    /// ml-kem-768-session: B_max, objects per session.
+    #[arg(long, default_value_t = 100)]
+    session_max_objects: u64,
+    /// ml-kem-768-session: T_max in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    session_max_age: f64,
+}
+
+/// The reader's expected mode and key, shared by `open` and `get`.
+#[derive(Args, Debug)]
+pub(crate) struct ReceiverArgs {
+    /// The mode the object must be in (a different one is refused: no downgrade).
+    #[arg(long)]
+    expect_mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient secret key file (must be mode 0600).
+    #[arg(long)]
+    secret: Option<PathBuf>,
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
@@ -84,17 +117,8 @@ struct IdArgs {
 
 #[derive(Args, Debug)]
 struct SealArgs {
-    /// Mode (name or study code).
-    #[arg(long)]
-    mode: Mode,
-    /// Crypto backend: aws-lc (default) or rustcrypto.
-    #[arg(long, default_value = "aws-lc")]
-    backend: Backend,
-    /// Recipient public key file (every public-key mode).
-    #[arg(long)]
-    recipient: Option<PathBuf>,
     #[command(flatten)]
-    keys: KeyArgs,
+    sender: SenderArgs,
     #[command(flatten)]
     id: IdArgs,
     /// Version (UUIDv7); a fresh one by default.
@@ -106,27 +130,12 @@ struct SealArgs {
     /// Output root directory.
     #[arg(long)]
     out: PathBuf,
-    /// ml-kem-768-session: B_max, objects per session.
-    #[arg(long, default_value_t = 100)]
-    session_max_objects: u64,
-    /// ml-kem-768-session: T_max in seconds.
-    #[arg(long, default_value_t = 10.0)]
-    session_max_age: f64,
 }
 
 #[derive(Args, Debug)]
 struct OpenArgs {
-    /// The mode the object must be in (a different one is refused: no downgrade).
-    #[arg(long)]
-    expect_mode: Mode,
-    /// Crypto backend: aws-lc (default) or rustcrypto.
-    #[arg(long, default_value = "aws-lc")]
-    backend: Backend,
-    /// Recipient secret key file (must be mode 0600).
-    #[arg(long)]
-    secret: Option<PathBuf>,
     #[command(flatten)]
-    keys: KeyArgs,
+    receiver: ReceiverArgs,
     #[command(flatten)]
     id: IdArgs,
     /// Version to open.
@@ -275,68 +284,103 @@ fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
     Ok(sk)
 }
 
-/// The sender for `mode`: reads the recipient public key or the pre-shared key, and sets
-/// the session bounds of `ml-kem-768-session`.
-pub(crate) fn load_sender(
-    mode: Mode,
-    backend: Backend,
-    recipient: Option<&Path>,
-    psk: Option<&Path>,
-    session_max_objects: u64,
-    session_max_age: f64,
-) -> Result<Sender> {
-    let mut sender = match mode.key_type() {
-        KeyType::None => Sender::new(mode, backend, SealKey::None)?,
-        KeyType::Psk => Sender::new(mode, backend, SealKey::Psk(&read_psk(psk)?))?,
-        kt => {
-            let p = recipient.with_context(|| {
-                format!("mode {mode} needs --recipient FILE (a {kt} public key)")
+impl SenderArgs {
+    /// The sender: reads the recipient public key or the pre-shared key, and sets the
+    /// session bounds of `ml-kem-768-session`.
+    pub(crate) fn sender(&self) -> Result<Sender> {
+        let mode = self.mode;
+        let mut sender = match mode.key_type() {
+            KeyType::None => Sender::new(mode, self.backend, SealKey::None)?,
+            KeyType::Psk => Sender::new(
+                mode,
+                self.backend,
+                SealKey::Psk(&read_psk(self.psk.as_deref())?),
+            )?,
+            kt => {
+                let p = self.recipient.as_deref().with_context(|| {
+                    format!("mode {mode} needs --recipient FILE (a {kt} public key)")
+                })?;
+                Sender::new(
+                    mode,
+                    self.backend,
+                    SealKey::Public(&PublicKey::read_file(p)?),
+                )?
+            }
+        };
+        if mode == Mode::MlKem768Session {
+            if !(self.session_max_age.is_finite() && self.session_max_age > 0.0) {
+                bail!("--session-max-age must be a positive number of seconds");
+            }
+            sender = sender.with_session_bounds(SessionBounds {
+                max_objects: self.session_max_objects,
+                max_age: Duration::from_secs_f64(self.session_max_age),
             })?;
-            Sender::new(mode, backend, SealKey::Public(&PublicKey::read_file(p)?))?
         }
-    };
-    if mode == Mode::MlKem768Session {
-        if !(session_max_age.is_finite() && session_max_age > 0.0) {
-            bail!("--session-max-age must be a positive number of seconds");
-        }
-        sender = sender.with_session_bounds(SessionBounds {
-            max_objects: session_max_objects,
-            max_age: Duration::from_secs_f64(session_max_age),
-        })?;
+        Ok(sender)
     }
-    Ok(sender)
 }
 
-/// The receiver for `mode`: reads the recipient secret key (0600) or the pre-shared key.
-pub(crate) fn load_receiver(
+impl ReceiverArgs {
+    /// The receiver: reads the recipient secret key (0600) or the pre-shared key.
+    pub(crate) fn receiver(&self) -> Result<Receiver> {
+        let mode = self.expect_mode;
+        let sk = match mode.key_type() {
+            KeyType::None => None,
+            KeyType::Psk => Some(read_psk(self.psk.as_deref())?),
+            kt => {
+                let p = self.secret.as_deref().with_context(|| {
+                    format!("mode {mode} needs --secret FILE (a {kt} secret key)")
+                })?;
+                Some(SecretKey::read_file(p)?)
+            }
+        };
+        Ok(Receiver::new(mode, self.backend, sk.as_ref())?)
+    }
+}
+
+/// A freshly generated recipient key for `mode` (none for `plaintext`), for in-process
+/// measurements (`modes`, `bench-store`).
+pub(crate) struct FreshKeys {
     mode: Mode,
-    backend: Backend,
-    secret: Option<&Path>,
-    psk: Option<&Path>,
-) -> Result<Receiver> {
-    let sk = match mode.key_type() {
-        KeyType::None => None,
-        KeyType::Psk => Some(read_psk(psk)?),
-        kt => {
-            let p = secret
-                .with_context(|| format!("mode {mode} needs --secret FILE (a {kt} secret key)"))?;
-            Some(SecretKey::read_file(p)?)
-        }
-    };
-    Ok(Receiver::new(mode, backend, sk.as_ref())?)
+    sk: Option<SecretKey>,
+    pk: Option<PublicKey>,
+}
+
+impl FreshKeys {
+    /// Generates the key `mode` uses.
+    pub(crate) fn generate(mode: Mode) -> Result<Self> {
+        let kt = mode.key_type();
+        let sk = (kt != KeyType::None)
+            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
+            .transpose()?;
+        let pk = sk
+            .as_ref()
+            .map(SecretKey::public_key)
+            .transpose()?
+            .flatten();
+        Ok(Self { mode, sk, pk })
+    }
+
+    /// A sender to this key.
+    pub(crate) fn sender(&self, backend: Backend) -> Result<Sender> {
+        let key = match (&self.pk, &self.sk) {
+            (Some(p), _) => SealKey::Public(p),
+            (None, Some(s)) => SealKey::Psk(s),
+            _ => SealKey::None,
+        };
+        Ok(Sender::new(self.mode, backend, key)?)
+    }
+
+    /// A receiver holding this key.
+    pub(crate) fn receiver(&self, backend: Backend) -> Result<Receiver> {
+        Ok(Receiver::new(self.mode, backend, self.sk.as_ref())?)
+    }
 }
 
 fn seal(a: SealArgs) -> Result<()> {
     let version = a.version.unwrap_or_else(envelope::new_version);
     let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &version)?;
-    let sender = load_sender(
-        a.mode,
-        a.backend,
-        a.recipient.as_deref(),
-        a.keys.psk.as_deref(),
-        a.session_max_objects,
-        a.session_max_age,
-    )?;
+    let sender = a.sender.sender()?;
     let input = fs::File::open(&a.input)
         .with_context(|| format!("cannot open --in {}", a.input.display()))?;
     let size = input
@@ -372,12 +416,7 @@ fn seal(a: SealArgs) -> Result<()> {
 
 fn open(a: OpenArgs) -> Result<()> {
     let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &a.version)?;
-    let receiver = load_receiver(
-        a.expect_mode,
-        a.backend,
-        a.secret.as_deref(),
-        a.keys.psk.as_deref(),
-    )?;
+    let receiver = a.receiver.receiver()?;
     let dir = layout::version_dir(&a.input, &id.key, &id.version)?;
     let manifest_path = dir.join(MANIFEST);
     let manifest = fs::read(&manifest_path).with_context(|| {
@@ -499,23 +538,10 @@ fn modes(a: ModesArgs) -> Result<()> {
     let mut x25519_manifest = None;
     let mut rows = Vec::new();
     for mode in Mode::ALL {
-        let kt = mode.key_type();
-        let sk = (kt != KeyType::None)
-            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
-            .transpose()?;
-        let pk = sk
-            .as_ref()
-            .map(SecretKey::public_key)
-            .transpose()?
-            .flatten();
+        let keys = FreshKeys::generate(mode)?;
         for backend in Backend::ALL {
-            let key = match (&pk, &sk) {
-                (Some(p), _) => SealKey::Public(p),
-                (None, Some(s)) => SealKey::Psk(s),
-                _ => SealKey::None,
-            };
-            let sender = Sender::new(mode, backend, key)?;
-            let receiver = Receiver::new(mode, backend, sk.as_ref())?;
+            let sender = keys.sender(backend)?;
+            let receiver = keys.receiver(backend)?;
             let (mut seal_t, mut open_t, mut ke_s, mut ke_o) = (vec![], vec![], vec![], vec![]);
             let mut manifest_len = 0;
             let mut data = Vec::with_capacity(len + 64);

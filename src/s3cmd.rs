@@ -7,10 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
-use envelope::{Backend, Mode};
 use worker::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
 
-use crate::cli::{load_receiver, load_sender, parse_duration};
+use crate::cli::{ReceiverArgs, SenderArgs, parse_duration};
 use crate::layout::Staged;
 
 /// Where the S3 server is and how to talk to it.
@@ -87,18 +86,8 @@ pub(crate) struct PutArgs {
     s3: S3Args,
     #[command(flatten)]
     object: ObjectArgs,
-    /// Mode (name or study code).
-    #[arg(long)]
-    mode: Mode,
-    /// Crypto backend: aws-lc (default) or rustcrypto.
-    #[arg(long, default_value = "aws-lc")]
-    backend: Backend,
-    /// Recipient public key file (every public-key mode).
-    #[arg(long)]
-    recipient: Option<PathBuf>,
-    /// Pre-shared key file (mode psk).
-    #[arg(long)]
-    psk: Option<PathBuf>,
+    #[command(flatten)]
+    sender: SenderArgs,
     /// Create the bucket first if it does not exist.
     #[arg(long)]
     create_bucket: bool,
@@ -119,18 +108,8 @@ pub(crate) struct GetArgs {
     /// Version to read; the newest committed one if omitted (costs one LIST).
     #[arg(long)]
     version: Option<String>,
-    /// The mode the object must be in (a different one is refused: no downgrade).
-    #[arg(long)]
-    expect_mode: Mode,
-    /// Crypto backend: aws-lc (default) or rustcrypto.
-    #[arg(long, default_value = "aws-lc")]
-    backend: Backend,
-    /// Recipient secret key file (must be mode 0600).
-    #[arg(long)]
-    secret: Option<PathBuf>,
-    /// Pre-shared key file (mode psk).
-    #[arg(long)]
-    psk: Option<PathBuf>,
+    #[command(flatten)]
+    receiver: ReceiverArgs,
     /// Plaintext output file (created only when every chunk authenticated).
     #[arg(long)]
     out: PathBuf,
@@ -275,14 +254,7 @@ fn print_stats(st: &worker::OpStats) {
 
 pub(crate) fn put(a: PutArgs) -> Result<()> {
     let settings = a.s3.settings("put")?;
-    let sender = load_sender(
-        a.mode,
-        a.backend,
-        a.recipient.as_deref(),
-        a.psk.as_deref(),
-        100,
-        10.0,
-    )?;
+    let sender = a.sender.sender()?;
     let file = std::fs::File::open(&a.input)
         .with_context(|| format!("cannot open --in {}", a.input.display()))?;
     let size = file
@@ -320,12 +292,7 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
 
 pub(crate) fn get(a: GetArgs) -> Result<()> {
     let settings = a.s3.settings("get")?;
-    let receiver = load_receiver(
-        a.expect_mode,
-        a.backend,
-        a.secret.as_deref(),
-        a.psk.as_deref(),
-    )?;
+    let receiver = a.receiver.receiver()?;
     let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
     runtime()?.block_on(async {
         let version = match a.version {
