@@ -525,43 +525,40 @@ fn s3_commands_against_serve_s3() {
 
 #[test]
 fn s3_commands_say_what_is_missing() {
-    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .args(["ls", "--bucket", "b"])
-        .env_remove("AWS_ENDPOINT_URL")
-        .output()
-        .expect("run");
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
+    /// Runs `pqbench` with `remove` taken out of the environment and `set` put in; it must
+    /// fail, and its stderr is returned.
+    fn failing(args: &[&str], remove: &[&str], set: &[(&str, &str)]) -> String {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pqbench"));
+        c.args(args).envs(set.iter().copied());
+        for k in remove {
+            c.env_remove(k);
+        }
+        let o = c.output().expect("run");
+        assert!(!o.status.success(), "{args:?} must fail");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
+
+    let e = failing(&["ls", "--bucket", "b"], &["AWS_ENDPOINT_URL"], &[]);
     assert!(
         e.contains("needs an S3 server") && e.contains("serve-s3"),
         "{e}"
     );
 
-    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .args(["ls", "--bucket", "b", "--endpoint", "http://127.0.0.1:9"])
-        .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY")
-        .output()
-        .expect("run");
-    let e = String::from_utf8_lossy(&o.stderr);
+    let unreachable = ["ls", "--bucket", "b", "--endpoint", "http://127.0.0.1:9"];
+    let e = failing(
+        &unreachable,
+        &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+        &[],
+    );
     assert!(e.contains("needs S3 credentials"), "{e}");
 
-    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .args([
-            "ls",
-            "--bucket",
-            "b",
-            "--endpoint",
-            "http://127.0.0.1:9",
-            "--connect-timeout",
-            "1s",
-        ])
-        .env("AWS_ACCESS_KEY_ID", "a")
-        .env("AWS_SECRET_ACCESS_KEY", "b")
-        .output()
-        .expect("run");
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
+    let mut args = unreachable.to_vec();
+    args.extend(["--connect-timeout", "1s"]);
+    let e = failing(
+        &args,
+        &[],
+        &[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")],
+    );
     assert!(e.contains("cannot connect to the S3 endpoint"), "{e}");
     assert!(!e.contains("DispatchFailure {"), "no Debug dumps: {e}");
 }

@@ -19,6 +19,7 @@
 //! unaccounted time, so that it stays visible and small.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
 
 use aws_sdk_s3::error::SdkError;
@@ -67,7 +68,7 @@ pub struct PutOutcome {
     /// The identity written (with its new version).
     pub id: ObjectId,
     /// The manifest written.
-    pub manifest: Vec<u8>,
+    pub manifest: Bytes,
     /// Size of `data.enc`.
     pub ciphertext_size: u64,
     /// Session bookkeeping (`ml-kem-768-session`).
@@ -148,6 +149,15 @@ fn to_system_time(t: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<System
 
 fn len_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Runs one S3 request, counting it and adding its time to the storage stage.
+async fn timed<T>(st: &mut OpStats, request: impl Future<Output = T>) -> T {
+    st.s3_requests += 1;
+    let t = Instant::now();
+    let r = request.await;
+    st.storage += t.elapsed();
+    r
 }
 
 impl Store {
@@ -250,19 +260,20 @@ impl Store {
             while seal_next(&mut sealer, &mut src, &mut chunk, &mut st).await? {
                 body.extend_from_slice(&chunk);
             }
-            let t = Instant::now();
-            st.s3_requests += 1;
             st.bytes_sent += len_u64(body.len());
-            let r = send!(
-                self,
-                self.s3
-                    .put_object()
-                    .bucket(&self.bucket)
-                    .key(&data_key)
-                    .content_length(i64::try_from(body.len()).unwrap_or(i64::MAX))
-                    .body(ByteStream::from(body))
-            );
-            st.storage += t.elapsed();
+            let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
+            let r = timed(&mut st, async {
+                send!(
+                    self,
+                    self.s3
+                        .put_object()
+                        .bucket(&self.bucket)
+                        .key(&data_key)
+                        .content_length(len)
+                        .body(ByteStream::from(body))
+                )
+            })
+            .await;
             r.map_err(|e| self.err("PutObject", &data_key, e))?;
             on(Event::Sent { done: total, total });
         } else {
@@ -274,20 +285,21 @@ impl Store {
         let sealed = sealer.finish()?;
         st.add_envelope(&sealed.times);
         let manifest_key = layout::manifest_key(key, &id.version);
-        let t = Instant::now();
-        st.s3_requests += 1;
-        st.bytes_sent += len_u64(sealed.manifest.len());
-        st.manifest_bytes = len_u64(sealed.manifest.len());
-        let r = send!(
-            self,
-            self.s3
-                .put_object()
-                .bucket(&self.bucket)
-                .key(&manifest_key)
-                .content_type("application/json")
-                .body(ByteStream::from(sealed.manifest.clone()))
-        );
-        st.storage += t.elapsed();
+        let manifest = Bytes::from(sealed.manifest);
+        st.bytes_sent += len_u64(manifest.len());
+        st.manifest_bytes = len_u64(manifest.len());
+        let r = timed(&mut st, async {
+            send!(
+                self,
+                self.s3
+                    .put_object()
+                    .bucket(&self.bucket)
+                    .key(&manifest_key)
+                    .content_type("application/json")
+                    .body(ByteStream::from(manifest.clone()))
+            )
+        })
+        .await;
         if let Err(e) = r {
             let err = self.err("PutObject", &manifest_key, e);
             // Best effort: the version is invisible anyway; gc removes the data otherwise.
@@ -304,7 +316,7 @@ impl Store {
         st.total = start.elapsed();
         Ok(PutOutcome {
             id,
-            manifest: sealed.manifest,
+            manifest,
             ciphertext_size: sealed.ciphertext_size,
             session: sealed.session,
             stats: st,
@@ -323,16 +335,15 @@ impl Store {
     where
         R: AsyncRead + Unpin + Send,
     {
-        let t = Instant::now();
-        st.s3_requests += 1;
-        let r = self
-            .s3
-            .create_multipart_upload()
-            .bucket(&self.bucket)
-            .key(data_key)
-            .send()
-            .await;
-        st.storage += t.elapsed();
+        let r = timed(
+            st,
+            self.s3
+                .create_multipart_upload()
+                .bucket(&self.bucket)
+                .key(data_key)
+                .send(),
+        )
+        .await;
         let upload_id = r
             .map_err(|e| self.err("CreateMultipartUpload", data_key, e))?
             .upload_id
@@ -393,21 +404,22 @@ impl Store {
                 let take = buf.len().min(part_size);
                 let body = buf.split_to(take).freeze();
                 let number = i32::try_from(parts.len() + 1).unwrap_or(i32::MAX);
-                let t = Instant::now();
-                st.s3_requests += 1;
                 st.bytes_sent += len_u64(take);
-                let r = send!(
-                    self,
-                    self.s3
-                        .upload_part()
-                        .bucket(&self.bucket)
-                        .key(data_key)
-                        .upload_id(upload_id)
-                        .part_number(number)
-                        .content_length(i64::try_from(take).unwrap_or(i64::MAX))
-                        .body(ByteStream::from(body))
-                );
-                st.storage += t.elapsed();
+                let len = i64::try_from(take).unwrap_or(i64::MAX);
+                let r = timed(st, async {
+                    send!(
+                        self,
+                        self.s3
+                            .upload_part()
+                            .bucket(&self.bucket)
+                            .key(data_key)
+                            .upload_id(upload_id)
+                            .part_number(number)
+                            .content_length(len)
+                            .body(ByteStream::from(body))
+                    )
+                })
+                .await;
                 let out = r.map_err(|e| self.err("UploadPart", data_key, e))?;
                 parts.push(
                     CompletedPart::builder()
@@ -422,22 +434,21 @@ impl Store {
                 break;
             }
         }
-        let t = Instant::now();
-        st.s3_requests += 1;
-        let r = self
-            .s3
-            .complete_multipart_upload()
-            .bucket(&self.bucket)
-            .key(data_key)
-            .upload_id(upload_id)
-            .multipart_upload(
-                CompletedMultipartUpload::builder()
-                    .set_parts(Some(parts))
-                    .build(),
-            )
-            .send()
-            .await;
-        st.storage += t.elapsed();
+        let r = timed(
+            st,
+            self.s3
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(data_key)
+                .upload_id(upload_id)
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(parts))
+                        .build(),
+                )
+                .send(),
+        )
+        .await;
         r.map_err(|e| self.err("CompleteMultipartUpload", data_key, e))?;
         Ok(())
     }
@@ -466,16 +477,15 @@ impl Store {
         let total = opener.ciphertext_size();
 
         let data_key = layout::data_key(key, version);
-        let t = Instant::now();
-        st.s3_requests += 1;
-        let r = self
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&data_key)
-            .send()
-            .await;
-        st.storage += t.elapsed();
+        let r = timed(
+            &mut st,
+            self.s3
+                .get_object()
+                .bucket(&self.bucket)
+                .key(&data_key)
+                .send(),
+        )
+        .await;
         let mut body = r.map_err(|e| self.err("GetObject", &data_key, e))?.body;
 
         let mut buf = Vec::new();
@@ -527,57 +537,57 @@ impl Store {
         })
     }
 
-    async fn next_bytes(&self, body: &mut ByteStream, data_key: &str) -> Result<Option<Bytes>> {
-        match body.try_next().await {
-            Ok(b) => Ok(b),
-            Err(e) => Err(Error::S3 {
-                op: "GetObject",
-                bucket: self.bucket.clone(),
-                target: data_key.into(),
-                // The byte-stream error has no public kind; its message names a timeout.
-                class: if crate::error::chain(&e).contains("timeout") {
-                    S3Class::Timeout
-                } else {
-                    S3Class::Io
-                },
-                status: None,
-                detail: crate::error::chain(&e),
-            }),
+    /// The error of a response body that broke off while it was being read.
+    fn body_error(&self, target: &str, e: &aws_smithy_types::byte_stream::error::Error) -> Error {
+        let detail = crate::error::chain(e);
+        Error::S3 {
+            op: "GetObject",
+            bucket: self.bucket.clone(),
+            target: target.into(),
+            // The byte-stream error has no public kind; its message names a timeout.
+            class: if detail.contains("timeout") {
+                S3Class::Timeout
+            } else {
+                S3Class::Io
+            },
+            status: None,
+            detail,
         }
+    }
+
+    async fn next_bytes(&self, body: &mut ByteStream, data_key: &str) -> Result<Option<Bytes>> {
+        body.try_next()
+            .await
+            .map_err(|e| self.body_error(data_key, &e))
     }
 
     async fn read_manifest(&self, key: &str, version: &str, st: &mut OpStats) -> Result<Bytes> {
         let manifest_key = layout::manifest_key(key, version);
-        let t = Instant::now();
-        st.s3_requests += 1;
-        let r = self
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(&manifest_key)
-            .send()
-            .await;
-        let r = match r {
-            Ok(out) => out.body.collect().await.map(|b| b.into_bytes()),
-            Err(e) => {
-                st.storage += t.elapsed();
-                let err = self.err("GetObject", &manifest_key, e);
-                return Err(if err.s3_class() == Some(S3Class::NotFound) {
-                    self.not_committed(key, version)
-                } else {
-                    err
-                });
+        let r = timed(st, async {
+            match self
+                .s3
+                .get_object()
+                .bucket(&self.bucket)
+                .key(&manifest_key)
+                .send()
+                .await
+            {
+                Ok(out) => Ok(out.body.collect().await),
+                Err(e) => Err(e),
             }
-        };
-        st.storage += t.elapsed();
-        let manifest = r.map_err(|e| Error::S3 {
-            op: "GetObject",
-            bucket: self.bucket.clone(),
-            target: manifest_key.clone(),
-            class: S3Class::Io,
-            status: None,
-            detail: crate::error::chain(&e),
+        })
+        .await;
+        let body = r.map_err(|e| {
+            let err = self.err("GetObject", &manifest_key, e);
+            if err.s3_class() == Some(S3Class::NotFound) {
+                self.not_committed(key, version)
+            } else {
+                err
+            }
         })?;
+        let manifest = body
+            .map_err(|e| self.body_error(&manifest_key, &e))?
+            .into_bytes();
         st.bytes_received += len_u64(manifest.len());
         st.manifest_bytes = len_u64(manifest.len());
         Ok(manifest)

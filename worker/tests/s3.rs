@@ -309,35 +309,51 @@ fn dropped_upload_is_invisible_and_collected(kind: Kind) {
     });
 }
 
-fn server_stopped_mid_upload(kind: Kind) {
-    let server = Arc::new(Mutex::new(TestServer::start(kind)));
-    let store = server.lock().expect("lock").store();
-    let keys = Keys::new(Mode::MlKem768);
+/// Puts `size` bytes under `key` and stops the server at the first event for which `at`
+/// holds; the put must fail with a connection error. Then restarts the server.
+fn put_while_server_dies(
+    server: &Arc<Mutex<TestServer>>,
+    store: &Store,
+    keys: &Keys,
+    key: &str,
+    size: usize,
+    at: fn(Event) -> bool,
+) {
     run(async {
-        let data = payload(64 * KIB, 2);
+        let data = payload(size, 2);
         let stopper = server.clone();
-        // The server dies after the data is stored and before the manifest is written.
         let mut on = move |e: Event| {
-            if e == Event::DataStored {
+            if at(e) {
                 stopper.lock().expect("lock").stop();
             }
         };
         let err = store
             .put(
                 &keys.sender(Backend::AwsLc),
-                "died",
+                key,
                 data.len() as u64,
                 &data[..],
                 &mut on,
             )
             .await
-            .expect_err("the manifest write must fail");
+            .expect_err("the put must fail once the server is gone");
         assert!(
             matches!(err.s3_class(), Some(S3Class::Connect | S3Class::Io)),
             "{err}"
         );
     });
     server.lock().expect("lock").restart();
+}
+
+fn server_stopped_mid_upload(kind: Kind) {
+    let server = Arc::new(Mutex::new(TestServer::start(kind)));
+    let store = server.lock().expect("lock").store();
+    let keys = Keys::new(Mode::MlKem768);
+
+    // The server dies after the data is stored and before the manifest is written.
+    put_while_server_dies(&server, &store, &keys, "died", 64 * KIB, |e| {
+        e == Event::DataStored
+    });
     run(async {
         assert!(store.versions("died").await.expect("list").is_empty());
         let report = store.gc("died", Duration::ZERO, false).await.expect("gc");
@@ -346,33 +362,15 @@ fn server_stopped_mid_upload(kind: Kind) {
         assert!(!raw_exists(&store, &report.deleted_data[0]).await);
     });
 
-    // Now the server dies in the middle of a multipart upload of data.enc.
-    run(async {
-        let data = payload(20 * MIB, 3);
-        let stopper = server.clone();
-        let mut on = move |e: Event| {
-            if let Event::Sent { done, .. } = e
-                && done == worker::PART_SIZE
-            {
-                stopper.lock().expect("lock").stop();
-            }
-        };
-        let err = store
-            .put(
-                &keys.sender(Backend::AwsLc),
-                "died-mid",
-                data.len() as u64,
-                &data[..],
-                &mut on,
-            )
-            .await
-            .expect_err("the second part must fail");
-        assert!(
-            matches!(err.s3_class(), Some(S3Class::Connect | S3Class::Io)),
-            "{err}"
-        );
-    });
-    server.lock().expect("lock").restart();
+    // The server dies in the middle of a multipart upload of data.enc.
+    put_while_server_dies(
+        &server,
+        &store,
+        &keys,
+        "died-mid",
+        20 * MIB,
+        |e| matches!(e, Event::Sent { done, .. } if done == worker::PART_SIZE),
+    );
     run(async {
         assert!(store.versions("died-mid").await.expect("list").is_empty());
         let report = store
@@ -511,7 +509,7 @@ fn tampered_objects_refused(kind: Kind) {
 
         // A manifest of another version (replay) is refused.
         let other = put(&store, &keys, "t", &data).await;
-        raw_put(&store, &manifest_key, other.manifest.clone()).await;
+        raw_put(&store, &manifest_key, other.manifest.to_vec()).await;
         assert!(
             get(&store, &keys, "t", &v).await.is_err(),
             "replayed manifest accepted"
