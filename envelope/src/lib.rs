@@ -57,6 +57,7 @@
 mod ctx;
 #[doc(hidden)]
 pub mod kat;
+pub mod gate;
 pub mod keys;
 pub mod layout;
 mod manifest;
