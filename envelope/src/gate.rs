@@ -120,19 +120,28 @@ pub fn known_answer_gate(mode: Mode, backend: Backend) -> Result<GateReport> {
             SecretKey::from_bytes(mode.key_type(), bytes)
         })
         .transpose()?;
-    let pk = sk.as_ref().map(SecretKey::public_key).transpose()?.flatten();
+    let pk = sk
+        .as_ref()
+        .map(SecretKey::public_key)
+        .transpose()?
+        .flatten();
     check_key_sizes(mode.key_type(), pk.as_ref(), sk.as_ref())?;
     let id = ObjectId::new(&g.tenant, &g.bucket, &g.key, &g.version)?;
-    let data = hex::decode(&g.data_enc_hex)
-        .map_err(|_| fail(mode, backend, "golden data is not hex"))?;
+    let data =
+        hex::decode(&g.data_enc_hex).map_err(|_| fail(mode, backend, "golden data is not hex"))?;
     let pt = hex::decode(&g.plaintext_hex)
         .map_err(|_| fail(mode, backend, "golden plaintext is not hex"))?;
 
     // 1. The pinned object opens to the pinned plaintext on this backend.
     let receiver = Receiver::new(mode, backend, sk.as_ref())?;
     let mut out = Vec::new();
-    open_stream(&receiver, &id, g.manifest.as_bytes(), &data[..], &mut out)
-        .map_err(|e| fail(mode, backend, &format!("the golden object does not open: {e}")))?;
+    open_stream(&receiver, &id, g.manifest.as_bytes(), &data[..], &mut out).map_err(|e| {
+        fail(
+            mode,
+            backend,
+            &format!("the golden object does not open: {e}"),
+        )
+    })?;
     if out != pt {
         return Err(fail(
             mode,
@@ -192,7 +201,11 @@ pub fn known_answer_gate(mode: Mode, backend: Backend) -> Result<GateReport> {
             )
         })?;
         if back != pt {
-            return Err(fail(mode, backend, "cross-backend round trip changed the data"));
+            return Err(fail(
+                mode,
+                backend,
+                "cross-backend round trip changed the data",
+            ));
         }
         if seal_on == backend {
             report.ciphertext_len = m.c.len();

@@ -55,9 +55,9 @@
 //! ```
 
 mod ctx;
+pub mod gate;
 #[doc(hidden)]
 pub mod kat;
-pub mod gate;
 pub mod keys;
 pub mod layout;
 mod manifest;

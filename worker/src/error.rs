@@ -118,6 +118,28 @@ pub enum Error {
     /// The embedded S3 server could not start or stop.
     #[error("embedded S3 server: {0}")]
     Server(String),
+    /// The worker was not ready at the scheduled start (`startAt`); the run fails rather
+    /// than starting late.
+    #[error(
+        "not ready at the scheduled start: ready {late_ms} ms after startAt; schedule startAt later (warm-up, known-answer gate and fixtures took {prepare_ms} ms)"
+    )]
+    NotReady {
+        /// How late the process became ready.
+        late_ms: u64,
+        /// How long preparing took.
+        prepare_ms: u64,
+    },
+    /// The known-answer gate or the warm-up round trip refused the configuration.
+    #[error("known-answer gate: {0}")]
+    Gate(String),
+    /// Writing or uploading the run's files failed.
+    #[error("output {path}: {detail}")]
+    Output {
+        /// The file or object.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// Result with the crate's [`Error`].
@@ -135,6 +157,9 @@ impl Error {
             Self::Sink(_) => "sink",
             Self::Config(_) => "config",
             Self::Server(_) => "server",
+            Self::NotReady { .. } => "not_ready",
+            Self::Gate(_) => "gate",
+            Self::Output { .. } => "output",
         }
     }
 

@@ -48,10 +48,21 @@
 //! ```
 
 mod client;
+pub mod engine;
 mod error;
+pub mod host;
+pub mod output;
+mod progress;
+pub mod records;
+pub mod sampler;
 mod server;
+pub mod spec;
 mod stats;
 mod store;
+pub mod summary;
+pub mod table;
+pub mod units;
+pub mod validate;
 
 pub use client::{ChecksumPolicy, ClientRecord, PayloadSigning, S3Settings};
 pub use error::{Error, Result, S3Class};

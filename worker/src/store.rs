@@ -752,6 +752,54 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes many committed versions with batched DeleteObjects calls (up to 1,000 keys
+    /// each): every manifest first, so no version stays readable with its data gone, then
+    /// the data. Returns how many versions were deleted and the keys that could not be
+    /// (the run engine's cleanup, outside the timed window).
+    pub async fn delete_many(&self, versions: &[(String, String)]) -> Result<(u64, Vec<String>)> {
+        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        let mut failed = Vec::new();
+        for pass in 0..2 {
+            let keys: Vec<String> = versions
+                .iter()
+                .map(|(k, v)| {
+                    if pass == 0 {
+                        layout::manifest_key(k, v)
+                    } else {
+                        layout::data_key(k, v)
+                    }
+                })
+                .collect();
+            for batch in keys.chunks(1000) {
+                let objects = batch
+                    .iter()
+                    .map(|k| ObjectIdentifier::builder().key(k).build())
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| Error::Config(format!("DeleteObjects request: {e}")))?;
+                let delete = Delete::builder()
+                    .set_objects(Some(objects))
+                    .quiet(true)
+                    .build()
+                    .map_err(|e| Error::Config(format!("DeleteObjects request: {e}")))?;
+                let out = self
+                    .s3
+                    .delete_objects()
+                    .bucket(&self.bucket)
+                    .delete(delete)
+                    .send()
+                    .await
+                    .map_err(|e| self.err("DeleteObjects", batch.first().map_or("", |k| k), e))?;
+                failed.extend(
+                    out.errors()
+                        .iter()
+                        .filter_map(|e| e.key().map(str::to_owned)),
+                );
+            }
+        }
+        let deleted = versions.len().saturating_sub(failed.len()) as u64;
+        Ok((deleted, failed))
+    }
+
     /// Garbage-collects uncommitted data under `prefix` (a key prefix; `""` for the whole
     /// bucket): `data.enc` without a manifest and multipart uploads of `data.enc`, both
     /// older than `grace` by the server's clock. With `dry_run` nothing is deleted.

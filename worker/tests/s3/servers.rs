@@ -37,6 +37,8 @@ pub(crate) struct TestServer {
     access_key: String,
     secret_key: String,
     region: String,
+    admin: SocketAddr,
+    metrics_token: String,
 }
 
 fn free_port() -> SocketAddr {
@@ -94,6 +96,8 @@ impl TestServer {
                 access_key: format!("PQ{}", random_hex(9).to_uppercase()),
                 secret_key: random_hex(20),
                 region: "us-east-1".into(),
+                admin: addr,
+                metrics_token: String::new(),
             },
             Kind::Garage => Self {
                 kind,
@@ -104,6 +108,8 @@ impl TestServer {
                 access_key: format!("GK{}", random_hex(12)),
                 secret_key: random_hex(32),
                 region: "garage".into(),
+                admin: free_port(),
+                metrics_token: random_hex(16),
             },
         };
         s.launch();
@@ -134,7 +140,6 @@ impl TestServer {
         let conf = d.join("garage.toml");
         if !conf.exists() {
             let rpc = free_port();
-            let admin = free_port();
             let text = format!(
                 r#"metadata_dir = "{meta}"
 data_dir = "{data}"
@@ -158,8 +163,8 @@ metrics_token = "{metrics}"
                 rpc = rpc,
                 secret = random_hex(32),
                 s3 = self.addr,
-                admin = admin,
-                metrics = random_hex(16),
+                admin = self.admin,
+                metrics = self.metrics_token,
             );
             std::fs::write(&conf, text).expect("write garage.toml");
         }
@@ -232,6 +237,31 @@ metrics_token = "{metrics}"
         s
     }
 
+    /// Garage's Prometheus endpoint and its bearer token.
+    #[allow(dead_code, reason = "used by some test crates only")]
+    pub(crate) fn metrics(&self) -> Option<(String, String)> {
+        (self.kind == Kind::Garage).then(|| {
+            (
+                format!("http://{}/metrics", self.admin),
+                self.metrics_token.clone(),
+            )
+        })
+    }
+
+    /// The server's process id, when it is a separate process.
+    #[allow(dead_code, reason = "used by some test crates only")]
+    pub(crate) fn pid(&self) -> Option<u32> {
+        match &self.proc {
+            Proc::Garage(Some(c)) => Some(c.id()),
+            _ => None,
+        }
+    }
+
+    #[allow(dead_code, reason = "used by some test crates only")]
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
     pub(crate) fn store(&self) -> Store {
         Store::new(&self.settings(), BUCKET, TENANT).expect("store")
     }
@@ -254,6 +284,7 @@ metrics_token = "{metrics}"
     }
 
     /// Starts the server again on the same data, address and credentials.
+    #[allow(dead_code, reason = "used by some test crates only")]
     pub(crate) fn restart(&mut self) {
         self.stop();
         let deadline = Instant::now() + Duration::from_secs(10);

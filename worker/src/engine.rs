@@ -1,0 +1,672 @@
+//! The run engine: one run, executed the way the study ran it (section IV-A "A run
+//! executes one configuration …"; DESIGN.md "A run").
+//!
+//! ```text
+//! resolve spec ─▶ [pause] ─▶ prepare ─────────────────▶ wait ─▶ warm-up ─▶ measured ─▶ cleanup ─▶ files
+//!                            keys, known-answer gate,     │      phase       window      delete      records.parquet
+//!                            warm-up round trip,          │      (recorded,  (recorded)  outputs     samples.parquet
+//!                            GET fixtures                 │       marked)                and         process.json
+//!                            (not ready by startAt: fail) startAt                        fixtures    summary.json, SHA256SUMS
+//! ```
+//!
+//! Concurrency N means exactly N workers over all processes; this process runs those whose
+//! index is congruent to its own modulo the process count, each as one task issuing one
+//! request at a time. Closed loop: back to back. Open loop: one Poisson arrival stream per
+//! process at its share of the rate (its workers / N) from `startAt` to the end of the
+//! window, arrivals queued for a free worker; queue wait is recorded separately. Arrivals
+//! still queued at the end may start during the drain period (`drain`, default 5 s); one not
+//! started by then is recorded as a `not_started` failure, never dropped. No request is retried; after a failure a
+//! worker waits 10 ms before its next request, so that a dead server yields a bounded number
+//! of failure records instead of a busy loop.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use envelope::{Backend, Manifest, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng as _, SeedableRng};
+use tokio::sync::Mutex;
+
+use crate::host::{HostInfo, host_info};
+use crate::records::{Outcome, Phase, Record};
+use crate::sampler::{Sampler, Sources};
+use crate::spec::{Credentials, Loop, Operation, RunSpec};
+use crate::summary::{ProcessData, ProcessInfo};
+use crate::{Error, OpStats, Result, S3Settings, Store};
+
+/// Counters a progress display can read while a run is going.
+#[derive(Debug, Default)]
+pub struct Monitor {
+    /// Requests completed successfully (any phase).
+    pub ok: AtomicU64,
+    /// Requests failed (any phase).
+    pub failed: AtomicU64,
+    /// Requests in flight.
+    pub in_flight: AtomicU64,
+    /// Milliseconds from now until `startAt` at the moment the process became ready (0
+    /// until then).
+    pub start_in_ms: AtomicU64,
+}
+
+/// What the engine hands back: everything this process recorded, before files are written.
+#[derive(Debug)]
+pub struct Executed {
+    /// The spec as run (with `startAt` filled in).
+    pub spec: RunSpec,
+    /// Records, samples and facts.
+    pub data: ProcessData,
+}
+
+/// Reads the S3 credentials a spec refers to.
+pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
+    match c {
+        Credentials::Env {
+            access_key_var,
+            secret_key_var,
+        } => {
+            let get = |v: &str| {
+                std::env::var(v).map_err(|_| {
+                    Error::Config(format!(
+                        "s3.credentials: environment variable {v} is not set"
+                    ))
+                })
+            };
+            Ok((get(access_key_var)?, get(secret_key_var)?))
+        }
+        Credentials::File(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| Error::Config(format!("s3.credentials file {}: {e}", p.display())))?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                if let Ok(m) = std::fs::metadata(p)
+                    && m.permissions().mode() & 0o077 != 0
+                {
+                    return Err(Error::Config(format!(
+                        "s3.credentials file {} is readable by others; chmod 600 it",
+                        p.display()
+                    )));
+                }
+            }
+            let mut ak = None;
+            let mut sk = None;
+            for line in text.lines() {
+                let line = line.trim();
+                let line = line.strip_prefix("export ").unwrap_or(line);
+                if let Some((k, v)) = line.split_once('=') {
+                    let v = v.trim().trim_matches('"').to_owned();
+                    match k.trim() {
+                        "AWS_ACCESS_KEY_ID" => ak = Some(v),
+                        "AWS_SECRET_ACCESS_KEY" => sk = Some(v),
+                        _ => {}
+                    }
+                }
+            }
+            match (ak, sk) {
+                (Some(a), Some(s)) => Ok((a, s)),
+                _ => Err(Error::Config(format!(
+                    "s3.credentials file {} must set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+                    p.display()
+                ))),
+            }
+        }
+    }
+}
+
+/// The S3 settings of a spec for `workers` concurrent workers.
+pub fn settings(spec: &RunSpec, workers: usize) -> Result<S3Settings> {
+    let (ak, sk) = resolve_credentials(&spec.s3.credentials)?;
+    let mut s = S3Settings::new(&spec.s3.endpoint, &ak, &sk);
+    s.region.clone_from(&spec.s3.region);
+    s.concurrency = workers.max(1);
+    Ok(s)
+}
+
+/// Key prefix of everything this process writes.
+fn prefix(spec: &RunSpec) -> String {
+    format!("pqbench-runs/{}/p{}", spec.run_id, spec.processes.index)
+}
+
+struct Ctx {
+    store: Store,
+    sender: Sender,
+    receiver: Receiver,
+    op: Operation,
+    size: u64,
+    body: Arc<Vec<u8>>,
+    fixtures: Vec<(String, String)>,
+    prefix: String,
+    origin: Instant,
+    origin_unix_ns: i64,
+    measure_from: Instant,
+    end: Instant,
+    /// Open loop: the last instant a queued arrival may start.
+    start_by: Instant,
+    monitor: Arc<Monitor>,
+}
+
+fn nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// One request; returns its record and, for a PUT, what it wrote.
+async fn one(
+    ctx: &Ctx,
+    worker: u32,
+    seq: u64,
+    arrival: Option<Instant>,
+) -> (Record, Option<(String, String)>) {
+    let start = Instant::now();
+    // Closed loop: a request arrives when it starts.
+    let arrival = arrival.unwrap_or(start);
+    let phase = if arrival < ctx.measure_from {
+        Phase::Warmup
+    } else {
+        Phase::Measured
+    };
+    ctx.monitor.in_flight.fetch_add(1, Ordering::Relaxed);
+    let mut written = None;
+    let res: Result<(OpStats, Option<envelope::SessionInfo>)> = match ctx.op {
+        Operation::Put => {
+            let key = format!("{}/w{worker}-{seq}", ctx.prefix);
+            match ctx
+                .store
+                .put(&ctx.sender, &key, ctx.size, &ctx.body[..], &mut |_| {})
+                .await
+            {
+                Ok(out) => {
+                    written = Some((key, out.id.version));
+                    Ok((out.stats, out.session))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Operation::Get => {
+            let i = usize::try_from(u64::from(worker).wrapping_add(seq)).unwrap_or(0)
+                % ctx.fixtures.len().max(1);
+            let (key, version) = &ctx.fixtures[i];
+            ctx.store
+                .get(&ctx.receiver, key, version, tokio::io::sink(), &mut |_| {})
+                .await
+                .map(|o| (o.stats, None))
+        }
+    };
+    let total = start.elapsed();
+    ctx.monitor.in_flight.fetch_sub(1, Ordering::Relaxed);
+    let offset = arrival.saturating_duration_since(ctx.origin);
+    let mut r = Record {
+        worker,
+        seq,
+        phase: Some(phase),
+        start_unix_ns: ctx.origin_unix_ns.saturating_add(nanos(offset)),
+        offset,
+        total,
+        queue_wait: start.saturating_duration_since(arrival),
+        ..Record::default()
+    };
+    match res {
+        Ok((st, session)) => {
+            ctx.monitor.ok.fetch_add(1, Ordering::Relaxed);
+            r.key_establishment = st.key_establishment;
+            r.key_derivation = st.key_derivation;
+            r.aead = st.aead;
+            r.manifest = st.manifest;
+            r.storage = st.storage;
+            r.crypto_cpu = st.crypto_cpu;
+            r.bytes_sent = st.bytes_sent;
+            r.bytes_received = st.bytes_received;
+            r.manifest_bytes = st.manifest_bytes;
+            r.s3_requests = st.s3_requests;
+            r.outcome = Some(Outcome::Ok);
+            if let Some(s) = session {
+                r.session_id = Some(s.session);
+                r.session_index = Some(s.index);
+                r.session_age = Some(s.age);
+            }
+        }
+        Err(e) => {
+            ctx.monitor.failed.fetch_add(1, Ordering::Relaxed);
+            r.outcome = Some(Outcome::Error);
+            r.error_class = Some(e.kind());
+        }
+    }
+    (r, written)
+}
+
+type WorkerOut = (Vec<Record>, Vec<(String, String)>, f64);
+
+async fn closed_worker(ctx: Arc<Ctx>, worker: u32) -> WorkerOut {
+    tokio::time::sleep_until(ctx.origin.into()).await;
+    let started = offset_ms(ctx.origin);
+    let mut recs = Vec::new();
+    let mut written = Vec::new();
+    let mut seq = 0;
+    while Instant::now() < ctx.end {
+        let (r, w) = one(&ctx, worker, seq, None).await;
+        let failed = r.outcome != Some(Outcome::Ok);
+        recs.push(r);
+        written.extend(w);
+        seq += 1;
+        if failed {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    (recs, written, started)
+}
+
+fn offset_ms(origin: Instant) -> f64 {
+    let now = Instant::now();
+    if now >= origin {
+        (now - origin).as_secs_f64() * 1e3
+    } else {
+        -(origin - now).as_secs_f64() * 1e3
+    }
+}
+
+type Queue = Arc<Mutex<tokio::sync::mpsc::UnboundedReceiver<(u64, Instant)>>>;
+
+async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
+    tokio::time::sleep_until(ctx.origin.into()).await;
+    let started = offset_ms(ctx.origin);
+    let mut recs = Vec::new();
+    let mut written = Vec::new();
+    loop {
+        let next = queue.lock().await.recv().await;
+        let Some((seq, arrival)) = next else { break };
+        if Instant::now() >= ctx.start_by {
+            // Arrived in time but no worker was free before the end: a failure.
+            ctx.monitor.failed.fetch_add(1, Ordering::Relaxed);
+            let offset = arrival.saturating_duration_since(ctx.origin);
+            recs.push(Record {
+                worker,
+                seq,
+                phase: Some(if arrival < ctx.measure_from {
+                    Phase::Warmup
+                } else {
+                    Phase::Measured
+                }),
+                start_unix_ns: ctx.origin_unix_ns.saturating_add(nanos(offset)),
+                offset,
+                queue_wait: ctx.start_by.saturating_duration_since(arrival),
+                outcome: Some(Outcome::NotStarted),
+                error_class: Some("not_started"),
+                ..Record::default()
+            });
+            continue;
+        }
+        let (r, w) = one(&ctx, worker, seq, Some(arrival)).await;
+        let failed = r.outcome != Some(Outcome::Ok);
+        recs.push(r);
+        written.extend(w);
+        if failed {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    (recs, written, started)
+}
+
+/// Poisson arrivals at `rate`/s from `origin` until `end`: exponential gaps drawn from a
+/// seeded ChaCha20 stream. Arrival times are the scheduled instants, independent of timer
+/// granularity; late wake-ups only batch the hand-off.
+async fn arrivals(
+    rate: f64,
+    seed: u64,
+    origin: Instant,
+    end: Instant,
+    tx: tokio::sync::mpsc::UnboundedSender<(u64, Instant)>,
+) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut t = origin;
+    let mut seq = 0;
+    loop {
+        // U in (0, 1]: 53 random bits.
+        #[allow(clippy::cast_precision_loss, reason = "53-bit integer to f64 is exact")]
+        let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        let gap = -u.ln() / rate;
+        t += Duration::from_secs_f64(gap.min(3600.0));
+        if t >= end {
+            break;
+        }
+        if t > Instant::now() {
+            tokio::time::sleep_until(t.into()).await;
+        }
+        if tx.send((seq, t)).is_err() {
+            break;
+        }
+        seq += 1;
+    }
+}
+
+fn load_key(spec: &RunSpec) -> Result<(Option<SecretKey>, Option<PublicKey>)> {
+    let mode = spec.cell.mode;
+    if mode == Mode::Plaintext {
+        return Ok((None, None));
+    }
+    let Some(r) = &spec.recipient_key else {
+        return Err(Error::Config(format!(
+            "recipientKey is required for {mode}"
+        )));
+    };
+    let path = r.path_for(mode);
+    let sk = SecretKey::read_file(&path)?;
+    if sk.key_type() != mode.key_type() {
+        return Err(Error::Config(format!(
+            "recipientKey {} is a {} key; mode {mode} needs a {} key",
+            path.display(),
+            sk.key_type(),
+            mode.key_type()
+        )));
+    }
+    let pk = sk.public_key()?;
+    envelope::gate::check_key_sizes(mode.key_type(), pk.as_ref(), Some(&sk))?;
+    Ok((Some(sk), pk))
+}
+
+fn endpoints(
+    spec: &RunSpec,
+    sk: Option<&SecretKey>,
+    pk: Option<&PublicKey>,
+) -> Result<(Sender, Receiver)> {
+    let (mode, backend): (Mode, Backend) = (spec.cell.mode, spec.cell.backend);
+    let key = match (pk, sk) {
+        (Some(p), _) => SealKey::Public(p),
+        (None, Some(s)) => SealKey::Psk(s),
+        _ => SealKey::None,
+    };
+    let mut sender = Sender::new(mode, backend, key)?;
+    if let Some(b) = spec.session_bounds() {
+        sender = sender.with_session_bounds(b)?;
+    }
+    let receiver = Receiver::new(mode, backend, sk)?;
+    Ok((sender, receiver))
+}
+
+/// Runs the spec's run in this process. Call inside a multi-thread Tokio runtime with
+/// enough worker threads (see [`runtime_threads`]).
+pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> {
+    spec.validate()?;
+    let prep_t0 = Instant::now();
+    let mut spec = spec.clone();
+    let workers = spec.processes.workers(spec.cell.concurrency);
+    let settings = settings(&spec, workers.len())?;
+    let store = Store::new(&settings, &spec.s3.bucket, &spec.campaign)?;
+    let host: HostInfo = host_info();
+    let sources =
+        Sources::new(&spec.telemetry).map_err(|e| Error::Config(format!("telemetry: {e}")))?;
+
+    let pause = match &spec.pause {
+        Some(rule) => Some(crate::sampler::pause(&sources, rule).await),
+        None => None,
+    };
+    let prepare_from = Instant::now();
+
+    // Keys, known-answer gate, warm-up round trip.
+    let (sk, pk) = load_key(&spec)?;
+    let (mode, backend) = (spec.cell.mode, spec.cell.backend);
+    let gate =
+        tokio::task::spawn_blocking(move || envelope::gate::known_answer_gate(mode, backend))
+            .await
+            .map_err(|e| Error::Gate(format!("gate task: {e}")))?
+            .map_err(|e| Error::Gate(e.to_string()))?;
+    let (sender, receiver) = endpoints(&spec, sk.as_ref(), pk.as_ref())?;
+    let size = spec.cell.object_size.0;
+    let body = {
+        let mut rng = ChaCha20Rng::seed_from_u64(spec.seed ^ 0x0070_6179_6c6f_6164);
+        let mut v = vec![
+            0u8;
+            usize::try_from(size).map_err(|_| Error::Config(
+                "objectSize does not fit in memory".into()
+            ))?
+        ];
+        rng.fill_bytes(&mut v);
+        Arc::new(v)
+    };
+    let pre = prefix(&spec);
+    let warm_key = format!("{pre}/warmup");
+    let put = store
+        .put(&sender, &warm_key, size, &body[..], &mut |_| {})
+        .await?;
+    let m = Manifest::parse(&put.manifest, mode)?;
+    if m.c.len() != mode.ciphertext_len() {
+        return Err(Error::Gate(format!(
+            "warm-up object's C is {} bytes; {mode} specifies {}",
+            m.c.len(),
+            mode.ciphertext_len()
+        )));
+    }
+    let mut back = Vec::with_capacity(body.len());
+    store
+        .get(
+            &receiver,
+            &warm_key,
+            &put.id.version,
+            &mut back,
+            &mut |_| {},
+        )
+        .await?;
+    if back != *body {
+        return Err(Error::Gate(
+            "warm-up round trip returned different data".into(),
+        ));
+    }
+    drop(back);
+    store.delete_version(&warm_key, &put.id.version).await?;
+
+    // GET fixtures, written concurrently outside the timed window.
+    let mut fixtures = Vec::new();
+    if spec.cell.operation == Operation::Get {
+        let n = spec.fixtures;
+        let par = u32::try_from(workers.len()).unwrap_or(1).clamp(1, 16);
+        let mut tasks = Vec::new();
+        for t in 0..par {
+            let (store, sender, body, pre) = (
+                store.clone(),
+                endpoints(&spec, sk.as_ref(), pk.as_ref())?.0,
+                body.clone(),
+                pre.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for j in (t..n).step_by(par as usize) {
+                    let key = format!("{pre}/fixture-{j}");
+                    let o = store
+                        .put(&sender, &key, size, &body[..], &mut |_| {})
+                        .await?;
+                    out.push((j, key, o.id.version));
+                }
+                Ok::<_, Error>(out)
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(
+                t.await
+                    .map_err(|e| Error::Config(format!("fixture task: {e}")))??,
+            );
+        }
+        all.sort_by_key(|x| x.0);
+        fixtures = all.into_iter().map(|(_, k, v)| (k, v)).collect();
+    }
+    let prepare_ms = prepare_from.elapsed().as_secs_f64() * 1e3;
+
+    // Ready: map startAt onto the monotonic clock.
+    let now_wall = SystemTime::now();
+    let now_mono = Instant::now();
+    let start_at = match spec.start_at() {
+        Some(t) => t,
+        None => {
+            let t = now_wall + Duration::from_secs(1);
+            spec.start_at = Some(humantime::format_rfc3339_millis(t).to_string());
+            spec.start_at().unwrap_or(t)
+        }
+    };
+    let lead = start_at.duration_since(now_wall);
+    let Ok(lead) = lead else {
+        let late = now_wall.duration_since(start_at).unwrap_or_default();
+        let _ = store.delete_many(&fixtures).await;
+        return Err(Error::NotReady {
+            late_ms: u64::try_from(late.as_millis()).unwrap_or(u64::MAX),
+            prepare_ms: u64::try_from(prep_t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+    };
+    monitor.start_in_ms.store(
+        u64::try_from(lead.as_millis()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+    let origin = now_mono + lead;
+    let origin_unix_ns = nanos(
+        start_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
+    let measure_from = origin + spec.warmup.0;
+    let end = measure_from + spec.measured.0;
+
+    let sampler = Sampler::start(sources.clone(), origin, origin_unix_ns);
+    let window = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let c0 = cpu_time::ProcessTime::try_now().ok();
+        let t0 = Instant::now();
+        tokio::time::sleep_until(end.into()).await;
+        let cpu = c0.map_or(0.0, |c| c.elapsed().as_secs_f64());
+        (cpu, t0.elapsed().as_secs_f64())
+    });
+
+    let ctx = Arc::new(Ctx {
+        store: store.clone(),
+        sender,
+        receiver,
+        op: spec.cell.operation,
+        size,
+        body,
+        fixtures,
+        prefix: pre,
+        origin,
+        origin_unix_ns,
+        measure_from,
+        end,
+        start_by: end + spec.drain.0,
+        monitor,
+    });
+    let mut handles = Vec::new();
+    match spec.cell.arrival {
+        Loop::Closed => {
+            for &w in &workers {
+                handles.push(tokio::spawn(closed_worker(ctx.clone(), w)));
+            }
+        }
+        Loop::Open { rate } => {
+            #[allow(clippy::cast_precision_loss, reason = "worker counts are small")]
+            let share = rate * workers.len() as f64 / f64::from(spec.cell.concurrency);
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let queue: Queue = Arc::new(Mutex::new(rx));
+            let seed = spec.seed.wrapping_add(u64::from(spec.processes.index));
+            tokio::spawn(arrivals(share, seed, origin, end, tx));
+            for &w in &workers {
+                handles.push(tokio::spawn(open_worker(ctx.clone(), w, queue.clone())));
+            }
+        }
+    }
+    let mut records = Vec::new();
+    let mut written = Vec::new();
+    let mut worker_start_ms = Vec::new();
+    for h in handles {
+        let (r, w, s) = h
+            .await
+            .map_err(|e| Error::Config(format!("worker task failed: {e}")))?;
+        records.extend(r);
+        written.extend(w);
+        worker_start_ms.push(s);
+    }
+    let (window_cpu_s, window_wall_s) = window.await.unwrap_or((0.0, 0.0));
+    let samples = sampler.finish().await;
+
+    // Cleanup, outside the window.
+    let t_clean = Instant::now();
+    written.extend(ctx.fixtures.iter().cloned());
+    let (deleted, mut failed) = match store.delete_many(&written).await {
+        Ok(x) => x,
+        Err(e) => (0, vec![format!("cleanup: {e}")]),
+    };
+    failed.truncate(100);
+    records.sort_by_key(|r| (r.offset, r.worker, r.seq));
+
+    let info = ProcessInfo {
+        index: spec.processes.index,
+        workers,
+        start_at: spec.start_at.clone().unwrap_or_default(),
+        start_at_unix_ns: origin_unix_ns,
+        ready_lead_ms: lead.as_secs_f64() * 1e3,
+        prepare_ms,
+        worker_start_ms,
+        window_cpu_s,
+        window_wall_s,
+        runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        host,
+        client: Some(settings.record()),
+        gate: format!(
+            "passed: {} on {} (golden object, cross-backend round trip, |pk| = {}, |C| = {})",
+            gate.mode, gate.backend, gate.public_key_len, gate.ciphertext_len
+        ),
+        pause,
+        cleanup_deleted: deleted,
+        cleanup_failed: failed,
+        cleanup_s: t_clean.elapsed().as_secs_f64(),
+        sampler_errors: sources.errors(),
+    };
+    Ok(Executed {
+        spec,
+        data: ProcessData {
+            info,
+            records,
+            samples,
+        },
+    })
+}
+
+/// Runtime worker threads for a process running `workers` workers: one per worker up to
+/// the cores available (a request is then not handed between threads more than needed).
+pub fn runtime_threads(workers: usize) -> usize {
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "core counts are small"
+    )]
+    let cores = host_info().cores_available.ceil().max(1.0) as usize;
+    workers.clamp(1, cores)
+}
+
+/// Runs a spec from start to files on a runtime of its own: prepare, execute, summarise,
+/// write (and upload). With `progress`, phases and a once-a-second status line go to
+/// stderr.
+pub fn run_to_files(spec: &RunSpec, progress: bool) -> Result<crate::output::Written> {
+    let workers = spec.processes.workers(spec.cell.concurrency).len();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(runtime_threads(workers))
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Config(format!("cannot start the async runtime: {e}")))?;
+    let monitor = Arc::new(Monitor::default());
+    let show = progress.then(|| {
+        let m = monitor.clone();
+        let (warm, measured) = (spec.warmup.0, spec.measured.0);
+        rt.spawn(crate::progress::show(m, warm, measured))
+    });
+    let res = rt.block_on(async {
+        let ex = execute(spec, monitor.clone()).await;
+        if let Some(h) = &show {
+            h.abort();
+        }
+        let ex = ex?;
+        let results = match &ex.spec.output {
+            crate::spec::Output::S3 { .. } => Some(settings(&ex.spec, 1)?),
+            crate::spec::Output::Dir(_) => None,
+        };
+        crate::output::write(&ex, results.as_ref()).await
+    });
+    if progress {
+        crate::progress::clear();
+    }
+    res
+}

@@ -1,0 +1,178 @@
+//! Writes a process's files and their checksum manifest, and uploads them to a results
+//! bucket when the spec asks for one.
+//!
+//! Layout: `<root>/<runId>/p<index>/` holding `records.parquet`, `samples.parquet`,
+//! `process.json`, `spec.json`, `summary.json` and `SHA256SUMS` (`sha256sum -c` format,
+//! covering every other file). Files are written to `*.tmp` and renamed, the checksum
+//! manifest last, so a directory with a `SHA256SUMS` is complete.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::engine::Executed;
+use crate::records::{RunKeys, records_table, samples_table};
+use crate::spec::Output;
+use crate::summary::{RunSummary, files, summarize};
+use crate::{Error, Result, S3Settings};
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| out_err(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| out_err(path, e))
+}
+
+/// SHA-256 of a file, hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path).map_err(|e| out_err(path, e))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| out_err(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Where a run's process directory is (or is staged, for S3 output).
+pub fn process_dir(root: &Path, run_id: &str, index: u32) -> PathBuf {
+    root.join(run_id).join(format!("p{index}"))
+}
+
+/// What was written.
+#[derive(Debug)]
+pub struct Written {
+    /// The local process directory.
+    pub dir: PathBuf,
+    /// The summary written.
+    pub summary: RunSummary,
+    /// `s3://bucket/prefix…/` if uploaded.
+    pub uploaded_to: Option<String>,
+    /// The staging directory of an S3 upload (removed when dropped).
+    pub staging: Option<tempfile::TempDir>,
+}
+
+/// Summarises, writes and (for S3 output) uploads one process's data.
+pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Written> {
+    let spec = &ex.spec;
+    let (root, staging) = match &spec.output {
+        Output::Dir(d) => (d.clone(), None),
+        Output::S3 { .. } => {
+            let t = tempfile::tempdir().map_err(|e| out_err(Path::new("staging"), e))?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let dir = process_dir(&root, &spec.run_id, spec.processes.index);
+    if dir.join(files::CHECKSUMS).exists() {
+        return Err(out_err(
+            &dir,
+            "already holds a completed run; use a new runId or another output directory",
+        ));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| out_err(&dir, e))?;
+    let keys = RunKeys {
+        run_id: spec.run_id.clone(),
+        campaign: spec.campaign.clone(),
+        process: spec.processes.index,
+        operation: spec.cell.operation.as_str().into(),
+        mode: spec.cell.mode.name().into(),
+        backend: spec.cell.backend.name().into(),
+        object_size: spec.cell.object_size.0,
+    };
+    let summary = summarize(spec, std::slice::from_ref(&ex.data));
+    let json = |v: &dyn erased::Json| v.to_json();
+    let r = dir.join(files::RECORDS);
+    records_table(&keys, &ex.data.records).write_parquet(&r.with_extension("tmp"))?;
+    std::fs::rename(r.with_extension("tmp"), &r).map_err(|e| out_err(&r, e))?;
+    let s = dir.join(files::SAMPLES);
+    samples_table(&ex.data.samples).write_parquet(&s.with_extension("tmp"))?;
+    std::fs::rename(s.with_extension("tmp"), &s).map_err(|e| out_err(&s, e))?;
+    write_atomic(&dir.join(files::PROCESS), &json(&ex.data.info)?)?;
+    write_atomic(&dir.join(files::SPEC), &json(spec)?)?;
+    write_atomic(&dir.join(files::SUMMARY), &json(&summary)?)?;
+    let mut sums = String::new();
+    for name in [
+        files::RECORDS,
+        files::SAMPLES,
+        files::PROCESS,
+        files::SPEC,
+        files::SUMMARY,
+    ] {
+        sums.push_str(&format!("{}  {name}\n", sha256_file(&dir.join(name))?));
+    }
+    write_atomic(&dir.join(files::CHECKSUMS), sums.as_bytes())?;
+
+    let mut uploaded_to = None;
+    if let Output::S3 {
+        bucket,
+        prefix,
+        endpoint,
+    } = &spec.output
+    {
+        let mut settings = results
+            .cloned()
+            .ok_or_else(|| out_err(&dir, "S3 output needs the results store's settings"))?;
+        if let Some(ep) = endpoint {
+            settings.endpoint.clone_from(ep);
+        }
+        let s3 = settings.client()?;
+        let base = format!("{prefix}{}/p{}/", spec.run_id, spec.processes.index);
+        // The checksum manifest goes last: its presence marks a complete upload.
+        for name in [
+            files::RECORDS,
+            files::SAMPLES,
+            files::PROCESS,
+            files::SPEC,
+            files::SUMMARY,
+            files::CHECKSUMS,
+        ] {
+            let p = dir.join(name);
+            let body = aws_sdk_s3::primitives::ByteStream::from_path(&p)
+                .await
+                .map_err(|e| out_err(&p, e))?;
+            s3.put_object()
+                .bucket(bucket)
+                .key(format!("{base}{name}"))
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| Error::s3("PutObject", bucket, &format!("{base}{name}"), e))?;
+        }
+        uploaded_to = Some(format!("s3://{bucket}/{base}"));
+    }
+    Ok(Written {
+        dir,
+        summary,
+        uploaded_to,
+        staging,
+    })
+}
+
+mod erased {
+    use crate::{Error, Result};
+
+    /// Pretty JSON of any serializable value (object-safe).
+    pub(super) trait Json {
+        fn to_json(&self) -> Result<Vec<u8>>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn to_json(&self) -> Result<Vec<u8>> {
+            let mut v = serde_json::to_vec_pretty(self)
+                .map_err(|e| Error::Config(format!("serializing: {e}")))?;
+            v.push(b'\n');
+            Ok(v)
+        }
+    }
+}

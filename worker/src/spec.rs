@@ -1,0 +1,670 @@
+//! The run specification: everything one run needs, as the campaign design (or a person)
+//! writes it (study section IV-A "A run executes one configuration …"; DESIGN.md "A run").
+//!
+//! A [`RunSpec`] is plain data (serde; JSON or YAML with human units, `camelCase` keys,
+//! unknown keys refused). It names secrets only by reference (an environment variable or a
+//! file), never by value, so a spec can be logged, stored next to the results and embedded
+//! in the run summary.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use envelope::{Backend, Mode, SessionBounds};
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Dur, Size};
+use crate::{Error, Result};
+
+/// Which operation a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    /// Encrypt and commit new objects.
+    Put,
+    /// Read and decrypt pre-written fixture objects.
+    Get,
+}
+
+impl Operation {
+    /// Fixed label.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Put => "put",
+            Self::Get => "get",
+        }
+    }
+}
+
+/// How requests arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Loop {
+    /// Every worker issues requests back to back.
+    Closed,
+    /// Poisson arrivals at `rate` requests/s (over all processes), queued for a free worker.
+    Open {
+        /// Offered load in requests per second for the whole run.
+        rate: f64,
+    },
+}
+
+impl Loop {
+    /// Fixed label.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Open { .. } => "open",
+        }
+    }
+}
+
+/// The configuration a run measures (one cell of a campaign, one mode).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cell {
+    /// Envelope mode.
+    pub mode: Mode,
+    /// Crypto backend.
+    #[serde(default)]
+    pub backend: Backend,
+    /// PUT or GET.
+    pub operation: Operation,
+    /// Plaintext size of every object.
+    pub object_size: Size,
+    /// Exactly this many concurrent workers over all processes.
+    pub concurrency: u32,
+    /// Closed or open loop.
+    #[serde(rename = "loop", default = "closed")]
+    pub arrival: Loop,
+}
+
+fn closed() -> Loop {
+    Loop::Closed
+}
+
+/// Where the S3 credentials come from. Never the secret itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Credentials {
+    /// Environment variables (default `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`).
+    Env {
+        /// Variable holding the access key id.
+        #[serde(default = "ak_var")]
+        access_key_var: String,
+        /// Variable holding the secret key.
+        #[serde(default = "sk_var")]
+        secret_key_var: String,
+    },
+    /// A file of `NAME=value` lines (optionally prefixed by `export `), such as the one
+    /// `pqbench serve-s3 --env-file` writes; it must not be readable by others.
+    File(PathBuf),
+}
+
+fn ak_var() -> String {
+    "AWS_ACCESS_KEY_ID".into()
+}
+fn sk_var() -> String {
+    "AWS_SECRET_ACCESS_KEY".into()
+}
+
+impl Default for Credentials {
+    fn default() -> Self {
+        Self::Env {
+            access_key_var: ak_var(),
+            secret_key_var: sk_var(),
+        }
+    }
+}
+
+/// The S3 endpoint under test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct S3Target {
+    /// Endpoint URL (`http://host:port`).
+    pub endpoint: String,
+    /// Signing region (`us-east-1` for MinIO and the embedded server, Garage's `s3_region`).
+    #[serde(default = "region")]
+    pub region: String,
+    /// Bucket the run writes to (must exist).
+    pub bucket: String,
+    /// Where the credentials come from.
+    #[serde(default)]
+    pub credentials: Credentials,
+}
+
+fn region() -> String {
+    "us-east-1".into()
+}
+
+/// Where the recipient key comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum KeyRef {
+    /// A secret key file written by `pqbench keygen` (mode 0600). The public key is derived
+    /// from it.
+    File(PathBuf),
+    /// A directory holding `<key-type>.key` files (a mounted Kubernetes Secret); the file of
+    /// the mode's key type is used.
+    Dir(PathBuf),
+}
+
+impl KeyRef {
+    /// The key file for a mode.
+    pub fn path_for(&self, mode: Mode) -> PathBuf {
+        match self {
+            Self::File(p) => p.clone(),
+            Self::Dir(d) => d.join(format!("{}.key", mode.key_type().name())),
+        }
+    }
+}
+
+/// This process among the run's processes (pods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Processes {
+    /// Number of worker processes sharing the run.
+    pub count: u32,
+    /// This one's 0-based index.
+    pub index: u32,
+}
+
+impl Default for Processes {
+    fn default() -> Self {
+        Self { count: 1, index: 0 }
+    }
+}
+
+impl Processes {
+    /// Global indices of the workers this process runs: worker `i` belongs to process
+    /// `i mod count`, so shares differ by at most one.
+    pub fn workers(&self, concurrency: u32) -> Vec<u32> {
+        (0..concurrency)
+            .filter(|i| i % self.count == self.index)
+            .collect()
+    }
+}
+
+/// Where the run's files go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Output {
+    /// A local directory; files go to `<dir>/<runId>/p<index>/`.
+    Dir(PathBuf),
+    /// An S3 results bucket; files go to `<prefix><runId>/p<index>/`. They are written to a
+    /// local staging directory first and uploaded after the run.
+    S3 {
+        /// Bucket (must exist).
+        bucket: String,
+        /// Key prefix (end it with `/`).
+        #[serde(default)]
+        prefix: String,
+        /// Endpoint of the results store; the endpoint under test if absent (with the same
+        /// credentials).
+        #[serde(default)]
+        endpoint: Option<String>,
+    },
+}
+
+/// A Prometheus text endpoint to sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromSource {
+    /// URL of the metrics page (`http://minio:9000/minio/v2/metrics/node`).
+    pub url: String,
+    /// Environment variable holding a bearer token, if the endpoint needs one.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+    /// File holding a bearer token (a mounted Secret), if the endpoint needs one.
+    #[serde(default)]
+    pub bearer_token_file: Option<PathBuf>,
+}
+
+/// Names of the server metrics (defaults: MinIO's v2 node metrics).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerMetricNames {
+    /// Counter of the server process's CPU seconds.
+    #[serde(default = "cpu_metric")]
+    pub cpu_seconds: String,
+    /// Gauge of the server process's resident memory in bytes.
+    #[serde(default = "rss_metric")]
+    pub resident_bytes: String,
+}
+
+fn cpu_metric() -> String {
+    "minio_node_process_cpu_total_seconds".into()
+}
+fn rss_metric() -> String {
+    "minio_node_process_resident_memory_bytes".into()
+}
+
+impl Default for ServerMetricNames {
+    fn default() -> Self {
+        Self {
+            cpu_seconds: cpu_metric(),
+            resident_bytes: rss_metric(),
+        }
+    }
+}
+
+/// Where server-side figures come from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Telemetry {
+    /// The server's Prometheus endpoint (CPU and memory of the server process).
+    #[serde(default)]
+    pub server_metrics: Option<PromSource>,
+    /// Metric names on that endpoint.
+    #[serde(default)]
+    pub server_metric_names: ServerMetricNames,
+    /// A node-exporter endpoint on the server host (dirty and write-back memory, disk
+    /// writes, I/O wait).
+    #[serde(default)]
+    pub node_exporter: Option<PromSource>,
+    /// The server runs on this host as process `pid` (local runs): read its CPU and memory
+    /// from `/proc/<pid>`, and the host's memory, disk and I/O wait from `/proc`.
+    #[serde(default)]
+    pub local_server_pid: Option<u32>,
+}
+
+/// The pause rule between runs (DESIGN.md "A run"; study section IV).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PauseRule {
+    /// Quiet means dirty + write-back memory below this.
+    #[serde(default = "dirty")]
+    pub max_dirty: Size,
+    /// … and disk writes below this many bytes per second …
+    #[serde(default = "disk")]
+    pub max_disk_write_per_s: Size,
+    /// … for this long.
+    #[serde(default = "quiet")]
+    pub quiet_for: Dur,
+    /// Give up waiting after this long (the run then starts, and the pause says so).
+    #[serde(default = "max_wait")]
+    pub max_wait: Dur,
+}
+
+fn dirty() -> Size {
+    Size(32 << 20)
+}
+fn disk() -> Size {
+    Size(5 << 20)
+}
+fn quiet() -> Dur {
+    Dur(Duration::from_secs(2))
+}
+fn max_wait() -> Dur {
+    Dur(Duration::from_secs(40))
+}
+
+impl Default for PauseRule {
+    fn default() -> Self {
+        Self {
+            max_dirty: dirty(),
+            max_disk_write_per_s: disk(),
+            quiet_for: quiet(),
+            max_wait: max_wait(),
+        }
+    }
+}
+
+/// Session bounds of `ml-kem-768-session` in a spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Session {
+    /// B_max.
+    pub max_objects: u64,
+    /// T_max.
+    pub max_age: Dur,
+}
+
+impl From<Session> for SessionBounds {
+    fn from(s: Session) -> Self {
+        SessionBounds {
+            max_objects: s.max_objects,
+            max_age: s.max_age.0,
+        }
+    }
+}
+
+/// One run (the experimental unit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunSpec {
+    /// Unique id of the run (letters, digits, `-`, `_`, `.`; it names directories and keys).
+    pub run_id: String,
+    /// Campaign the run belongs to (same character set).
+    #[serde(default = "adhoc")]
+    pub campaign: String,
+    /// What is measured.
+    pub cell: Cell,
+    /// Block of the randomized complete block design.
+    #[serde(default)]
+    pub block: u32,
+    /// Position of the run within its block.
+    #[serde(default)]
+    pub position: u32,
+    /// Repetition number.
+    #[serde(default)]
+    pub repetition: u32,
+    /// Seed for the run's randomness (payloads, arrival times, fixture choice).
+    #[serde(default)]
+    pub seed: u64,
+    /// Warm-up phase after `startAt` (requests recorded, marked `warmup`).
+    #[serde(default = "warmup")]
+    pub warmup: Dur,
+    /// Measured phase after the warm-up.
+    #[serde(default = "measured")]
+    pub measured: Dur,
+    /// Open loop: arrivals still queued at the end of the window may start this long after
+    /// it; later they count as `not_started` failures.
+    #[serde(default = "drain")]
+    pub drain: Dur,
+    /// The store under test.
+    pub s3: S3Target,
+    /// The recipient key (absent only for `plaintext`).
+    #[serde(default)]
+    pub recipient_key: Option<KeyRef>,
+    /// Fixture objects written before a GET run (per process); workers read them round
+    /// robin.
+    #[serde(default = "fixtures")]
+    pub fixtures: u32,
+    /// Bounds for `ml-kem-768-session` (the envelope default if absent).
+    #[serde(default)]
+    pub session: Option<Session>,
+    /// Wall-clock instant (RFC 3339) at which every process starts its warm-up phase. A
+    /// process not ready by then fails. Absent: one second after this process is ready.
+    #[serde(default)]
+    pub start_at: Option<String>,
+    /// Processes sharing the run and this one's index.
+    #[serde(default)]
+    pub processes: Processes,
+    /// Where files go.
+    pub output: Output,
+    /// Server-side samplers.
+    #[serde(default)]
+    pub telemetry: Telemetry,
+    /// Wait for the server to be quiet before getting ready (needs a node source in
+    /// `telemetry`).
+    #[serde(default)]
+    pub pause: Option<PauseRule>,
+    /// Fraction of failed measured requests a valid run may have (default 0: any failure
+    /// invalidates the run; failures are always recorded).
+    #[serde(default)]
+    pub allowed_failure_fraction: f64,
+}
+
+/// Parses YAML (or JSON) into `T`, naming the field path on error (`cell.objectSize: …`).
+/// The text goes through a JSON value so that enums are written as maps (`{file: path}`)
+/// in YAML as in JSON.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    let v: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })
+}
+
+fn adhoc() -> String {
+    "adhoc".into()
+}
+fn warmup() -> Dur {
+    Dur(Duration::from_secs(5))
+}
+fn measured() -> Dur {
+    Dur(Duration::from_secs(20))
+}
+fn drain() -> Dur {
+    Dur(Duration::from_secs(5))
+}
+fn fixtures() -> u32 {
+    64
+}
+
+fn check_name(field: &str, v: &str) -> Result<()> {
+    if v.is_empty()
+        || v.len() > 128
+        || !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        || v.starts_with('.')
+    {
+        return Err(Error::Config(format!(
+            "{field} {v:?}: use 1-128 letters, digits, '-', '_' or '.', not starting with '.'"
+        )));
+    }
+    Ok(())
+}
+
+impl RunSpec {
+    /// Parses a spec from YAML or JSON (JSON is YAML) and validates it. `origin` names the
+    /// source in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let spec: RunSpec = from_yaml(text).map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+        spec.validate().map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{origin}: {m}")),
+            other => other,
+        })?;
+        Ok(spec)
+    }
+
+    /// Reads and parses a spec file.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("cannot read run spec {}: {e}", path.display())))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Checks what serde cannot: ranges and cross-field rules. Errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        check_name("runId", &self.run_id)?;
+        check_name("campaign", &self.campaign)?;
+        let c = &self.cell;
+        if c.concurrency == 0 {
+            return Err(Error::Config("cell.concurrency must be at least 1".into()));
+        }
+        if c.object_size.0 > envelope::MAX_PLAINTEXT_SIZE {
+            return Err(Error::Config(format!(
+                "cell.objectSize {} exceeds the format's maximum",
+                c.object_size
+            )));
+        }
+        if let Loop::Open { rate } = c.arrival
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return Err(Error::Config(format!(
+                "cell.loop.rate must be a positive number of requests/s, not {rate}"
+            )));
+        }
+        if self.measured.0.is_zero() {
+            return Err(Error::Config("measured must be positive".into()));
+        }
+        if self.processes.count == 0 || self.processes.index >= self.processes.count {
+            return Err(Error::Config(format!(
+                "processes.index {} must be below processes.count {} (count ≥ 1)",
+                self.processes.index, self.processes.count
+            )));
+        }
+        if self.processes.count > c.concurrency {
+            return Err(Error::Config(format!(
+                "processes.count {} exceeds cell.concurrency {}: every process needs a worker",
+                self.processes.count, c.concurrency
+            )));
+        }
+        if c.operation == Operation::Get && self.fixtures == 0 {
+            return Err(Error::Config(
+                "fixtures must be at least 1 for a GET run".into(),
+            ));
+        }
+        if c.mode != Mode::Plaintext && self.recipient_key.is_none() {
+            return Err(Error::Config(format!(
+                "recipientKey is required for mode {} (a key file or a key directory)",
+                c.mode
+            )));
+        }
+        if let Some(s) = &self.session {
+            if c.mode != Mode::MlKem768Session {
+                return Err(Error::Config(format!(
+                    "session bounds apply only to ml-kem-768-session, not {}",
+                    c.mode
+                )));
+            }
+            if s.max_objects == 0 || s.max_age.0.is_zero() {
+                return Err(Error::Config(
+                    "session.maxObjects and session.maxAge must be positive".into(),
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.allowed_failure_fraction) {
+            return Err(Error::Config(
+                "allowedFailureFraction must be within [0, 1]".into(),
+            ));
+        }
+        if let Some(s) = &self.start_at {
+            humantime::parse_rfc3339_weak(s).map_err(|e| {
+                Error::Config(format!(
+                    "startAt {s:?} is not an RFC 3339 instant such as 2026-11-30T12:00:00Z: {e}"
+                ))
+            })?;
+        }
+        if self.pause.is_some()
+            && self.telemetry.node_exporter.is_none()
+            && self.telemetry.local_server_pid.is_none()
+        {
+            return Err(Error::Config(
+                "pause needs a view of the server host: set telemetry.nodeExporter or telemetry.localServerPid".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The scheduled start, if any.
+    pub fn start_at(&self) -> Option<SystemTime> {
+        self.start_at
+            .as_deref()
+            .and_then(|s| humantime::parse_rfc3339_weak(s).ok())
+    }
+
+    /// Session bounds in force for this run (`None` unless the mode is
+    /// `ml-kem-768-session`).
+    pub fn session_bounds(&self) -> Option<SessionBounds> {
+        (self.cell.mode == Mode::MlKem768Session)
+            .then(|| self.session.map(Into::into).unwrap_or_default())
+    }
+
+    /// A spec for a quick local run (used by `pqbench run-one` and tests).
+    pub fn local(run_id: &str, cell: Cell, endpoint: &str, bucket: &str, out: &Path) -> Self {
+        Self {
+            run_id: run_id.into(),
+            campaign: adhoc(),
+            cell,
+            block: 0,
+            position: 0,
+            repetition: 0,
+            seed: 0,
+            warmup: warmup(),
+            measured: measured(),
+            drain: drain(),
+            s3: S3Target {
+                endpoint: endpoint.into(),
+                region: region(),
+                bucket: bucket.into(),
+                credentials: Credentials::default(),
+            },
+            recipient_key: None,
+            fixtures: fixtures(),
+            session: None,
+            start_at: None,
+            processes: Processes::default(),
+            output: Output::Dir(out.to_path_buf()),
+            telemetry: Telemetry::default(),
+            pause: None,
+            allowed_failure_fraction: 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YAML: &str = r"
+runId: r0001
+campaign: quick
+cell:
+  mode: ml-kem-768
+  operation: get
+  objectSize: 64KiB
+  concurrency: 32
+  loop: {type: open, rate: 1500}
+warmup: 1s
+measured: 2s
+s3:
+  endpoint: http://127.0.0.1:9000
+  bucket: pqbench
+recipientKey: {file: /keys/ml-kem-768.key}
+startAt: 2026-11-30T12:00:00.250Z
+processes: {count: 2, index: 1}
+output: {dir: /tmp/out}
+";
+
+    #[test]
+    fn parses_yaml_with_units_and_defaults() {
+        let s = RunSpec::parse(YAML, "spec.yaml").expect("spec");
+        assert_eq!(s.cell.object_size, Size(65536));
+        assert_eq!(s.cell.arrival, Loop::Open { rate: 1500.0 });
+        assert_eq!(s.cell.backend, Backend::AwsLc);
+        assert_eq!(s.warmup.0, Duration::from_secs(1));
+        assert_eq!(s.fixtures, 64);
+        assert_eq!(s.s3.credentials, Credentials::default());
+        assert_eq!(s.processes.workers(5), [1, 3]);
+        let t = s.start_at().expect("start");
+        assert_eq!(
+            humantime::format_rfc3339_millis(t).to_string(),
+            "2026-11-30T12:00:00.250Z"
+        );
+        // JSON round trip is lossless.
+        let j = serde_json::to_string(&s).expect("json");
+        assert_eq!(RunSpec::parse(&j, "json").expect("again"), s);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            ("concurrency: 32", "concurrency: 0", "cell.concurrency"),
+            ("objectSize: 64KiB", "objectSize: 64 parsecs", "parsecs"),
+            ("rate: 1500", "rate: -3", "cell.loop.rate"),
+            ("index: 1", "index: 2", "processes.index"),
+            (
+                "recipientKey: {file: /keys/ml-kem-768.key}",
+                "",
+                "recipientKey",
+            ),
+            ("mode: ml-kem-768", "mode: ml-kem-512", "unknown mode"),
+            ("runId: r0001", "runId: ../x", "runId"),
+            (
+                "startAt: 2026-11-30T12:00:00.250Z",
+                "startAt: noon",
+                "startAt",
+            ),
+            (
+                "bucket: pqbench",
+                "bucket: pqbench\n  buckets: 3",
+                "unknown field",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let text = YAML.replace(from, to);
+            let err = RunSpec::parse(&text, "spec.yaml")
+                .expect_err(to)
+                .to_string();
+            assert!(err.contains(want), "{to}: {err}");
+            assert!(err.contains("spec.yaml"), "{err}");
+        }
+    }
+}

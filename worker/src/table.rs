@@ -1,0 +1,418 @@
+//! A small columnar table written to and read from Parquet with the `parquet` crate's
+//! low-level API (no Arrow: it would double the build), so that records and samples open in
+//! pandas, polars and DuckDB without custom code.
+//!
+//! Types are limited to what the data needs: 64-bit integers, UTC nanosecond timestamps,
+//! doubles and UTF-8 strings, each required or optional. The schema is part of the data
+//! contract; [`Table::check_schema`] compares a file's schema with the expected one.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
+use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::record::Field;
+use parquet::schema::types::Type;
+
+use crate::{Error, Result};
+
+/// Column types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `INT64`.
+    Int64,
+    /// `INT64 (TIMESTAMP(NANOS, true))`: nanoseconds since the Unix epoch, UTC.
+    TimestampNs,
+    /// `DOUBLE`.
+    Double,
+    /// `BYTE_ARRAY (STRING)`.
+    Utf8,
+}
+
+impl Kind {
+    /// Name used in error messages and docs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Int64 => "int64",
+            Self::TimestampNs => "timestamp[ns, UTC]",
+            Self::Double => "double",
+            Self::Utf8 => "string",
+        }
+    }
+}
+
+/// One column of a schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnSpec {
+    /// Column name.
+    pub name: &'static str,
+    /// Type.
+    pub kind: Kind,
+    /// Whether nulls are allowed.
+    pub optional: bool,
+}
+
+/// Column data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// Integers or timestamps.
+    I64(Vec<Option<i64>>),
+    /// Doubles.
+    F64(Vec<Option<f64>>),
+    /// Strings.
+    Str(Vec<Option<String>>),
+}
+
+impl Column {
+    fn len(&self) -> usize {
+        match self {
+            Self::I64(v) => v.len(),
+            Self::F64(v) => v.len(),
+            Self::Str(v) => v.len(),
+        }
+    }
+}
+
+/// A table: a schema and one column of data per schema column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// The schema.
+    pub schema: &'static [ColumnSpec],
+    /// The data, in schema order.
+    pub columns: Vec<Column>,
+}
+
+fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Output {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn parquet_type(c: &ColumnSpec) -> parquet::errors::Result<Type> {
+    let (physical, logical) = match c.kind {
+        Kind::Int64 => (Physical::INT64, None),
+        Kind::TimestampNs => (
+            Physical::INT64,
+            Some(LogicalType::timestamp(true, TimeUnit::NANOS)),
+        ),
+        Kind::Double => (Physical::DOUBLE, None),
+        Kind::Utf8 => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+    };
+    Type::primitive_type_builder(c.name, physical)
+        .with_repetition(if c.optional {
+            Repetition::OPTIONAL
+        } else {
+            Repetition::REQUIRED
+        })
+        .with_logical_type(logical)
+        .build()
+}
+
+fn message(schema: &[ColumnSpec]) -> parquet::errors::Result<Type> {
+    let fields = schema
+        .iter()
+        .map(|c| parquet_type(c).map(Arc::new))
+        .collect::<parquet::errors::Result<Vec<_>>>()?;
+    Type::group_type_builder("schema")
+        .with_fields(fields)
+        .build()
+}
+
+fn split<T: Clone>(v: &[Option<T>], optional: bool) -> (Vec<T>, Option<Vec<i16>>) {
+    let values = v.iter().flatten().cloned().collect();
+    let defs = optional.then(|| v.iter().map(|x| i16::from(x.is_some())).collect());
+    (values, defs)
+}
+
+impl Table {
+    /// An empty table of `schema`.
+    pub fn new(schema: &'static [ColumnSpec]) -> Self {
+        let columns = schema
+            .iter()
+            .map(|c| match c.kind {
+                Kind::Int64 | Kind::TimestampNs => Column::I64(Vec::new()),
+                Kind::Double => Column::F64(Vec::new()),
+                Kind::Utf8 => Column::Str(Vec::new()),
+            })
+            .collect();
+        Self { schema, columns }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, Column::len)
+    }
+
+    /// The column named `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        let i = self.schema.iter().position(|c| c.name == name)?;
+        self.columns.get(i)
+    }
+
+    /// Integer column `name` (empty if absent or of another type).
+    pub fn i64s(&self, name: &str) -> &[Option<i64>] {
+        match self.column(name) {
+            Some(Column::I64(v)) => v,
+            _ => &[],
+        }
+    }
+
+    /// Double column `name` (empty if absent or of another type).
+    pub fn f64s(&self, name: &str) -> &[Option<f64>] {
+        match self.column(name) {
+            Some(Column::F64(v)) => v,
+            _ => &[],
+        }
+    }
+
+    /// String column `name` (empty if absent or of another type).
+    pub fn strs(&self, name: &str) -> &[Option<String>] {
+        match self.column(name) {
+            Some(Column::Str(v)) => v,
+            _ => &[],
+        }
+    }
+
+    /// Writes the table as one Snappy-compressed row group.
+    pub fn write_parquet(&self, path: &Path) -> Result<()> {
+        let rows = self.rows();
+        if self.columns.len() != self.schema.len() || self.columns.iter().any(|c| c.len() != rows) {
+            return Err(out_err(path, "columns of unequal length (a bug)"));
+        }
+        let e = |e: parquet::errors::ParquetError| out_err(path, e);
+        let file = File::create(path).map_err(|x| out_err(path, x))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_created_by(format!("pqbench {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let mut w = SerializedFileWriter::new(
+            file,
+            Arc::new(message(self.schema).map_err(e)?),
+            Arc::new(props),
+        )
+        .map_err(e)?;
+        let mut rg = w.next_row_group().map_err(e)?;
+        let mut i = 0;
+        while let Some(mut col) = rg.next_column().map_err(e)? {
+            let spec = self.schema[i];
+            match &self.columns[i] {
+                Column::I64(v) => {
+                    let (vals, defs) = split(v, spec.optional);
+                    col.typed::<Int64Type>()
+                        .write_batch(&vals, defs.as_deref(), None)
+                        .map_err(e)?;
+                }
+                Column::F64(v) => {
+                    let (vals, defs) = split(v, spec.optional);
+                    col.typed::<DoubleType>()
+                        .write_batch(&vals, defs.as_deref(), None)
+                        .map_err(e)?;
+                }
+                Column::Str(v) => {
+                    let (vals, defs) = split(v, spec.optional);
+                    let vals: Vec<ByteArray> = vals
+                        .into_iter()
+                        .map(|s| ByteArray::from(s.into_bytes()))
+                        .collect();
+                    col.typed::<ByteArrayType>()
+                        .write_batch(&vals, defs.as_deref(), None)
+                        .map_err(e)?;
+                }
+            }
+            col.close().map_err(e)?;
+            i += 1;
+        }
+        rg.close().map_err(e)?;
+        w.close().map_err(e)?;
+        Ok(())
+    }
+
+    /// Compares the schema of the Parquet file at `path` with `schema`: the same columns in
+    /// the same order with the same physical and logical types and nullability. Returns one
+    /// line per difference (empty: the schema is complete and correct).
+    pub fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>> {
+        let file = File::open(path).map_err(|e| out_err(path, e))?;
+        let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
+        let descr = r.metadata().file_metadata().schema_descr_ptr();
+        let want = message(schema).map_err(|e| out_err(path, e))?;
+        let mut diffs = Vec::new();
+        let got: Vec<_> = descr.root_schema().get_fields().to_vec();
+        for (i, w) in want.get_fields().iter().enumerate() {
+            match got.iter().position(|g| g.name() == w.name()) {
+                None => diffs.push(format!("column {:?} is missing", w.name())),
+                Some(j) => {
+                    let g = &got[j];
+                    if j != i {
+                        diffs.push(format!(
+                            "column {:?} is at position {j}, expected {i}",
+                            w.name()
+                        ));
+                    }
+                    if g.get_physical_type() != w.get_physical_type()
+                        || g.get_basic_info().logical_type_ref()
+                            != w.get_basic_info().logical_type_ref()
+                    {
+                        diffs.push(format!(
+                            "column {:?} has type {:?}/{:?}, expected {}",
+                            w.name(),
+                            g.get_physical_type(),
+                            g.get_basic_info().logical_type_ref(),
+                            schema[i].kind.name()
+                        ));
+                    }
+                    if g.get_basic_info().repetition() != w.get_basic_info().repetition() {
+                        diffs.push(format!(
+                            "column {:?} is {:?}, expected {}",
+                            w.name(),
+                            g.get_basic_info().repetition(),
+                            if schema[i].optional {
+                                "OPTIONAL"
+                            } else {
+                                "REQUIRED"
+                            }
+                        ));
+                    }
+                }
+            }
+        }
+        for g in &got {
+            if !want.get_fields().iter().any(|w| w.name() == g.name()) {
+                diffs.push(format!("unexpected column {:?}", g.name()));
+            }
+        }
+        Ok(diffs)
+    }
+
+    /// Reads a Parquet file written with `schema` (check the schema first: columns are
+    /// matched by name and mistyped values are refused).
+    pub fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self> {
+        let file = File::open(path).map_err(|e| out_err(path, e))?;
+        let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
+        let mut t = Table::new(schema);
+        for row in r.get_row_iter(None).map_err(|e| out_err(path, e))? {
+            let row = row.map_err(|e| out_err(path, e))?;
+            let mut seen = vec![false; schema.len()];
+            for (name, field) in row.get_column_iter() {
+                let Some(i) = schema.iter().position(|c| c.name == name.as_str()) else {
+                    continue;
+                };
+                seen[i] = true;
+                let bad = || {
+                    out_err(
+                        path,
+                        format!(
+                            "column {name:?} holds {field:?}, expected {}",
+                            schema[i].kind.name()
+                        ),
+                    )
+                };
+                match (&mut t.columns[i], field) {
+                    (_, Field::Null) if schema[i].optional => push_null(&mut t.columns[i]),
+                    (Column::I64(v), Field::Long(x)) => v.push(Some(*x)),
+                    (Column::I64(v), Field::TimestampMicros(x)) => {
+                        v.push(Some(x.saturating_mul(1000)))
+                    }
+                    (Column::I64(v), Field::TimestampMillis(x)) => {
+                        v.push(Some(x.saturating_mul(1_000_000)))
+                    }
+                    (Column::F64(v), Field::Double(x)) => v.push(Some(*x)),
+                    (Column::Str(v), Field::Str(x)) => v.push(Some(x.clone())),
+                    _ => return Err(bad()),
+                }
+            }
+            if let Some(i) = seen.iter().position(|s| !s) {
+                return Err(out_err(
+                    path,
+                    format!("column {:?} is missing", schema[i].name),
+                ));
+            }
+        }
+        Ok(t)
+    }
+}
+
+fn push_null(c: &mut Column) {
+    match c {
+        Column::I64(v) => v.push(None),
+        Column::F64(v) => v.push(None),
+        Column::Str(v) => v.push(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHEMA: &[ColumnSpec] = &[
+        ColumnSpec {
+            name: "a",
+            kind: Kind::Int64,
+            optional: false,
+        },
+        ColumnSpec {
+            name: "t",
+            kind: Kind::TimestampNs,
+            optional: false,
+        },
+        ColumnSpec {
+            name: "x",
+            kind: Kind::Double,
+            optional: true,
+        },
+        ColumnSpec {
+            name: "s",
+            kind: Kind::Utf8,
+            optional: true,
+        },
+    ];
+
+    #[test]
+    fn round_trips_and_checks_schema() {
+        let dir = tempfile::tempdir().expect("dir");
+        let p = dir.path().join("t.parquet");
+        let mut t = Table::new(SCHEMA);
+        t.columns = vec![
+            Column::I64(vec![Some(1), Some(-2), Some(3)]),
+            Column::I64(vec![Some(1_700_000_000_123_456_789), Some(0), Some(5)]),
+            Column::F64(vec![Some(0.5), None, Some(2.0)]),
+            Column::Str(vec![None, Some("ok".into()), Some("é".into())]),
+        ];
+        t.write_parquet(&p).expect("write");
+        assert!(Table::check_schema(&p, SCHEMA).expect("schema").is_empty());
+        assert_eq!(Table::read_parquet(&p, SCHEMA).expect("read"), t);
+        const OTHER: &[ColumnSpec] = &[
+            ColumnSpec {
+                name: "a",
+                kind: Kind::Double,
+                optional: false,
+            },
+            ColumnSpec {
+                name: "t",
+                kind: Kind::TimestampNs,
+                optional: false,
+            },
+            ColumnSpec {
+                name: "x",
+                kind: Kind::Double,
+                optional: false,
+            },
+            ColumnSpec {
+                name: "s",
+                kind: Kind::Utf8,
+                optional: true,
+            },
+            ColumnSpec {
+                name: "z",
+                kind: Kind::Utf8,
+                optional: true,
+            },
+        ];
+        let diffs = Table::check_schema(&p, OTHER).expect("schema");
+        assert_eq!(diffs.len(), 3, "{diffs:?}");
+    }
+}

@@ -1,0 +1,310 @@
+//! The data-set validator, `pqbench validate DIR` (study section IV-A: "A validator checks
+//! every data set before analysis and refuses it if any check fails").
+//!
+//! A data set is any directory tree holding process directories (`…/<runId>/p<index>/` with
+//! a `SHA256SUMS`). Checks, each reported with where it failed:
+//!
+//! | check | what |
+//! |---|---|
+//! | `checksums` | every file listed in `SHA256SUMS` has that SHA-256; no file is missing or unlisted |
+//! | `schema` | `records.parquet` and `samples.parquet` have exactly the documented columns, types and nullability; the JSON files parse |
+//! | `complete` | every run has all the processes its spec names |
+//! | `stage_sum` | no successful request's stage timers sum above its total |
+//! | `unaccounted_p99` | per run, the 99th percentile of unaccounted / total < 2 % |
+//! | `unaccounted_aggregate` | per run and over the whole data set, Σ unaccounted / Σ total < 1 % |
+//! | `session_bounds` | `ml-kem-768-session`: no object index ≥ B_max, no root age > T_max |
+//! | `failures` | measured failures within the run's allowed fraction (0 by default) |
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::records::{RECORD_SCHEMA, Record, SAMPLE_SCHEMA, records_from_table};
+use crate::spec::RunSpec;
+use crate::summary::{
+    ProcessInfo, RunSummary, UNACCOUNTED_AGGREGATE_LIMIT, files, is_measured_ok, record_checks,
+};
+use crate::table::Table;
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Check name.
+    pub check: &'static str,
+    /// Where (a file, a process directory or a run).
+    pub location: String,
+    /// Passed?
+    pub passed: bool,
+    /// What was found.
+    pub detail: String,
+}
+
+/// The validator's verdict.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Every finding, passed and failed.
+    pub findings: Vec<Finding>,
+    /// Runs seen.
+    pub runs: usize,
+    /// Process directories seen.
+    pub processes: usize,
+    /// Records seen.
+    pub records: usize,
+}
+
+impl Report {
+    /// True if every check passed and there was something to check.
+    pub fn ok(&self) -> bool {
+        self.processes > 0 && self.findings.iter().all(|f| f.passed)
+    }
+
+    /// The failed findings.
+    pub fn failures(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| !f.passed)
+    }
+}
+
+fn find_process_dirs(root: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    if entries
+        .iter()
+        .any(|p| p.file_name().is_some_and(|n| n == files::CHECKSUMS))
+    {
+        out.push(root.to_path_buf());
+    }
+    for p in entries {
+        if p.is_dir() {
+            find_process_dirs(&p, out);
+        }
+    }
+}
+
+fn check_sums(dir: &Path, loc: &str) -> Finding {
+    let fail = |detail: String| Finding {
+        check: "checksums",
+        location: loc.to_owned(),
+        passed: false,
+        detail,
+    };
+    let text = match std::fs::read_to_string(dir.join(files::CHECKSUMS)) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot read {}: {e}", files::CHECKSUMS)),
+    };
+    let mut listed = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some((sum, name)) = line.split_once("  ") else {
+            return fail(format!(
+                "{} line {} is not `<sha256>  <file>`",
+                files::CHECKSUMS,
+                i + 1
+            ));
+        };
+        if name.contains('/') || name.contains("..") {
+            return fail(format!(
+                "{} names a file outside its directory: {name}",
+                files::CHECKSUMS
+            ));
+        }
+        match crate::output::sha256_file(&dir.join(name)) {
+            Ok(got) if got == sum => {}
+            Ok(_) => return fail(format!("{name}: SHA-256 differs from {}", files::CHECKSUMS)),
+            Err(_) => return fail(format!("{name}: listed but missing")),
+        }
+        listed.push(name.to_owned());
+    }
+    let mut unlisted: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n != files::CHECKSUMS && !listed.contains(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    unlisted.sort();
+    for required in [
+        files::RECORDS,
+        files::SAMPLES,
+        files::PROCESS,
+        files::SPEC,
+        files::SUMMARY,
+    ] {
+        if !listed.iter().any(|l| l == required) {
+            return fail(format!("{required} is not listed in {}", files::CHECKSUMS));
+        }
+    }
+    if !unlisted.is_empty() {
+        return fail(format!(
+            "files not covered by {}: {}",
+            files::CHECKSUMS,
+            unlisted.join(", ")
+        ));
+    }
+    Finding {
+        check: "checksums",
+        location: loc.to_owned(),
+        passed: true,
+        detail: format!("{} files match", listed.len()),
+    }
+}
+
+struct Loaded {
+    spec: RunSpec,
+    info: ProcessInfo,
+    records: Vec<Record>,
+}
+
+fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Loaded>) {
+    let fail = |detail: String| {
+        (
+            Finding {
+                check: "schema",
+                location: loc.to_owned(),
+                passed: false,
+                detail,
+            },
+            None,
+        )
+    };
+    for (name, schema) in [
+        (files::RECORDS, RECORD_SCHEMA),
+        (files::SAMPLES, SAMPLE_SCHEMA),
+    ] {
+        match Table::check_schema(&dir.join(name), schema) {
+            Ok(d) if d.is_empty() => {}
+            Ok(d) => return fail(format!("{name}: {}", d.join("; "))),
+            Err(e) => return fail(format!("{name}: {e}")),
+        }
+    }
+    let read =
+        |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}"));
+    let parsed = (|| -> Result<(RunSpec, ProcessInfo), String> {
+        let spec: RunSpec = serde_json::from_str(&read(files::SPEC)?)
+            .map_err(|e| format!("{}: {e}", files::SPEC))?;
+        let info: ProcessInfo = serde_json::from_str(&read(files::PROCESS)?)
+            .map_err(|e| format!("{}: {e}", files::PROCESS))?;
+        let _: RunSummary = serde_json::from_str(&read(files::SUMMARY)?)
+            .map_err(|e| format!("{}: {e}", files::SUMMARY))?;
+        Ok((spec, info))
+    })();
+    let (spec, info) = match parsed {
+        Ok(x) => x,
+        Err(e) => return fail(e),
+    };
+    let records = match Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA)
+        .and_then(|t| records_from_table(&t))
+    {
+        Ok((_, r)) => r,
+        Err(e) => return fail(format!("{}: {e}", files::RECORDS)),
+    };
+    if let Err(e) = Table::read_parquet(&dir.join(files::SAMPLES), SAMPLE_SCHEMA) {
+        return fail(format!("{}: {e}", files::SAMPLES));
+    }
+    (
+        Finding {
+            check: "schema",
+            location: loc.to_owned(),
+            passed: true,
+            detail: format!("{} records with the documented columns", records.len()),
+        },
+        Some(Loaded {
+            spec,
+            info,
+            records,
+        }),
+    )
+}
+
+/// Validates every process directory under `root`.
+pub fn validate(root: &Path) -> Report {
+    let mut dirs = Vec::new();
+    find_process_dirs(root, &mut dirs);
+    let mut report = Report {
+        processes: dirs.len(),
+        ..Report::default()
+    };
+    if dirs.is_empty() {
+        report.findings.push(Finding {
+            check: "checksums",
+            location: root.display().to_string(),
+            passed: false,
+            detail: format!(
+                "no run data here: no directory holds a {} (expected <runId>/p<index>/)",
+                files::CHECKSUMS
+            ),
+        });
+        return report;
+    }
+    let mut runs: BTreeMap<String, Vec<Loaded>> = BTreeMap::new();
+    for dir in &dirs {
+        let loc = dir
+            .strip_prefix(root)
+            .map_or_else(|_| dir.display().to_string(), |p| p.display().to_string());
+        let loc = if loc.is_empty() { ".".to_owned() } else { loc };
+        let sums = check_sums(dir, &loc);
+        let sums_ok = sums.passed;
+        report.findings.push(sums);
+        if !sums_ok {
+            continue;
+        }
+        let (f, loaded) = check_schema(dir, &loc);
+        report.findings.push(f);
+        if let Some(l) = loaded {
+            report.records += l.records.len();
+            runs.entry(l.spec.run_id.clone()).or_default().push(l);
+        }
+    }
+    report.runs = runs.len();
+    let (mut un, mut tot) = (0.0, 0.0);
+    for (run, parts) in &runs {
+        let spec = &parts[0].spec;
+        let mut seen: Vec<u32> = parts.iter().map(|p| p.info.index).collect();
+        seen.sort_unstable();
+        let want: Vec<u32> = (0..spec.processes.count).collect();
+        report.findings.push(Finding {
+            check: "complete",
+            location: format!("run {run}"),
+            passed: seen == want,
+            detail: format!("processes {seen:?} of {} expected", spec.processes.count),
+        });
+        let all: Vec<Record> = parts
+            .iter()
+            .flat_map(|p| p.records.iter().cloned())
+            .collect();
+        for c in record_checks(spec, &all) {
+            let check = match c.name.as_str() {
+                "stage_sum" => "stage_sum",
+                "unaccounted_p99" => "unaccounted_p99",
+                "unaccounted_aggregate" => "unaccounted_aggregate",
+                "session_bounds" => "session_bounds",
+                _ => "failures",
+            };
+            report.findings.push(Finding {
+                check,
+                location: format!("run {run}"),
+                passed: c.passed,
+                detail: c.detail,
+            });
+        }
+        for r in all.iter().filter(|r| is_measured_ok(r)) {
+            un += r.total.saturating_sub(r.stage_sum()).as_secs_f64();
+            tot += r.total.as_secs_f64();
+        }
+    }
+    if !runs.is_empty() {
+        let agg = if tot > 0.0 { un / tot } else { 0.0 };
+        report.findings.push(Finding {
+            check: "unaccounted_aggregate",
+            location: "data set".into(),
+            passed: agg < UNACCOUNTED_AGGREGATE_LIMIT,
+            detail: format!(
+                "unaccounted time is {:.3} % of all request time over {} runs (limit {} %)",
+                agg * 100.0,
+                runs.len(),
+                UNACCOUNTED_AGGREGATE_LIMIT * 100.0
+            ),
+        });
+    }
+    report
+}
