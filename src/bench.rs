@@ -13,9 +13,7 @@
 //! Cells run in rounds, interleaved, so that a noisy neighbour hits every cell alike; the
 //! median over rounds is reported.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -28,6 +26,7 @@ use serde::Serialize;
 use worker::{OpStats, S3Settings, Store};
 
 use crate::cli::{FreshKeys, parse_size};
+use crate::serverproc::spawn_server;
 
 const BUCKET: &str = "pqbench-bench";
 
@@ -86,51 +85,6 @@ struct Row {
     concurrency: usize,
     median: Sample,
     rounds: Vec<Sample>,
-}
-
-struct ServerChild {
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for ServerChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `pqbench serve-s3` as a child and reads its endpoint and credentials.
-fn spawn_server() -> Result<(ServerChild, S3Settings)> {
-    let dir = tempfile::tempdir().context("temp dir for the server")?;
-    let exe = std::env::current_exe().context("own executable")?;
-    let mut child = Command::new(exe)
-        .args(["serve-s3", "--port", "0", "--bucket", BUCKET, "--dir"])
-        .arg(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("cannot start `pqbench serve-s3`")?;
-    let stdout = child.stdout.take().context("server stdout")?;
-    let mut server = ServerChild { child, _dir: dir };
-    let (mut ep, mut ak, mut sk) = (None, None, None);
-    for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading the server's output")?;
-        if let Some(v) = line.strip_prefix("export AWS_ENDPOINT_URL=") {
-            ep = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("export AWS_ACCESS_KEY_ID=") {
-            ak = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("export AWS_SECRET_ACCESS_KEY=") {
-            sk = Some(v.to_owned());
-            break;
-        }
-    }
-    let (Some(ep), Some(ak), Some(sk)) = (ep, ak, sk) else {
-        let status = server.child.try_wait().ok().flatten();
-        bail!("`pqbench serve-s3` did not print its endpoint and credentials (exit: {status:?})");
-    };
-    Ok((server, S3Settings::new(&ep, &ak, &sk)))
 }
 
 struct Keys {
@@ -293,7 +247,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let size = usize::try_from(a.size).context("--size does not fit in memory")?;
     let (_server, settings) = match &a.endpoint {
         None => {
-            let (child, s) = spawn_server()?;
+            let child = spawn_server(BUCKET)?;
+            let s = child.settings.clone();
             (Some(child), s)
         }
         Some(ep) => {

@@ -50,6 +50,12 @@ enum Command {
     ServeS3(s3cmd::ServeArgs),
     /// Client CPU per request of PUT/GET against a local S3 server in a separate process.
     BenchStore(crate::bench::BenchArgs),
+    /// Run one run (warm-up, measured window, records, summary) against a local S3 server
+    /// in a separate process or an endpoint, and print its summary.
+    RunOne(crate::runcmd::RunOneArgs),
+    /// Check a data set of runs (checksums, schema, stage sums, unaccounted time, session
+    /// bounds, failures) and refuse it if any check fails.
+    Validate(crate::runcmd::ValidateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -167,52 +173,12 @@ struct ModesArgs {
 
 /// Parses `123`, `64KiB`, `1MiB`, `2GiB`, `10kB`.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64KiB, 1MiB)"))?;
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "kB" | "KB" => 1000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => {
-            return Err(format!(
-                "unknown size unit {u:?} in {s:?} (use B, KiB, MiB, GiB, kB, MB, GB)"
-            ));
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?} is too large"))
+    worker::units::parse_size(s)
 }
 
 /// Parses `500ms`, `20s`, `5m`, `1h`, or plain seconds.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 20s, 5m, 1h)"))?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        u => {
-            return Err(format!(
-                "unknown duration unit {u:?} in {s:?} (use ms, s, m, h)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is out of range"))
+    worker::units::parse_duration(s)
 }
 
 pub(crate) fn run(cli: Cli) -> Result<()> {
@@ -229,6 +195,8 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
         Command::Gc(a) => s3cmd::gc(a),
         Command::ServeS3(a) => s3cmd::serve(a),
         Command::BenchStore(a) => crate::bench::run(a),
+        Command::RunOne(a) => crate::runcmd::run_one(a),
+        Command::Validate(a) => crate::runcmd::validate(a),
     }
 }
 

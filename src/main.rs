@@ -3,7 +3,9 @@
 mod bench;
 mod cli;
 mod layout;
+mod runcmd;
 mod s3cmd;
+mod serverproc;
 
 use std::process::ExitCode;
 

@@ -562,3 +562,80 @@ fn s3_commands_say_what_is_missing() {
     assert!(e.contains("cannot connect to the S3 endpoint"), "{e}");
     assert!(!e.contains("DispatchFailure {"), "no Debug dumps: {e}");
 }
+
+/// `run-one` refuses inconsistent loop options with a message naming the flag; `validate`
+/// refuses a directory without run data and accepts what `run-one` wrote (or names the
+/// failed check).
+#[test]
+fn run_one_and_validate() {
+    let e = err(
+        &pqbench(&["run-one", "--mode", "x25519", "--loop", "open"]),
+        "open loop without a rate",
+    );
+    assert!(e.contains("--rate"), "{e}");
+    let e = err(
+        &pqbench(&["run-one", "--mode", "x25519", "--rate", "10"]),
+        "rate in a closed loop",
+    );
+    assert!(e.contains("--loop open"), "{e}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = err(&pqbench(&["validate", s(dir.path())]), "empty directory");
+    assert!(e.contains("validation failed"), "{e}");
+
+    let out = dir.path().join("res");
+    let o = pqbench(&[
+        "run-one",
+        "--mode",
+        "ml-kem-768",
+        "--op",
+        "get",
+        "--size",
+        "1KiB",
+        "--concurrency",
+        "2",
+        "--loop",
+        "open",
+        "--rate",
+        "40",
+        "--warmup",
+        "1s",
+        "--measured",
+        "2s",
+        "--drain",
+        "1s",
+        "--fixtures",
+        "4",
+        "--run-id",
+        "cli",
+        "--out",
+        s(&out),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text.contains("run cli (") && text.contains("throughput"),
+        "{text}"
+    );
+    assert!(
+        text.contains("server       CPU") && !text.contains("CPU n/a"),
+        "server CPU from /proc: {text}"
+    );
+    let v = pqbench(&["validate", "--verbose", s(&out)]);
+    let vt = String::from_utf8_lossy(&v.stdout).to_string();
+    assert!(vt.contains("1 runs, 1 process directories"), "{vt}");
+    // run-one and validate agree on validity.
+    assert_eq!(o.status.success(), v.status.success(), "{text}\n{vt}");
+    if !v.status.success() {
+        assert!(
+            vt.lines()
+                .filter(|l| l.starts_with("FAIL"))
+                .all(|l| l.contains("unaccounted")),
+            "{vt}"
+        );
+    }
+}
+
+fn err(o: &Output, what: &str) -> String {
+    assert!(!o.status.success(), "{what}: unexpectedly succeeded");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -448,3 +448,65 @@ fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
         );
     }
 }
+
+/// A run's records and samples open in three independent Parquet readers (pyarrow, polars,
+/// DuckDB) with the documented columns and types, and they count what the summary counts.
+#[test]
+fn run_records_open_in_pyarrow_polars_and_duckdb() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("results");
+    let o = pqbench(&[
+        "run-one",
+        "--mode",
+        "x25519",
+        "--op",
+        "put",
+        "--size",
+        "4KiB",
+        "--concurrency",
+        "2",
+        "--warmup",
+        "1s",
+        "--measured",
+        "2s",
+        "--run-id",
+        "interop",
+        "--json",
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    // Exit 1 means an invalid run (this shared machine may fail the unaccounted-time checks);
+    // the summary is printed and the files are kept either way.
+    assert!(
+        o.status.success() || o.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).expect("summary JSON");
+    let p0 = out.join("interop/p0");
+    let r = Command::new(python())
+        .arg(interop_dir().join("read_records.py"))
+        .arg(&p0)
+        .output()
+        .expect("run read_records.py");
+    assert!(
+        r.status.success(),
+        "read_records.py failed (pip install -r tests/interop/requirements.txt): {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&r.stdout).expect("reader JSON");
+    let counts = &summary["counts"];
+    assert_eq!(seen["by_phase"]["warmup"], counts["warmup"]);
+    assert_eq!(seen["by_phase"]["measured"], counts["measured"]);
+    assert_eq!(seen["ok_measured_polars"], counts["ok"]);
+    assert_eq!(seen["ok_measured_duckdb"], counts["ok"]);
+    let mean = seen["mean_total_ms"].as_f64().expect("mean");
+    let want = summary["latencyMs"]["mean"].as_f64().expect("summary mean");
+    assert!(
+        (mean - want).abs() < 1e-6 * want.max(1.0),
+        "{mean} vs {want}"
+    );
+    assert!(seen["first_start_year"].as_i64().expect("year") >= 2026);
+    assert!(seen["sample_rows"].as_i64().expect("samples") >= 3);
+    assert_eq!(seen["sample_time_type"], "timestamp[ns, tz=UTC]");
+}

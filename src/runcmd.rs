@@ -1,0 +1,283 @@
+//! `pqbench run-one` (one run against the embedded server or an endpoint, summary printed)
+//! and `pqbench validate DIR` (the data-set validator).
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, ValueEnum};
+use envelope::{Backend, KeyType, Mode, SecretKey};
+use worker::spec::{
+    Cell, Credentials, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session,
+};
+use worker::units::{Dur, Size};
+
+use crate::cli::{parse_duration, parse_size};
+use crate::serverproc::spawn_server;
+
+/// Bucket `run-one` uses on its own server.
+const BUCKET: &str = "pqbench-runs";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Op {
+    Put,
+    Get,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LoopKind {
+    Closed,
+    Open,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RunOneArgs {
+    /// Mode (name or study code).
+    #[arg(long)]
+    mode: Mode,
+    /// Operation.
+    #[arg(long, value_enum, default_value = "get")]
+    op: Op,
+    /// Object size.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    size: u64,
+    /// Concurrent workers.
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
+    /// Crypto backend.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Closed loop (back to back) or open loop (Poisson arrivals at --rate).
+    #[arg(long = "loop", value_enum, default_value = "closed")]
+    arrival: LoopKind,
+    /// Open loop: offered requests per second.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Warm-up phase.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Measured window.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    measured: Duration,
+    /// Open loop: how long queued arrivals may still start after the window.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    drain: Duration,
+    /// S3 endpoint; by default a `pqbench serve-s3` child process. Credentials then come
+    /// from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the bucket must exist.
+    #[arg(long, env = "AWS_ENDPOINT_URL")]
+    endpoint: Option<String>,
+    /// Bucket.
+    #[arg(long, default_value = BUCKET)]
+    bucket: String,
+    /// Signing region (Garage: its s3_region).
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
+    /// Recipient secret key file (from `pqbench keygen`); a fresh key if absent.
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// Fixture objects for GET runs.
+    #[arg(long, default_value_t = 64)]
+    fixtures: u32,
+    /// `ml-kem-768-session`: B_max.
+    #[arg(long)]
+    session_objects: Option<u64>,
+    /// `ml-kem-768-session`: T_max.
+    #[arg(long, value_parser = parse_duration)]
+    session_age: Option<Duration>,
+    /// Seed (payloads, arrivals).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Run id (default: run-<unix time>).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Output directory: files go to <out>/<run id>/p0/.
+    #[arg(long, default_value = "pqbench-results")]
+    out: PathBuf,
+    /// The server's Prometheus endpoint (MinIO: http://host:9000/minio/v2/metrics/node).
+    #[arg(long)]
+    server_metrics: Option<String>,
+    /// Environment variable holding the metrics endpoint's bearer token.
+    #[arg(long)]
+    server_metrics_token_env: Option<String>,
+    /// A node-exporter endpoint on the server host.
+    #[arg(long)]
+    node_exporter: Option<String>,
+    /// Wait for the server host to be quiet first (pause rule: dirty + write-back < 32 MiB,
+    /// disk writes < 5 MiB/s for 2 s, at most 40 s).
+    #[arg(long)]
+    pause: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
+    let keys = tempfile::tempdir().context("temp dir")?;
+    let (server, endpoint, credentials, local_pid) = match &a.endpoint {
+        Some(ep) => (None, ep.clone(), Credentials::default(), None),
+        None => {
+            let child = spawn_server(&a.bucket)?;
+            let creds = keys.path().join("s3.env");
+            write_private(
+                &creds,
+                &format!(
+                    "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+                    child.settings.access_key,
+                    child.settings.secret_key.as_str()
+                ),
+            )?;
+            let ep = child.settings.endpoint.clone();
+            let pid = child.pid();
+            (Some(child), ep, Credentials::File(creds), Some(pid))
+        }
+    };
+    let recipient_key = match (&a.key, a.mode.key_type()) {
+        (_, KeyType::None) => None,
+        (Some(p), _) => Some(KeyRef::File(p.clone())),
+        (None, kt) => {
+            let p = keys.path().join("recipient.key");
+            SecretKey::generate(kt, &mut envelope::os_rng())?.write_file(&p)?;
+            Some(KeyRef::File(p))
+        }
+    };
+    let arrival = match (a.arrival, a.rate) {
+        (LoopKind::Closed, None) => Loop::Closed,
+        (LoopKind::Closed, Some(_)) => bail!("--rate applies to --loop open"),
+        (LoopKind::Open, Some(rate)) => Loop::Open { rate },
+        (LoopKind::Open, None) => bail!("--loop open needs --rate (requests per second)"),
+    };
+    let cell = Cell {
+        mode: a.mode,
+        backend: a.backend,
+        operation: match a.op {
+            Op::Put => Operation::Put,
+            Op::Get => Operation::Get,
+        },
+        object_size: Size(a.size),
+        concurrency: a.concurrency,
+        arrival,
+    };
+    let run_id = a.run_id.clone().unwrap_or_else(|| {
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("run-{}", t.as_secs())
+    });
+    let mut spec = RunSpec::local(&run_id, cell, &endpoint, &a.bucket, &a.out);
+    spec.s3.region.clone_from(&a.region);
+    spec.s3.credentials = credentials;
+    spec.recipient_key = recipient_key;
+    spec.warmup = Dur(a.warmup);
+    spec.measured = Dur(a.measured);
+    spec.drain = Dur(a.drain);
+    spec.seed = a.seed;
+    spec.fixtures = a.fixtures;
+    if a.session_objects.is_some() || a.session_age.is_some() {
+        let d = envelope::SessionBounds::default();
+        spec.session = Some(Session {
+            max_objects: a.session_objects.unwrap_or(d.max_objects),
+            max_age: Dur(a.session_age.unwrap_or(d.max_age)),
+        });
+    }
+    spec.telemetry.local_server_pid = local_pid;
+    spec.telemetry.server_metrics = a.server_metrics.as_ref().map(|url| PromSource {
+        url: url.clone(),
+        bearer_token_env: a.server_metrics_token_env.clone(),
+        bearer_token_file: None,
+    });
+    spec.telemetry.node_exporter = a.node_exporter.as_ref().map(|url| PromSource {
+        url: url.clone(),
+        bearer_token_env: None,
+        bearer_token_file: None,
+    });
+    if a.pause {
+        spec.pause = Some(PauseRule::default());
+    }
+    spec.validate()?;
+    eprintln!(
+        "run {run_id}: {} {} {} on {}, {} workers, {} loop, against {}{}",
+        spec.cell.operation.as_str(),
+        spec.cell.object_size,
+        spec.cell.mode,
+        spec.cell.backend,
+        spec.cell.concurrency,
+        spec.cell.arrival.as_str(),
+        endpoint,
+        if server.is_some() {
+            " (pqbench serve-s3, a separate process)"
+        } else {
+            ""
+        }
+    );
+    let written = worker::engine::run_to_files(&spec, true)?;
+    drop(server);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&written.summary)?);
+    } else {
+        print!("{}", worker::summary::render(&written.summary));
+        println!("files: {}", written.dir.display());
+    }
+    if !written.summary.valid {
+        bail!(
+            "the run is invalid (its records are kept in {}); see the FAILED checks above",
+            written.dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct ValidateArgs {
+    /// A directory of run data (any tree of <run id>/p<index>/ directories).
+    dir: PathBuf,
+    /// Also print the checks that passed.
+    #[arg(long)]
+    verbose: bool,
+}
+
+pub(crate) fn validate(a: ValidateArgs) -> Result<()> {
+    if !a.dir.is_dir() {
+        bail!("{} is not a directory", a.dir.display());
+    }
+    let r = worker::validate::validate(&a.dir);
+    for f in &r.findings {
+        if !f.passed || a.verbose {
+            println!(
+                "{} {:<22} {:<28} {}",
+                if f.passed { "ok  " } else { "FAIL" },
+                f.check,
+                f.location,
+                f.detail
+            );
+        }
+    }
+    let failed = r.failures().count();
+    println!(
+        "{} runs, {} process directories, {} records: {}",
+        r.runs,
+        r.processes,
+        r.records,
+        if r.ok() {
+            "every check passed".to_owned()
+        } else {
+            format!("{failed} checks FAILED; the data set is refused")
+        }
+    );
+    if !r.ok() {
+        bail!("validation failed");
+    }
+    Ok(())
+}
