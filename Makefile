@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build bench-store python golden modes
+.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes
 
 all: lint test
 
@@ -49,6 +49,11 @@ bench:
 # against a `pqbench serve-s3` child process.
 bench-store:
 	cargo run --release -- bench-store --json target/bench-store.json
+
+# The run-engine benchmark: run-one per cell, and run-one vs bench-store CPU per request.
+bench-run:
+	cargo build --release --bin pqbench
+	python3 scripts/bench-run.py --pqbench target/release/pqbench --out target/bench-run
 
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:

@@ -51,6 +51,9 @@ pub(crate) struct BenchArgs {
     /// Rounds (cells interleaved; medians reported).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Operations to measure (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "put,get")]
+    ops: Vec<Op>,
     /// Crypto backend.
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
@@ -59,7 +62,7 @@ pub(crate) struct BenchArgs {
     json: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 enum Op {
     Put,
@@ -287,7 +290,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             mode_keys.push((m, keys(m, a.backend)?));
         }
         let mut cells: Vec<(Op, usize, Option<usize>)> = Vec::new(); // None = control
-        for op in [Op::Put, Op::Get] {
+        for &op in &a.ops {
             for &c in &a.concurrency {
                 cells.push((op, c, None));
                 for i in 0..mode_keys.len() {

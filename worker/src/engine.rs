@@ -427,31 +427,37 @@ pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> 
     let put = store
         .put(&sender, &warm_key, size, &body[..], &mut |_| {})
         .await?;
-    let m = Manifest::parse(&put.manifest, mode)?;
-    if m.c.len() != mode.ciphertext_len() {
-        return Err(Error::Gate(format!(
-            "warm-up object's C is {} bytes; {mode} specifies {}",
-            m.c.len(),
-            mode.ciphertext_len()
-        )));
+    // Check and read back, then delete the warm-up object whatever the outcome.
+    let check = async {
+        let m = Manifest::parse(&put.manifest, mode)?;
+        if m.c.len() != mode.ciphertext_len() {
+            return Err(Error::Gate(format!(
+                "warm-up object's C is {} bytes; {mode} specifies {}",
+                m.c.len(),
+                mode.ciphertext_len()
+            )));
+        }
+        let mut back = Vec::with_capacity(body.len());
+        store
+            .get(
+                &receiver,
+                &warm_key,
+                &put.id.version,
+                &mut back,
+                &mut |_| {},
+            )
+            .await?;
+        if back != *body {
+            return Err(Error::Gate(
+                "warm-up round trip returned different data".into(),
+            ));
+        }
+        Ok(())
     }
-    let mut back = Vec::with_capacity(body.len());
-    store
-        .get(
-            &receiver,
-            &warm_key,
-            &put.id.version,
-            &mut back,
-            &mut |_| {},
-        )
-        .await?;
-    if back != *body {
-        return Err(Error::Gate(
-            "warm-up round trip returned different data".into(),
-        ));
-    }
-    drop(back);
-    store.delete_version(&warm_key, &put.id.version).await?;
+    .await;
+    let deleted = store.delete_version(&warm_key, &put.id.version).await;
+    check?;
+    deleted?;
 
     // GET fixtures, written concurrently outside the timed window.
     let mut fixtures = Vec::new();

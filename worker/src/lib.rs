@@ -14,6 +14,14 @@
 //!   payload-signing and checksum options.
 //! - [`EmbeddedS3`]: an in-process S3 server (`s3s` + `s3s-fs`) on `127.0.0.1`, for local
 //!   runs and tests.
+//! - The run engine (study section IV-A "A run"): [`spec::RunSpec`] describes one run;
+//!   [`engine::execute`] prepares (keys, the known-answer gate, a warm-up round trip,
+//!   fixtures), waits for the shared `startAt`, runs the closed or open loop with exactly N
+//!   workers, samples client and server once per second ([`sampler`]) and cleans up;
+//!   [`records`] and [`table`] write the per-request records and samples as Parquet,
+//!   [`summary`] computes the run summary, [`output`] writes the files with their checksum
+//!   manifest, and [`validate`] refuses a data set that fails any of the study's checks.
+//!   The `pqbench-worker` binary runs one spec.
 //!
 //! ```
 //! use envelope::{Backend, KeyType, Mode, Receiver, SealKey, SecretKey, Sender};

@@ -70,6 +70,13 @@ pub struct OpStats {
     pub manifest_bytes: u64,
     /// S3 requests made.
     pub s3_requests: u32,
+    /// Wall time inside envelope chunk calls (seal/open of one chunk), clock reads
+    /// included: all of it is AEAD work.
+    #[serde(skip)]
+    pub(crate) chunk_calls: Duration,
+    /// Wall time inside the envelope's per-object calls (seal/open setup, finish).
+    #[serde(skip)]
+    pub(crate) object_calls: Duration,
 }
 
 impl OpStats {
@@ -96,20 +103,46 @@ impl OpStats {
         self.total.saturating_sub(self.accounted())
     }
 
+    /// Adds the envelope's stage times of one object. The envelope times its stages
+    /// inside its calls; what the calls spend outside those timers (the thread-CPU clock
+    /// reads around them, the calls' own bookkeeping) is attributed to the stage the call
+    /// belongs to, so that it does not count as unaccounted time: chunk calls are AEAD, the
+    /// per-object calls (setup and finish) are key establishment, key derivation and
+    /// manifest handling, and their remainder is manifest handling.
     pub(crate) fn add_envelope(&mut self, t: &envelope::StageTimes) {
         self.key_establishment += t.key_establishment;
         self.key_derivation += t.key_derivation;
-        self.aead += t.aead;
-        self.manifest += t.manifest;
+        self.aead += t.aead.max(self.chunk_calls);
+        self.manifest += t.manifest.max(self.object_calls.saturating_sub(
+            t.key_establishment + t.key_derivation + t.aead.saturating_sub(self.chunk_calls),
+        ));
+        self.chunk_calls = Duration::ZERO;
+        self.object_calls = Duration::ZERO;
     }
 }
 
-/// Measures thread CPU time around a synchronous crypto step.
-pub(crate) fn cpu<T>(acc: &mut Duration, f: impl FnOnce() -> T) -> T {
+/// Which envelope call a [`cpu`] measurement wraps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// Seal or open one chunk.
+    Chunk,
+    /// Per-object setup or finish.
+    Object,
+}
+
+/// Runs a synchronous envelope call, adding its thread CPU time to `crypto_cpu` and its
+/// wall time (clock reads included) to the call kind's total.
+pub(crate) fn cpu<T>(st: &mut OpStats, call: Call, f: impl FnOnce() -> T) -> T {
+    let w = std::time::Instant::now();
     let t = ThreadTime::try_now().ok();
     let r = f();
     if let Some(t) = t {
-        *acc += t.elapsed();
+        st.crypto_cpu += t.elapsed();
+    }
+    let wall = w.elapsed();
+    match call {
+        Call::Chunk => st.chunk_calls += wall,
+        Call::Object => st.object_calls += wall,
     }
     r
 }

@@ -280,9 +280,14 @@ fn server_stopped_mid_run(kind: Kind) {
         .expect("check");
     assert!(!failed.passed);
     assert!(
-        s.failures_by_class
-            .keys()
-            .all(|k| ["s3_connect", "s3_io", "s3_timeout", "s3_other"].contains(&k.as_str())),
+        s.failures_by_class.keys().all(|k| [
+            "s3_connect",
+            "s3_io",
+            "s3_timeout",
+            "s3_service",
+            "s3_other"
+        ]
+        .contains(&k.as_str())),
         "{:?}",
         s.failures_by_class
     );
@@ -367,7 +372,10 @@ fn two_processes_start_together(kind: Kind) {
         assert_eq!(
             out.status.success(),
             summary.valid,
-            "exit code follows validity"
+            "exit code follows validity: {:?} {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
         assert_valid_but_unaccounted(&summary);
         let info: ProcessInfo =
@@ -801,4 +809,101 @@ mod validator {
         let empty = tempfile::tempdir().expect("dir");
         assert_eq!(failed_checks(empty.path()), ["checksums"]);
     }
+}
+
+/// Debian's `prometheus-node-exporter` (`apt-get install prometheus-node-exporter`; `.ci/run`
+/// installs it), or `$PQBENCH_NODE_EXPORTER`.
+fn node_exporter_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PQBENCH_NODE_EXPORTER") {
+        return PathBuf::from(p);
+    }
+    for p in [
+        "/usr/bin/prometheus-node-exporter",
+        "/usr/local/bin/node_exporter",
+    ] {
+        if Path::new(p).exists() {
+            return PathBuf::from(p);
+        }
+    }
+    panic!(
+        "node exporter not found: apt-get install prometheus-node-exporter (Debian), or point \
+         PQBENCH_NODE_EXPORTER at a node_exporter binary"
+    );
+}
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A real node exporter on 127.0.0.1 feeds the pause rule and the server-host figures.
+#[test]
+fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let child = Command::new(node_exporter_binary())
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .args([
+            "--collector.disable-defaults",
+            "--collector.meminfo",
+            "--collector.diskstats",
+            "--collector.cpu",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the node exporter");
+    let _guard = Killed(child);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node exporter did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec(
+        "node",
+        Mode::X25519,
+        Operation::Get,
+        1,
+        Loop::Open { rate: 20.0 },
+    );
+    spec.drain = Dur(Duration::from_secs(1));
+    spec.telemetry.node_exporter = Some(PromSource {
+        url: format!("http://127.0.0.1:{port}/metrics"),
+        bearer_token_env: None,
+        bearer_token_file: None,
+    });
+    spec.pause = Some(worker::spec::PauseRule {
+        max_dirty: Size(64 << 30), // quiet at once: the point is that readings arrive
+        max_disk_write_per_s: Size(64 << 30),
+        quiet_for: Dur(Duration::from_secs(1)),
+        max_wait: Dur(Duration::from_secs(10)),
+    });
+    let w = run_to_files(&spec, false).expect("run");
+    let s = &w.summary;
+    assert!(s.server.errors.is_empty(), "{:?}", s.server.errors);
+    let p = &s.pause[0];
+    assert!(
+        p.quiet && p.last_dirty_bytes.is_some() && p.last_disk_write_per_s.is_some(),
+        "{p:?}"
+    );
+    assert!(p.waited_s >= 1.0 && p.waited_s < 10.0, "{p:?}");
+    assert!(
+        s.server.max_dirty_writeback_bytes.is_some(),
+        "{:?}",
+        s.server
+    );
+    assert!(s.server.iowait_fraction.is_some(), "{:?}", s.server);
+    assert!(s.server.disk_write_mib_s.is_some(), "{:?}", s.server);
+    // Nothing reads server process figures from a node exporter.
+    assert!(s.server.cpu_cores_used.is_none());
 }

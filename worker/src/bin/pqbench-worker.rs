@@ -67,11 +67,23 @@ fn run(args: &Args) -> anyhow::Result<bool> {
                 .unwrap_or_else(|| written.dir.display().to_string())
         );
     }
-    for f in report.failures() {
+    // This process's files are checked on their own; the other processes of the run may
+    // not have finished, so run completeness is not this process's verdict.
+    let failures: Vec<_> = report
+        .failures()
+        .filter(|f| f.check != "complete")
+        .collect();
+    for f in &failures {
         eprintln!(
             "validation FAILED {} at {}: {}",
             f.check, f.location, f.detail
         );
     }
-    Ok(written.summary.valid && report.ok())
+    for c in written.summary.checks.iter().filter(|c| !c.passed) {
+        eprintln!("run check FAILED {}: {}", c.name, c.detail);
+    }
+    if report.processes == 0 {
+        eprintln!("validation found no run files in {}", written.dir.display());
+    }
+    Ok(written.summary.valid && report.processes > 0 && failures.is_empty())
 }
