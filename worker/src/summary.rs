@@ -243,6 +243,12 @@ pub struct Software {
     pub profile: String,
     /// Target triple parts.
     pub target: String,
+    /// Compiler (`rustc -V`).
+    #[serde(default)]
+    pub rustc: String,
+    /// Versions of the crates on the measured path (crypto backends, S3 SDK, runtime).
+    #[serde(default)]
+    pub crates: String,
 }
 
 impl Software {
@@ -260,6 +266,8 @@ impl Software {
             }
             .into(),
             target: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+            rustc: option_env!("PQBENCH_RUSTC").unwrap_or("unknown").into(),
+            crates: option_env!("PQBENCH_CRATES").unwrap_or("unknown").into(),
         }
     }
 }

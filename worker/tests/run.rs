@@ -907,3 +907,84 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
     // Nothing reads server process figures from a node exporter.
     assert!(s.server.cpu_cores_used.is_none());
 }
+
+/// With S3 output, the files are uploaded to the results bucket under
+/// `<prefix><runId>/p<index>/`, the checksum manifest last, and they validate once
+/// downloaded.
+#[test]
+fn s3_output_uploads_the_run_files() {
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec(
+        "to-s3",
+        Mode::X25519,
+        Operation::Get,
+        1,
+        Loop::Open { rate: 20.0 },
+    );
+    spec.drain = Dur(Duration::from_secs(1));
+    spec.output = worker::spec::Output::S3 {
+        bucket: BUCKET.into(),
+        prefix: "results/".into(),
+        endpoint: None,
+    };
+    let w = run_to_files(&spec, false).expect("run");
+    assert_eq!(
+        w.uploaded_to.as_deref(),
+        Some("s3://pqbench-test/results/to-s3/p0/")
+    );
+    let store = env.server.store();
+    let dl = tempfile::tempdir().expect("dir");
+    let p0 = dl.path().join("to-s3/p0");
+    std::fs::create_dir_all(&p0).expect("mkdir");
+    tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let list = store
+            .client()
+            .list_objects_v2()
+            .bucket(BUCKET)
+            .prefix("results/to-s3/p0/")
+            .send()
+            .await
+            .expect("list");
+        let mut names: Vec<String> = list
+            .contents()
+            .iter()
+            .filter_map(|o| {
+                o.key()
+                    .map(|k| k.rsplit('/').next().unwrap_or("").to_owned())
+            })
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "SHA256SUMS",
+                "process.json",
+                "records.parquet",
+                "samples.parquet",
+                "spec.json",
+                "summary.json"
+            ]
+        );
+        for n in &names {
+            let o = store
+                .client()
+                .get_object()
+                .bucket(BUCKET)
+                .key(format!("results/to-s3/p0/{n}"))
+                .send()
+                .await
+                .expect("get");
+            let b = o.body.collect().await.expect("body").into_bytes();
+            std::fs::write(p0.join(n), b).expect("write");
+        }
+    });
+    let report = worker::validate::validate(dl.path());
+    assert!(
+        report
+            .failures()
+            .all(|f| f.check.starts_with("unaccounted")),
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(report.processes, 1);
+}
