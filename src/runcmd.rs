@@ -87,10 +87,10 @@ pub(crate) struct RunOneArgs {
     /// Seed (payloads, arrivals).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Run id (default: run-<unix time>).
+    /// Run id (default: run-UNIXTIME).
     #[arg(long)]
     run_id: Option<String>,
-    /// Output directory: files go to <out>/<run id>/p0/.
+    /// Output directory: files go to OUT/RUN_ID/p0/.
     #[arg(long, default_value = "pqbench-results")]
     out: PathBuf,
     /// The server's Prometheus endpoint (MinIO: http://host:9000/minio/v2/metrics/node).
@@ -241,7 +241,7 @@ fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
 
 #[derive(Args, Debug)]
 pub(crate) struct ValidateArgs {
-    /// A directory of run data (any tree of <run id>/p<index>/ directories).
+    /// A directory of run data (any tree of RUN_ID/pINDEX/ directories).
     dir: PathBuf,
     /// Also print the checks that passed.
     #[arg(long)]
