@@ -102,13 +102,7 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
     write_atomic(&dir.join(files::SPEC), &json(spec)?)?;
     write_atomic(&dir.join(files::SUMMARY), &json(&summary)?)?;
     let mut sums = String::new();
-    for name in [
-        files::RECORDS,
-        files::SAMPLES,
-        files::PROCESS,
-        files::SPEC,
-        files::SUMMARY,
-    ] {
+    for name in files::DATA {
         sums.push_str(&format!("{}  {name}\n", sha256_file(&dir.join(name))?));
     }
     write_atomic(&dir.join(files::CHECKSUMS), sums.as_bytes())?;
@@ -129,14 +123,7 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
         let s3 = settings.client()?;
         let base = format!("{prefix}{}/p{}/", spec.run_id, spec.processes.index);
         // The checksum manifest goes last: its presence marks a complete upload.
-        for name in [
-            files::RECORDS,
-            files::SAMPLES,
-            files::PROCESS,
-            files::SPEC,
-            files::SUMMARY,
-            files::CHECKSUMS,
-        ] {
+        for name in files::DATA.into_iter().chain([files::CHECKSUMS]) {
             let p = dir.join(name);
             let body = aws_sdk_s3::primitives::ByteStream::from_path(&p)
                 .await

@@ -883,6 +883,8 @@ pub mod files {
     pub const SPEC: &str = "spec.json";
     /// SHA-256 of every other file, in `sha256sum` format.
     pub const CHECKSUMS: &str = "SHA256SUMS";
+    /// Every file the checksum manifest covers, in the order it lists them.
+    pub const DATA: [&str; 5] = [RECORDS, SAMPLES, PROCESS, SPEC, SUMMARY];
 }
 
 /// Loads one process directory (without checking checksums or schema; `pqbench validate`

@@ -123,13 +123,7 @@ fn check_sums(dir: &Path, loc: &str) -> Finding {
         })
         .unwrap_or_default();
     unlisted.sort();
-    for required in [
-        files::RECORDS,
-        files::SAMPLES,
-        files::PROCESS,
-        files::SPEC,
-        files::SUMMARY,
-    ] {
+    for required in files::DATA {
         if !listed.iter().any(|l| l == required) {
             return fail(format!("{required} is not listed in {}", files::CHECKSUMS));
         }

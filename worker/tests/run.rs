@@ -627,13 +627,7 @@ mod validator {
 
     fn resum(dir: &Path) {
         let mut sums = String::new();
-        for name in [
-            files::RECORDS,
-            files::SAMPLES,
-            files::PROCESS,
-            files::SPEC,
-            files::SUMMARY,
-        ] {
+        for name in files::DATA {
             sums.push_str(&format!(
                 "{}  {name}\n",
                 worker::output::sha256_file(&dir.join(name)).expect("sha")
