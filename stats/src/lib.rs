@@ -1,0 +1,98 @@
+//! # stats: the statistics of a pqbench campaign
+//!
+//! A pure crate (no I/O, no async runtime) implementing every statistic of the study
+//! "Benchmarking Post-Quantum Key Encapsulation in S3-Compatible Object Storage under
+//! Client Concurrency", sections IV-B, IV-C and V, in the exact form pqbench's issue 5
+//! fixes (and `pqbench analyze` prints):
+//!
+//! - [`paired`]: pairs are the blocks of a cell that hold both mode *m* and baseline *b*;
+//!   `dᵢ = ln(T_m,i / T_b,i)`, mean, sd (n−1), `se = s/√n`, `df = n−1`; the ratio
+//!   `exp(d̄)` with t intervals; TOST at a margin; the verdict and the deficit/advantage
+//!   flags; the percentile bootstrap of `d̄` (section IV-C).
+//! - [`multiplicity`]: Holm over the primary family, Benjamini–Hochberg for exploratory
+//!   tables (section IV-C).
+//! - [`power`]: repetitions needed for a given power (section IV-C, normal approximation).
+//! - [`regime`]: the stall rule, the saturation criterion, the CPU accounting identity and
+//!   the open-loop knee (sections IV-C, V-B, V-C).
+//! - [`storage`]: manifest overhead per object and per billion objects against the S3
+//!   user-metadata limit (section V-E).
+//! - [`dist`]: the Student t and normal distributions these use.
+//!
+//! Every function is cross-checked against SciPy/statsmodels in `tests/oracle.rs`, with
+//! the reference values produced by `tests/oracle/generate.py`.
+
+pub mod dist;
+pub mod multiplicity;
+pub mod paired;
+pub mod power;
+pub mod regime;
+pub mod storage;
+
+pub use paired::{Comparison, Paired, Verdict};
+
+/// What can go wrong in a statistic.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Fewer pairs than the statistic needs.
+    #[error("{what} needs at least {need} pairs, got {got}")]
+    TooFewPairs {
+        /// The statistic.
+        what: &'static str,
+        /// Pairs needed.
+        need: usize,
+        /// Pairs given.
+        got: usize,
+    },
+    /// A value outside the statistic's domain (a non-positive throughput, a NaN, a
+    /// probability outside (0, 1), a margin outside (0, 1)).
+    #[error("{what} must be {allowed}, got {value}")]
+    Domain {
+        /// The argument.
+        what: &'static str,
+        /// What is allowed.
+        allowed: &'static str,
+        /// The value given.
+        value: f64,
+    },
+}
+
+/// This crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn check_prob(what: &'static str, p: f64) -> Result<f64> {
+    if p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err(Error::Domain {
+            what,
+            allowed: "within (0, 1)",
+            value: p,
+        })
+    }
+}
+
+/// The median (mean of the two middle values for an even count; NaN-free input assumed,
+/// as NumPy's `median`). `None` for an empty slice.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        f64::midpoint(v[n / 2 - 1], v[n / 2])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_matches_numpy() {
+        assert_eq!(super::median(&[]), None);
+        assert_eq!(super::median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(super::median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+}
