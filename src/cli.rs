@@ -56,6 +56,18 @@ enum Command {
     /// Check a data set of runs (checksums, schema, stage sums, unaccounted time, session
     /// bounds, failures) and refuse it if any check fails.
     Validate(crate::runcmd::ValidateArgs),
+    /// Print a campaign's design (cells, arms, blocks, run order), its pre-registration
+    /// hash, and estimates of requests, wall time and cost.
+    Plan(crate::campaigncmd::PlanArgs),
+    /// Run a whole campaign locally (the embedded S3 server by default), resumably, then
+    /// validate, analyse and report.
+    Run(crate::campaigncmd::RunArgs),
+    /// Analyse run data (a results directory or a CSV of runs) into verdicts, report.json,
+    /// report.md and plots.
+    Analyze(crate::campaigncmd::AnalyzeArgs),
+    /// One process of one run, its spec on stdin (used by `pqbench run`).
+    #[command(hide = true)]
+    RunSpec(crate::campaigncmd::RunSpecArgs),
 }
 
 #[derive(Args, Debug)]
@@ -181,8 +193,19 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     worker::units::parse_duration(s)
 }
 
-pub(crate) fn run(cli: Cli) -> Result<()> {
+pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
+    let done = |r: Result<()>| r.map(|()| std::process::ExitCode::SUCCESS);
     match cli.command {
+        Command::Plan(a) => done(crate::campaigncmd::plan_cmd(a)),
+        Command::Run(a) => done(crate::campaigncmd::run_cmd(a)),
+        Command::Analyze(a) => done(crate::campaigncmd::analyze_cmd(a)),
+        Command::RunSpec(a) => crate::campaigncmd::run_spec_cmd(a),
+        other => done(run_basic(other)),
+    }
+}
+
+fn run_basic(command: Command) -> Result<()> {
+    match command {
         Command::Keygen(a) => keygen(a),
         Command::Seal(a) => seal(a),
         Command::Open(a) => open(a),
@@ -197,6 +220,9 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
         Command::BenchStore(a) => crate::bench::run(a),
         Command::RunOne(a) => crate::runcmd::run_one(a),
         Command::Validate(a) => crate::runcmd::validate(a),
+        Command::Plan(_) | Command::Run(_) | Command::Analyze(_) | Command::RunSpec(_) => {
+            unreachable!("dispatched in run()")
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `pqbench`: the command-line front end. Thin: parse arguments, dispatch to `cli`.
 
 mod bench;
+mod campaigncmd;
 mod cli;
 mod layout;
 mod runcmd;
@@ -19,7 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     match cli::run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // One clear line (the chain of causes joined), no backtrace noise.
             eprintln!("error: {e:#}");

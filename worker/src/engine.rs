@@ -676,3 +676,28 @@ pub fn run_to_files(spec: &RunSpec, progress: bool) -> Result<crate::output::Wri
     }
     res
 }
+
+/// Runs one process of a run ([`run_to_files`]) and validates its files on their own.
+/// Returns the written files and the failed checks; run completeness is left out, since
+/// the run's other processes may not have finished.
+pub fn run_and_validate(
+    spec: &RunSpec,
+    progress: bool,
+) -> Result<(crate::output::Written, Vec<crate::validate::Finding>)> {
+    let written = run_to_files(spec, progress)?;
+    let report = crate::validate::validate(&written.dir);
+    let mut failures: Vec<crate::validate::Finding> = report
+        .failures()
+        .filter(|f| f.check != "complete")
+        .cloned()
+        .collect();
+    if report.processes == 0 {
+        failures.push(crate::validate::Finding {
+            check: "checksums",
+            location: written.dir.display().to_string(),
+            passed: false,
+            detail: "validation found no run files".into(),
+        });
+    }
+    Ok((written, failures))
+}

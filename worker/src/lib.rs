@@ -69,7 +69,9 @@ mod stats;
 mod store;
 pub mod summary;
 pub mod table;
-pub mod units;
+pub use campaign::units;
+pub mod collect;
+pub mod plan;
 pub mod validate;
 
 pub use client::{ChecksumPolicy, ClientRecord, PayloadSigning, S3Settings};

@@ -15,25 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::{Dur, Size};
 use crate::{Error, Result};
 
-/// Which operation a run measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Operation {
-    /// Encrypt and commit new objects.
-    Put,
-    /// Read and decrypt pre-written fixture objects.
-    Get,
-}
-
-impl Operation {
-    /// Fixed label.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Put => "put",
-            Self::Get => "get",
-        }
-    }
-}
+pub use campaign::Operation;
 
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -348,6 +330,13 @@ pub struct RunSpec {
     /// Repetition number.
     #[serde(default)]
     pub repetition: u32,
+    /// The campaign's cell id (`get-64KiB-c32`), when the run belongs to a campaign plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_id: Option<String>,
+    /// The campaign's arm label (the mode, or `ml-kem-768-session-b10-t1s`, or
+    /// `x25519-aa` for the A/A control), when the run belongs to a campaign plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
     /// Seed for the run's randomness (payloads, arrival times, fixture choice).
     #[serde(default)]
     pub seed: u64,
@@ -395,20 +384,7 @@ pub struct RunSpec {
     pub allowed_failure_fraction: f64,
 }
 
-/// Parses YAML (or JSON) into `T`, naming the field path on error (`cell.objectSize: …`).
-/// The text goes through a JSON value so that enums are written as maps (`{file: path}`)
-/// in YAML as in JSON.
-pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
-    let v: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
-    serde_path_to_error::deserialize(v).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })
-}
+pub use campaign::from_yaml;
 
 fn adhoc() -> String {
     "adhoc".into()
@@ -566,6 +542,8 @@ impl RunSpec {
             block: 0,
             position: 0,
             repetition: 0,
+            cell_id: None,
+            arm: None,
             seed: 0,
             warmup: warmup(),
             measured: measured(),

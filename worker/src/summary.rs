@@ -298,6 +298,10 @@ pub struct RunSummary {
     pub throughput_mib_s: f64,
     /// Open loop: offered rate, requests/s.
     pub offered_rps: Option<f64>,
+    /// Mean manifest bytes per successful measured request (the storage overhead per
+    /// object; section V-E).
+    #[serde(default)]
+    pub manifest_bytes_mean: f64,
     /// Failed measured requests by error class.
     pub failures_by_class: BTreeMap<String, u64>,
     /// Latency of successful measured requests, ms.
@@ -731,6 +735,11 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         offered_rps: match spec.cell.arrival {
             Loop::Open { rate } => Some(rate),
             Loop::Closed => None,
+        },
+        manifest_bytes_mean: if ok.is_empty() {
+            0.0
+        } else {
+            ok.iter().map(|r| f(r.manifest_bytes)).sum::<f64>() / n_ok
         },
         failures_by_class: failures,
         latency_ms: dist(ok.iter().map(|r| ms(r.total)).collect()),

@@ -63,7 +63,7 @@ impl Report {
     }
 }
 
-fn find_process_dirs(root: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn find_process_dirs(root: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(root) else {
         return;
     };

@@ -1,0 +1,826 @@
+//! From run rows to the report (study sections IV-C and V; the definitions are those of
+//! the [`stats`] crate, which cites them).
+//!
+//! Input: one [`RunRow`] per valid run (from a results directory or a CSV with the
+//! columns `run_id,cell,mode,block,throughput_rps,cpu_per_request_us,client_cores_used,
+//! client_cores_available,server_cpu_cores`, plus optional columns for the storage and
+//! knee tables). Output: a [`Report`] with one [`Entry`] per (cell, mode vs baseline).
+//!
+//! - Pairs are the blocks of a cell holding both the mode and the baseline.
+//! - The primary family is every mode-vs-baseline comparison in the primary cells (the
+//!   A/A control excluded); its TOST p-values are Holm-adjusted and its verdicts use the
+//!   adjusted p. Every other comparison is exploratory: its verdict uses the unadjusted p,
+//!   and Benjamini–Hochberg-adjusted p-values over all exploratory comparisons are given
+//!   alongside.
+//! - Sensitivity verdicts at the other margins use unadjusted p-values.
+//! - Stalls (closed loop only) are flagged per cell and every verdict is recomputed with
+//!   stalled blocks excluded (the primary family re-adjusted) as a sensitivity analysis.
+//! - A comparison whose 90 % interval is wider than the margin band `[1−δ, 1+δ]` is
+//!   `underpowered`, with the repetitions the power calculation asks for at its own
+//!   paired sd (at α / primary family size for primary comparisons).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use stats::paired::{Comparison, Flags, Settings, log_ratios, verdict};
+use stats::regime::{OpenPoint, RunLoad, cell_saturated, implied_ratio, knee, stalls};
+use stats::{Paired, Verdict};
+
+use crate::spec::{Analysis, CampaignSpec, Correction, Operation};
+use crate::{Error, Result};
+
+/// One run as the analysis sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    /// Run id.
+    pub run_id: String,
+    /// Cell id.
+    pub cell: String,
+    /// Arm label (mode).
+    pub mode: String,
+    /// Block number.
+    pub block: u32,
+    /// Successful requests per second of the window.
+    pub throughput_rps: f64,
+    /// Client process CPU per successful request, µs.
+    pub cpu_per_request_us: f64,
+    /// Client cores used over the window.
+    pub client_cores_used: f64,
+    /// Client cores available (cgroup quota and affinity).
+    pub client_cores_available: f64,
+    /// Server CPU in cores over the window, if measured.
+    pub server_cpu_cores: Option<f64>,
+    /// Operation (for the knee table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    /// Object size in bytes (storage and knee tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_size: Option<u64>,
+    /// Workers or serving threads (knee table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Offered rate of an open-loop run, requests/s (knee table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
+    /// Mean response time (queue wait + service), ms (knee table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_response_ms: Option<f64>,
+    /// Mean manifest bytes per object (storage table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_bytes: Option<f64>,
+}
+
+/// The CSV columns `pqbench analyze --runs` requires, in order.
+pub const CSV_COLUMNS: [&str; 9] = [
+    "run_id",
+    "cell",
+    "mode",
+    "block",
+    "throughput_rps",
+    "cpu_per_request_us",
+    "client_cores_used",
+    "client_cores_available",
+    "server_cpu_cores",
+];
+
+/// Optional CSV columns, read when present.
+pub const CSV_OPTIONAL: [&str; 6] = [
+    "operation",
+    "object_size",
+    "concurrency",
+    "offered_rps",
+    "mean_response_ms",
+    "manifest_bytes",
+];
+
+/// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
+/// these fields; empty `server_cpu_cores` means not measured). `origin` names the file in
+/// errors, which give the line and column.
+pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, header)) = lines.next() else {
+        return Err(Error::Data(format!(
+            "{origin}: empty file; expected a header row: {}",
+            CSV_COLUMNS.join(",")
+        )));
+    };
+    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    let find = |name: &str| cols.iter().position(|c| *c == name);
+    let mut idx = BTreeMap::new();
+    for c in CSV_COLUMNS {
+        let i = find(c).ok_or_else(|| {
+            Error::Data(format!(
+                "{origin}: missing column {c:?}; the header must hold {}",
+                CSV_COLUMNS.join(",")
+            ))
+        })?;
+        idx.insert(c, i);
+    }
+    for c in CSV_OPTIONAL {
+        if let Some(i) = find(c) {
+            idx.insert(c, i);
+        }
+    }
+    let mut out = Vec::new();
+    for (ln, line) in lines {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        let at = |c: &str| -> Option<&str> {
+            idx.get(c)
+                .and_then(|&i| f.get(i).copied())
+                .filter(|s| !s.is_empty())
+        };
+        let bad =
+            |c: &str, why: &str| Error::Data(format!("{origin}:{}: column {c}: {why}", ln + 1));
+        let req = |c: &str| at(c).ok_or_else(|| bad(c, "missing value"));
+        let num = |c: &str| -> Result<f64> {
+            let s = req(c)?;
+            let v: f64 = s
+                .parse()
+                .map_err(|_| bad(c, &format!("{s:?} is not a number")))?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(c, &format!("{s:?} must be a non-negative number")));
+            }
+            Ok(v)
+        };
+        let opt_num = |c: &str| -> Result<Option<f64>> {
+            if at(c).is_some() {
+                num(c).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let int = |c: &str| -> Result<Option<u64>> {
+            at(c)
+                .map(|s| {
+                    s.parse::<u64>()
+                        .map_err(|_| bad(c, &format!("{s:?} is not a whole number")))
+                })
+                .transpose()
+        };
+        out.push(RunRow {
+            run_id: req("run_id")?.to_owned(),
+            cell: req("cell")?.to_owned(),
+            mode: req("mode")?.to_owned(),
+            block: u32::try_from(int("block")?.ok_or_else(|| bad("block", "missing value"))?)
+                .map_err(|_| bad("block", "too large"))?,
+            throughput_rps: num("throughput_rps")?,
+            cpu_per_request_us: num("cpu_per_request_us")?,
+            client_cores_used: num("client_cores_used")?,
+            client_cores_available: num("client_cores_available")?,
+            server_cpu_cores: opt_num("server_cpu_cores")?,
+            operation: match at("operation") {
+                None => None,
+                Some("put") => Some(Operation::Put),
+                Some("get") => Some(Operation::Get),
+                Some(o) => return Err(bad("operation", &format!("{o:?} must be put or get"))),
+            },
+            object_size: int("object_size")?,
+            concurrency: int("concurrency")?.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
+            offered_rps: opt_num("offered_rps")?,
+            mean_response_ms: opt_num("mean_response_ms")?,
+            manifest_bytes: opt_num("manifest_bytes")?,
+        });
+    }
+    Ok(out)
+}
+
+/// Writes rows as CSV (the required columns, then the optional ones).
+pub fn rows_to_csv(rows: &[RunRow]) -> String {
+    let mut s = format!("{},{}\n", CSV_COLUMNS.join(","), CSV_OPTIONAL.join(","));
+    let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.run_id,
+            r.cell,
+            r.mode,
+            r.block,
+            r.throughput_rps,
+            r.cpu_per_request_us,
+            r.client_cores_used,
+            r.client_cores_available,
+            o(r.server_cpu_cores),
+            r.operation.map(Operation::as_str).unwrap_or_default(),
+            r.object_size.map(|v| v.to_string()).unwrap_or_default(),
+            r.concurrency.map(|v| v.to_string()).unwrap_or_default(),
+            o(r.offered_rps),
+            o(r.mean_response_ms),
+            o(r.manifest_bytes),
+        ));
+    }
+    s
+}
+
+/// What the analysis needs beyond the rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// Baseline arm label.
+    pub baseline: String,
+    /// Label of the A/A control arm, if any.
+    pub control: Option<String>,
+    /// The pre-registered analysis settings.
+    pub analysis: Analysis,
+    /// Bootstrap seed.
+    pub seed: u64,
+}
+
+impl Config {
+    /// The configuration a campaign spec pre-registers.
+    pub fn from_spec(spec: &CampaignSpec) -> Self {
+        Self {
+            baseline: spec.baseline.name().to_owned(),
+            control: spec
+                .aa_control
+                .then(|| format!("{}-aa", spec.baseline.name())),
+            analysis: spec.analysis.clone(),
+            seed: spec.seed,
+        }
+    }
+}
+
+/// The family a comparison belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Pre-registered: Holm-adjusted.
+    Primary,
+    /// Everything else: unadjusted (BH alongside).
+    Exploratory,
+    /// The A/A control against the baseline: the noise floor.
+    Control,
+}
+
+/// The verdict recomputed without stalled blocks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WithoutStalls {
+    /// Pairs left.
+    pub pairs: usize,
+    /// Ratio over those pairs.
+    pub ratio: Option<f64>,
+    /// 90 % interval over those pairs.
+    pub ci90: Option<[f64; 2]>,
+    /// Verdict (primary: re-adjusted over the family), `None` with fewer than 2 pairs.
+    pub verdict: Option<Verdict>,
+}
+
+/// One comparison: a cell, a mode against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub mode: String,
+    /// Baseline arm label.
+    pub baseline: String,
+    /// Family.
+    pub family: Family,
+    /// Number of pairs (blocks holding both).
+    pub pairs: usize,
+    /// `exp(d̄)` of throughput.
+    pub ratio: f64,
+    /// 90 % t interval of the ratio.
+    pub ci90: [f64; 2],
+    /// 95 % t interval of the ratio.
+    pub ci95: [f64; 2],
+    /// Paired sd of the log ratios.
+    pub sd: f64,
+    /// TOST p at the margin, unadjusted.
+    pub tost_p: f64,
+    /// TOST p after the family's correction (Holm for primary; the same as `tost_p`
+    /// otherwise).
+    pub tost_p_adjusted: f64,
+    /// Benjamini–Hochberg-adjusted p over the exploratory comparisons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bh_p_adjusted: Option<f64>,
+    /// Verdict at the margin.
+    pub verdict: Verdict,
+    /// Verdict at each sensitivity margin (unadjusted), keyed by the margin.
+    pub verdicts_at_margins: BTreeMap<String, Verdict>,
+    /// 90 % interval below `1 − threshold`.
+    pub deficit: bool,
+    /// 90 % interval above `1 + threshold`.
+    pub advantage: bool,
+    /// Percentile-bootstrap 90 % interval of the ratio.
+    pub bootstrap_ci90: [f64; 2],
+    /// Verdict with the bootstrap interval in place of the t interval (equivalent if it
+    /// lies inside the margin band), the study's check of the distributional assumption.
+    pub bootstrap_verdict: Verdict,
+    /// `exp` of the mean paired log ratio of client CPU per request.
+    pub cpu_ratio: Option<f64>,
+    /// The throughput ratio the CPU accounting identity implies: `1 / cpu_ratio`.
+    pub implied_ratio: Option<f64>,
+    /// Every arm of the cell used ≥ 0.95 of its client cores.
+    pub saturated: bool,
+    /// The 90 % interval is wider than the margin band.
+    pub underpowered: bool,
+    /// Repetitions the power calculation asks for at this comparison's sd.
+    pub repetitions_needed: u32,
+    /// The verdict without stalled blocks.
+    pub without_stalls: WithoutStalls,
+}
+
+/// Storage overhead of one arm at one object size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StorageRow {
+    /// Arm label.
+    pub mode: String,
+    /// Object size in bytes, if known.
+    pub object_size: Option<u64>,
+    /// The figures.
+    #[serde(flatten)]
+    pub overhead: stats::storage::Overhead,
+}
+
+/// The knee of one open-loop series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KneeRow {
+    /// `<op>-<size>-t<threads>`.
+    pub series: String,
+    /// Arm label.
+    pub mode: String,
+    /// Offered rates and mean response times (ms) averaged over repetitions.
+    pub points: Vec<OpenPoint>,
+    /// The knee, if the series reaches it.
+    pub knee: Option<stats::regime::Knee>,
+}
+
+/// Per cell and arm: what the plots and tables show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArmSummary {
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub mode: String,
+    /// Runs.
+    pub runs: usize,
+    /// Mean throughput, requests/s.
+    pub throughput_rps: f64,
+    /// Mean client CPU per request, µs.
+    pub cpu_per_request_us: f64,
+    /// Mean client cores used.
+    pub client_cores_used: f64,
+    /// Operation, object size and concurrency when known.
+    pub operation: Option<Operation>,
+    /// Object size in bytes.
+    pub object_size: Option<u64>,
+    /// Workers.
+    pub concurrency: Option<u32>,
+    /// Offered rate (open loop).
+    pub offered_rps: Option<f64>,
+}
+
+/// The whole analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The settings used.
+    pub config: Config,
+    /// Runs analysed.
+    pub runs: usize,
+    /// Size of the primary family.
+    pub primary_family_size: usize,
+    /// One entry per (cell, mode vs baseline), cells in first-seen order.
+    pub comparisons: Vec<Entry>,
+    /// Run ids flagged by the stall rule.
+    pub stalls: Vec<String>,
+    /// Per cell and arm means.
+    pub arms: Vec<ArmSummary>,
+    /// Storage overhead per arm (and object size).
+    pub storage: Vec<StorageRow>,
+    /// Open-loop knees.
+    pub knees: Vec<KneeRow>,
+    /// Things the reader should know (cells without a baseline, primary cells with no
+    /// data, …).
+    pub warnings: Vec<String>,
+}
+
+#[allow(clippy::cast_precision_loss, reason = "counts are small")]
+fn mean(v: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (s, n) = v
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
+}
+
+fn margin_key(m: f64) -> String {
+    format!("{m}")
+}
+
+/// Analyses run rows.
+pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
+    let a = &cfg.analysis;
+    let mut warnings = Vec::new();
+    // Index: cell → block → arm → row. Duplicate (cell, block, arm) is a data error.
+    let mut cells: Vec<String> = Vec::new();
+    let mut by_cell: BTreeMap<&str, BTreeMap<u32, BTreeMap<&str, &RunRow>>> = BTreeMap::new();
+    let mut ids = BTreeSet::new();
+    for r in rows {
+        if !ids.insert(r.run_id.as_str()) {
+            return Err(Error::Data(format!("run {} appears twice", r.run_id)));
+        }
+        if !cells.contains(&r.cell) {
+            cells.push(r.cell.clone());
+        }
+        let slot = by_cell
+            .entry(&r.cell)
+            .or_default()
+            .entry(r.block)
+            .or_default();
+        if let Some(prev) = slot.insert(&r.mode, r) {
+            return Err(Error::Data(format!(
+                "cell {} block {} holds mode {} twice (runs {} and {}); a block holds each mode once",
+                r.cell, r.block, r.mode, prev.run_id, r.run_id
+            )));
+        }
+    }
+    if !rows.iter().any(|r| r.mode == cfg.baseline) {
+        let modes: BTreeSet<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
+        return Err(Error::Data(format!(
+            "no run of the baseline {:?}; the data holds modes {}",
+            cfg.baseline,
+            modes.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    for p in &a.primary {
+        if !by_cell.contains_key(p.as_str()) {
+            warnings.push(format!("primary cell {p} has no valid runs"));
+        }
+    }
+
+    // Stalls: closed-loop runs only (offered_rps absent), per cell, blind to the mode.
+    let mut stalled: BTreeSet<&str> = BTreeSet::new();
+    for cell in &cells {
+        let runs: Vec<&RunRow> = by_cell[cell.as_str()]
+            .values()
+            .flat_map(|b| b.values().copied())
+            .filter(|r| r.offered_rps.is_none())
+            .collect();
+        let loads: Vec<RunLoad> = runs
+            .iter()
+            .map(|r| RunLoad {
+                throughput: r.throughput_rps,
+                server_cpu: r.server_cpu_cores,
+            })
+            .collect();
+        for (r, s) in runs.iter().zip(stalls(&loads, a.stall_rule.into())) {
+            if s {
+                stalled.insert(&r.run_id);
+            }
+        }
+    }
+
+    let settings = Settings {
+        margin: a.margin,
+        sensitivity_margins: a.sensitivity_margins.clone(),
+        deficit_threshold: a.deficit_threshold,
+        bootstrap_resamples: a.bootstrap_resamples,
+        seed: cfg.seed,
+    };
+    struct Raw<'a> {
+        cell: &'a str,
+        mode: &'a str,
+        family: Family,
+        cmp: Comparison,
+        cpu_ratio: Option<f64>,
+        saturated: bool,
+        d_no_stall: Vec<f64>,
+    }
+    let mut raw: Vec<Raw<'_>> = Vec::new();
+    for cell in &cells {
+        let blocks = &by_cell[cell.as_str()];
+        let mut arms: Vec<&str> = Vec::new();
+        for b in blocks.values() {
+            for m in b.keys() {
+                if !arms.contains(m) {
+                    arms.push(m);
+                }
+            }
+        }
+        arms.sort_unstable();
+        let per_arm: Vec<(Vec<f64>, Vec<f64>)> = arms
+            .iter()
+            .map(|m| {
+                let rs = blocks.values().filter_map(|b| b.get(m));
+                rs.map(|r| (r.client_cores_used, r.client_cores_available))
+                    .unzip()
+            })
+            .collect();
+        let saturated = cell_saturated(&per_arm);
+        if !arms.contains(&cfg.baseline.as_str()) {
+            warnings.push(format!(
+                "cell {cell} has no baseline run; its modes are not compared"
+            ));
+            continue;
+        }
+        for m in arms.iter().copied().filter(|m| *m != cfg.baseline) {
+            let pairs: Vec<(&RunRow, &RunRow)> = blocks
+                .values()
+                .filter_map(|b| Some((*b.get(m)?, *b.get(cfg.baseline.as_str())?)))
+                .collect();
+            if pairs.len() < 2 {
+                warnings.push(format!(
+                    "cell {cell}, {m} vs {}: {} pair(s); a comparison needs at least 2",
+                    cfg.baseline,
+                    pairs.len()
+                ));
+                continue;
+            }
+            let tp: Vec<(f64, f64)> = pairs
+                .iter()
+                .map(|(x, b)| (x.throughput_rps, b.throughput_rps))
+                .collect();
+            let d = log_ratios(&tp)?;
+            let cmp = Comparison::compute(&d, &settings)?;
+            let cpu: Vec<(f64, f64)> = pairs
+                .iter()
+                .map(|(x, b)| (x.cpu_per_request_us, b.cpu_per_request_us))
+                .collect();
+            let cpu_ratio = log_ratios(&cpu)
+                .ok()
+                .and_then(|d| Paired::from_log_ratios(&d).ok())
+                .map(|p| p.ratio());
+            let d_no_stall: Vec<f64> = pairs
+                .iter()
+                .zip(&d)
+                .filter(|((x, b), _)| {
+                    !stalled.contains(x.run_id.as_str()) && !stalled.contains(b.run_id.as_str())
+                })
+                .map(|(_, v)| *v)
+                .collect();
+            let family = if cfg.control.as_deref() == Some(m) {
+                Family::Control
+            } else if a.primary.iter().any(|p| p == cell) {
+                Family::Primary
+            } else {
+                Family::Exploratory
+            };
+            raw.push(Raw {
+                cell,
+                mode: m,
+                family,
+                cmp,
+                cpu_ratio,
+                saturated,
+                d_no_stall,
+            });
+        }
+    }
+
+    // Multiplicity.
+    let primary: Vec<usize> = (0..raw.len())
+        .filter(|&i| raw[i].family == Family::Primary)
+        .collect();
+    let exploratory: Vec<usize> = (0..raw.len())
+        .filter(|&i| raw[i].family == Family::Exploratory)
+        .collect();
+    let adjust = |ps: &[f64]| match a.correction {
+        Correction::Holm => stats::multiplicity::holm(ps),
+        Correction::None => ps.to_vec(),
+    };
+    let mut adjusted: Vec<f64> = raw.iter().map(|r| r.cmp.tost.p).collect();
+    for (&i, p) in primary.iter().zip(adjust(
+        &primary
+            .iter()
+            .map(|&i| raw[i].cmp.tost.p)
+            .collect::<Vec<_>>(),
+    )) {
+        adjusted[i] = p;
+    }
+    let mut bh: Vec<Option<f64>> = vec![None; raw.len()];
+    for (&i, p) in exploratory
+        .iter()
+        .zip(stats::multiplicity::benjamini_hochberg(
+            &exploratory
+                .iter()
+                .map(|&i| raw[i].cmp.tost.p)
+                .collect::<Vec<_>>(),
+        ))
+    {
+        bh[i] = Some(p);
+    }
+    // Without stalls: recompute, re-adjusting the primary family.
+    let no_stall: Vec<Option<Paired>> = raw
+        .iter()
+        .map(|r| Paired::from_log_ratios(&r.d_no_stall).ok())
+        .collect();
+    let ns_p: Vec<Option<f64>> = no_stall
+        .iter()
+        .map(|p| p.and_then(|p| p.tost(a.margin).ok()).map(|t| t.p))
+        .collect();
+    let mut ns_adj = ns_p.clone();
+    let fam_ok: Vec<usize> = primary
+        .iter()
+        .copied()
+        .filter(|&i| ns_p[i].is_some())
+        .collect();
+    for (&i, p) in fam_ok.iter().zip(adjust(
+        &fam_ok.iter().filter_map(|&i| ns_p[i]).collect::<Vec<_>>(),
+    )) {
+        ns_adj[i] = Some(p);
+    }
+
+    let family_size = primary.len().max(1);
+    let mut comparisons = Vec::new();
+    for (i, r) in raw.iter().enumerate() {
+        let c = &r.cmp;
+        let band = [1.0 - a.margin, 1.0 + a.margin];
+        let ci90 = [c.ci90.0, c.ci90.1];
+        let flags: Flags = c.flags;
+        let fam_n = if r.family == Family::Primary {
+            family_size
+        } else {
+            1
+        };
+        let reps =
+            stats::power::repetitions_needed(c.paired.sd, a.margin, a.alpha, fam_n, a.power)?;
+        let boot = c.bootstrap_ci90;
+        let bootstrap_verdict = if boot.0 > band[0] && boot.1 < band[1] {
+            Verdict::Equivalent
+        } else if boot.0 > band[1] || boot.1 < band[0] {
+            Verdict::NotEquivalent
+        } else {
+            Verdict::Inconclusive
+        };
+        let without_stalls = match no_stall[i] {
+            Some(p) => {
+                let ci = p.ratio_interval(0.90)?;
+                WithoutStalls {
+                    pairs: p.n,
+                    ratio: Some(p.ratio()),
+                    ci90: Some([ci.0, ci.1]),
+                    verdict: ns_adj[i].map(|pa| verdict(pa, ci, a.margin, a.alpha)),
+                }
+            }
+            None => WithoutStalls {
+                pairs: r.d_no_stall.len(),
+                ratio: None,
+                ci90: None,
+                verdict: None,
+            },
+        };
+        comparisons.push(Entry {
+            cell: r.cell.to_owned(),
+            mode: r.mode.to_owned(),
+            baseline: cfg.baseline.clone(),
+            family: r.family,
+            pairs: c.paired.n,
+            ratio: c.ratio,
+            ci90,
+            ci95: [c.ci95.0, c.ci95.1],
+            sd: c.paired.sd,
+            tost_p: c.tost.p,
+            tost_p_adjusted: adjusted[i],
+            bh_p_adjusted: bh[i],
+            verdict: verdict(adjusted[i], c.ci90, a.margin, a.alpha),
+            verdicts_at_margins: c
+                .tost_at_margins
+                .iter()
+                .map(|&(m, p)| (margin_key(m), verdict(p, c.ci90, m, a.alpha)))
+                .collect(),
+            deficit: flags.deficit,
+            advantage: flags.advantage,
+            bootstrap_ci90: [boot.0, boot.1],
+            bootstrap_verdict,
+            cpu_ratio: r.cpu_ratio,
+            implied_ratio: r.cpu_ratio.map(implied_ratio),
+            saturated: r.saturated,
+            underpowered: ci90[1] - ci90[0] > band[1] - band[0],
+            repetitions_needed: reps.needed,
+            without_stalls,
+        });
+    }
+
+    Ok(Report {
+        config: cfg.clone(),
+        runs: rows.len(),
+        primary_family_size: primary.len(),
+        comparisons,
+        stalls: stalled.into_iter().map(str::to_owned).collect(),
+        arms: arm_summaries(rows, &cells),
+        storage: storage(rows, &cfg.baseline),
+        knees: knees(rows),
+        warnings,
+    })
+}
+
+fn arm_summaries(rows: &[RunRow], cells: &[String]) -> Vec<ArmSummary> {
+    let mut out = Vec::new();
+    for cell in cells {
+        let mut modes: Vec<&str> = rows
+            .iter()
+            .filter(|r| &r.cell == cell)
+            .map(|r| r.mode.as_str())
+            .collect();
+        modes.sort_unstable();
+        modes.dedup();
+        for m in modes {
+            let rs: Vec<&RunRow> = rows
+                .iter()
+                .filter(|r| &r.cell == cell && r.mode == m)
+                .collect();
+            let first = rs[0];
+            out.push(ArmSummary {
+                cell: cell.clone(),
+                mode: m.to_owned(),
+                runs: rs.len(),
+                throughput_rps: mean(rs.iter().map(|r| r.throughput_rps)).unwrap_or(0.0),
+                cpu_per_request_us: mean(rs.iter().map(|r| r.cpu_per_request_us)).unwrap_or(0.0),
+                client_cores_used: mean(rs.iter().map(|r| r.client_cores_used)).unwrap_or(0.0),
+                operation: first.operation,
+                object_size: first.object_size,
+                concurrency: first.concurrency,
+                offered_rps: first.offered_rps,
+            });
+        }
+    }
+    out
+}
+
+fn storage(rows: &[RunRow], baseline: &str) -> Vec<StorageRow> {
+    // Mean manifest bytes per (object size, arm); the baseline's at the same size.
+    let mut acc: BTreeMap<(Option<u64>, &str), Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        if let Some(b) = r.manifest_bytes {
+            acc.entry((r.object_size, &r.mode)).or_default().push(b);
+        }
+    }
+    let bytes = |v: &Vec<f64>| -> u64 {
+        let m = mean(v.iter().copied()).unwrap_or(0.0).round();
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "manifest sizes are small and non-negative"
+        )]
+        let b = m as u64;
+        b
+    };
+    let mut out = Vec::new();
+    for ((size, mode), v) in &acc {
+        let base = acc.get(&(*size, baseline)).map_or(0, bytes);
+        out.push(StorageRow {
+            mode: (*mode).to_owned(),
+            object_size: *size,
+            overhead: stats::storage::overhead(bytes(v), base),
+        });
+    }
+    out
+}
+
+fn knees(rows: &[RunRow]) -> Vec<KneeRow> {
+    // Series: (op, size, threads, mode) over open-loop rows; closed-loop peak: the highest
+    // mean throughput over closed-loop cells with the same (op, size, mode).
+    // Key: (operation, size, threads, mode) → offered rate (as bits) → mean responses.
+    type Series<'a> = BTreeMap<(Operation, u64, u32, &'a str), BTreeMap<u64, Vec<f64>>>;
+    let mut series: Series<'_> = BTreeMap::new();
+    let mut closed: BTreeMap<(Operation, u64, &str), BTreeMap<&str, Vec<f64>>> = BTreeMap::new();
+    for r in rows {
+        let (Some(op), Some(size)) = (r.operation, r.object_size) else {
+            continue;
+        };
+        match (r.offered_rps, r.mean_response_ms, r.concurrency) {
+            (Some(rate), Some(resp), Some(t)) => {
+                series
+                    .entry((op, size, t, &r.mode))
+                    .or_default()
+                    .entry(rate.to_bits())
+                    .or_default()
+                    .push(resp);
+            }
+            (None, _, _) => closed
+                .entry((op, size, &r.mode))
+                .or_default()
+                .entry(&r.cell)
+                .or_default()
+                .push(r.throughput_rps),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for ((op, size, threads, mode), pts) in series {
+        let points: Vec<OpenPoint> = pts
+            .iter()
+            .map(|(bits, v)| OpenPoint {
+                rate: f64::from_bits(*bits),
+                mean_response: mean(v.iter().copied()).unwrap_or(0.0),
+            })
+            .collect();
+        let peak = closed
+            .get(&(op, size, mode))
+            .map(|cells| {
+                cells
+                    .values()
+                    .filter_map(|v| mean(v.iter().copied()))
+                    .fold(0.0, f64::max)
+            })
+            .filter(|p| *p > 0.0);
+        out.push(KneeRow {
+            series: format!("{}-{}-t{threads}", op.as_str(), crate::units::Size(size)),
+            mode: mode.to_owned(),
+            knee: knee(&points, peak),
+            points,
+        });
+    }
+    out
+}

@@ -1,0 +1,400 @@
+//! The design of a campaign (study section IV-B): cells × arms × repetitions in randomized
+//! complete blocks, and the pre-registration hash.
+//!
+//! - Cells: each `cells` entry expands to operation × object size × concurrency (closed
+//!   loop) or × offered rate (open loop), × backend. A cell's id is
+//!   `<op>-<size>-c<concurrency>` (closed) or `<op>-<size>-r<rate>-t<threads>` (open),
+//!   with `-<backend>` appended when the campaign has more than one backend
+//!   ([`cells`]).
+//! - Arms: the modes in the order given; with a session grid, `ml-kem-768-session` becomes
+//!   one arm per `maxObjects` × `maxAge` pair (`ml-kem-768-session-b10-t1s`); an A/A
+//!   control adds `<baseline>-aa` ([`arms`]).
+//! - Blocks: one block per cell and repetition holds every arm once, in an order shuffled
+//!   from the seed; then the order of all blocks is shuffled from the seed. Modes are
+//!   compared only within a block ([`plan`]).
+//! - The shuffles are Fisher–Yates driven by ChaCha8 seeded with the campaign seed, written
+//!   out here rather than taken from `rand`, so that the plan depends on nothing but the
+//!   spec: the same YAML gives the same plan, byte for byte, whatever library versions.
+//! - The pre-registration hash is the SHA-256 of the spec's RFC 8785 canonical JSON
+//!   (defaults filled in, so formatting and comments do not change it) ([`prereg_hash`]).
+
+use std::time::Duration;
+
+use envelope::{Backend, Mode};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng as _, SeedableRng as _};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::spec::{CampaignSpec, LoopGrid, Manifest, Operation};
+use crate::units::{Dur, Size, format_duration};
+
+/// How requests arrive in one cell.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Arrival {
+    /// Back to back.
+    Closed,
+    /// Poisson arrivals at `rate` requests/s.
+    Open {
+        /// Offered rate, requests/s over the whole run.
+        rate: f64,
+    },
+}
+
+/// One cell of the design.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CellDef {
+    /// The id the analysis and `analysis.primary` use.
+    pub id: String,
+    /// PUT or GET.
+    pub operation: Operation,
+    /// Plaintext size.
+    pub object_size: Size,
+    /// Workers (closed loop) or serving threads (open loop).
+    pub concurrency: u32,
+    /// Closed or open loop.
+    pub arrival: Arrival,
+    /// Crypto backend.
+    pub backend: Backend,
+    /// Blocks of this cell.
+    pub repetitions: u32,
+}
+
+/// One arm: a mode, possibly with session bounds, possibly the A/A control.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Arm {
+    /// The label in the plan, the run ids and the report.
+    pub label: String,
+    /// The envelope mode.
+    pub mode: Mode,
+    /// `(maxObjects, maxAge)` for a session arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<(u64, Dur)>,
+    /// Whether this is the A/A control (the baseline again).
+    #[serde(default)]
+    pub control: bool,
+}
+
+/// One run of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedRun {
+    /// Position in the run order, from 0.
+    pub index: u32,
+    /// `r<index>-<cell>-<arm>`.
+    pub run_id: String,
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub arm: String,
+    /// Block number in run order, from 0.
+    pub block: u32,
+    /// Position within the block, from 0.
+    pub position: u32,
+    /// Repetition of the cell this block is, from 0.
+    pub repetition: u32,
+    /// The run's workload seed, derived from the campaign seed and the run id.
+    pub seed: u64,
+}
+
+/// The whole design.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Campaign name.
+    pub campaign: String,
+    /// Pre-registration hash (hex SHA-256 of the canonical spec).
+    pub prereg_hash: String,
+    /// Cells in expansion order.
+    pub cells: Vec<CellDef>,
+    /// Arms in the order of the spec.
+    pub arms: Vec<Arm>,
+    /// Number of blocks.
+    pub blocks: u32,
+    /// Runs in execution order.
+    pub runs: Vec<PlannedRun>,
+}
+
+impl Plan {
+    /// The cell of a run.
+    pub fn cell(&self, id: &str) -> Option<&CellDef> {
+        self.cells.iter().find(|c| c.id == id)
+    }
+
+    /// The arm of a run.
+    pub fn arm(&self, label: &str) -> Option<&Arm> {
+        self.arms.iter().find(|a| a.label == label)
+    }
+
+    /// The label of the baseline arm.
+    pub fn baseline_label(spec: &CampaignSpec) -> String {
+        spec.baseline.name().to_owned()
+    }
+}
+
+fn rate_label(r: f64) -> String {
+    if r.fract() == 0.0 && r.abs() < 1e15 {
+        format!("{r:.0}")
+    } else {
+        format!("{r}")
+    }
+}
+
+/// A cell's id: `<op>-<size>-c<concurrency>` (closed loop) or
+/// `<op>-<size>-r<rate>-t<threads>` (open loop), with `-<backend>` appended when given.
+pub fn cell_id(
+    op: Operation,
+    size: Size,
+    concurrency: u32,
+    arrival: Arrival,
+    backend: Option<Backend>,
+) -> String {
+    let id = match arrival {
+        Arrival::Closed => format!("{}-{size}-c{concurrency}", op.as_str()),
+        Arrival::Open { rate } => format!(
+            "{}-{size}-r{}-t{concurrency}",
+            op.as_str(),
+            rate_label(rate)
+        ),
+    };
+    match backend {
+        Some(b) => format!("{id}-{}", b.name()),
+        None => id,
+    }
+}
+
+/// Expands the cell grid (see the module docs for ids and order).
+pub fn cells(spec: &CampaignSpec) -> Vec<CellDef> {
+    let multi_backend = spec.backends.len() > 1;
+    let mut out = Vec::new();
+    for g in &spec.cells {
+        let reps = g.repetitions.unwrap_or(spec.repetitions);
+        let loads: Vec<(u32, Arrival)> = match &g.arrival {
+            LoopGrid::Closed => g
+                .concurrency
+                .as_ref()
+                .map(|c| c.0.iter().map(|&n| (n, Arrival::Closed)).collect())
+                .unwrap_or_default(),
+            LoopGrid::Open { rates, threads } => rates
+                .0
+                .iter()
+                .map(|&rate| (*threads, Arrival::Open { rate }))
+                .collect(),
+        };
+        for &op in &g.operation.0 {
+            for &size in &g.object_size.0 {
+                for &(conc, arrival) in &loads {
+                    for &backend in &spec.backends {
+                        out.push(CellDef {
+                            id: cell_id(op, size, conc, arrival, multi_backend.then_some(backend)),
+                            operation: op,
+                            object_size: size,
+                            concurrency: conc,
+                            arrival,
+                            backend,
+                            repetitions: reps,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The arms (see the module docs).
+pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
+    let mut out = Vec::new();
+    for &mode in &spec.modes {
+        match (&spec.sessions, mode) {
+            (Some(grid), Mode::MlKem768Session) => {
+                for &b in &grid.max_objects.0 {
+                    for &t in &grid.max_age.0 {
+                        out.push(Arm {
+                            label: format!("{}-b{b}-t{}", mode.name(), format_duration(t.0)),
+                            mode,
+                            session: Some((b, t)),
+                            control: false,
+                        });
+                    }
+                }
+            }
+            _ => out.push(Arm {
+                label: mode.name().to_owned(),
+                mode,
+                session: None,
+                control: false,
+            }),
+        }
+    }
+    if spec.aa_control {
+        out.push(Arm {
+            label: format!("{}-aa", spec.baseline.name()),
+            mode: spec.baseline,
+            session: None,
+            control: true,
+        });
+    }
+    out
+}
+
+/// The pre-registration hash: hex SHA-256 of the spec's RFC 8785 canonical JSON.
+pub fn prereg_hash(spec: &CampaignSpec) -> String {
+    // Serializing plain data (strings, numbers, lists, maps) cannot fail.
+    let canonical = serde_jcs::to_vec(spec).unwrap_or_default();
+    hex::encode(Sha256::digest(&canonical))
+}
+
+/// A uniform index in `0..=max` from 64 random bits (multiply-shift; bias below
+/// (max+1)/2⁶⁴).
+fn below(rng: &mut ChaCha8Rng, max: usize) -> usize {
+    let n = u128::try_from(max).unwrap_or(u128::MAX) + 1;
+    usize::try_from((u128::from(rng.next_u64()) * n) >> 64).unwrap_or(0)
+}
+
+/// Fisher–Yates (Durstenfeld): for i from n−1 down to 1, swap i with a uniform j ≤ i.
+fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
+    for i in (1..v.len()).rev() {
+        let j = below(rng, i);
+        v.swap(i, j);
+    }
+}
+
+fn run_seed(seed: u64, run_id: &str) -> u64 {
+    let mut h = Sha256::new();
+    h.update(seed.to_le_bytes());
+    h.update(run_id.as_bytes());
+    let d = h.finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// Expands a validated manifest into its plan.
+pub fn plan(m: &Manifest) -> Plan {
+    let spec = &m.spec;
+    let cells = cells(spec);
+    let arms = arms(spec);
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+    // Blocks in (cell, repetition) order, each with its arms shuffled …
+    let mut blocks: Vec<(usize, u32, Vec<usize>)> = Vec::new();
+    for (ci, c) in cells.iter().enumerate() {
+        for rep in 0..c.repetitions {
+            let mut order: Vec<usize> = (0..arms.len()).collect();
+            shuffle(&mut order, &mut rng);
+            blocks.push((ci, rep, order));
+        }
+    }
+    // … then the run order of the blocks.
+    shuffle(&mut blocks, &mut rng);
+    let mut runs = Vec::new();
+    let mut index = 0u32;
+    for (b, (ci, rep, order)) in (0u32..).zip(&blocks) {
+        for (pos, &ai) in (0u32..).zip(order) {
+            let run_id = format!("r{index:04}-{}-{}", cells[*ci].id, arms[ai].label);
+            runs.push(PlannedRun {
+                index,
+                seed: run_seed(spec.seed, &run_id),
+                run_id,
+                cell: cells[*ci].id.clone(),
+                arm: arms[ai].label.clone(),
+                block: b,
+                position: pos,
+                repetition: *rep,
+            });
+            index += 1;
+        }
+    }
+    Plan {
+        campaign: m.metadata.name.clone(),
+        prereg_hash: prereg_hash(spec),
+        blocks: u32::try_from(blocks.len()).unwrap_or(u32::MAX),
+        cells,
+        arms,
+        runs,
+    }
+}
+
+/// What the planner assumes where the spec cannot say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assumptions {
+    /// Closed-loop requests per second per worker (the spec cannot know the store's speed).
+    pub closed_rps_per_worker: f64,
+    /// Per-run setup outside warm-up and window: process start, key check, known-answer
+    /// gate, fixtures, cleanup.
+    pub run_overhead: Duration,
+    /// Typical pause between runs (the study's confirmatory median was 3.0 s).
+    pub typical_pause: Duration,
+}
+
+impl Default for Assumptions {
+    fn default() -> Self {
+        Self {
+            closed_rps_per_worker: 500.0,
+            run_overhead: Duration::from_secs(3),
+            typical_pause: Duration::from_secs(3),
+        }
+    }
+}
+
+/// The planner's estimate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    /// Runs in the plan.
+    pub runs: usize,
+    /// Requests offered by open-loop runs (rate × (warm-up + window)); exact up to Poisson
+    /// noise.
+    pub open_loop_requests: f64,
+    /// Requests of closed-loop runs at the assumed per-worker rate.
+    pub closed_loop_requests_assumed: f64,
+    /// Expected wall time.
+    pub wall: Duration,
+    /// Wall time if every pause ran to its maximum.
+    pub wall_worst: Duration,
+}
+
+/// Estimates runs, requests and wall time of a plan.
+pub fn estimate(plan: &Plan, spec: &CampaignSpec, a: &Assumptions) -> Estimate {
+    let (mut open, mut closed) = (0.0, 0.0);
+    let timed = spec.warmup.0 + spec.measured.0;
+    let mut wall = Duration::ZERO;
+    let mut worst = Duration::ZERO;
+    let pause_max = if spec.pause.enabled {
+        spec.pause.max_wait.0
+    } else {
+        Duration::ZERO
+    };
+    let pause_typ = if spec.pause.enabled {
+        a.typical_pause.min(pause_max)
+    } else {
+        Duration::ZERO
+    };
+    for r in &plan.runs {
+        let Some(c) = plan.cell(&r.cell) else {
+            continue;
+        };
+        let mut t = a.run_overhead + timed;
+        match c.arrival {
+            Arrival::Open { rate } => {
+                open += rate * timed.as_secs_f64();
+                t += spec.drain.0 / 2;
+            }
+            Arrival::Closed => {
+                closed += a.closed_rps_per_worker * f64::from(c.concurrency) * timed.as_secs_f64();
+            }
+        }
+        wall += t + pause_typ;
+        worst += t + spec.drain.0 + pause_max;
+    }
+    Estimate {
+        runs: plan.runs.len(),
+        open_loop_requests: open,
+        closed_loop_requests_assumed: closed,
+        wall,
+        wall_worst: worst,
+    }
+}

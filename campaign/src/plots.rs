@@ -1,0 +1,1714 @@
+//! SVG plots of a [`Report`]: hand-written, standalone SVG 1.1 documents, no dependencies.
+//!
+//! - [`forest`] (`forest.svg`): every comparison's throughput ratio with its 90 % and 95 %
+//!   intervals against the shaded margin band `[1 − δ, 1 + δ]`, and its verdict.
+//! - [`throughput_vs_concurrency`] (`throughput.svg`): closed-loop throughput per mode
+//!   against concurrency, one panel per operation and object size (and backend).
+//! - [`cpu_per_request`] (`cpu.svg`): client CPU per request per mode, grouped by cell.
+//! - [`storage`] (`storage.svg`): manifest bytes per mode against the S3 user-metadata
+//!   limit, with the difference to the baseline.
+//!
+//! Each mode keeps one colour in every plot of a report (the colour-blind-safe Okabe–Ito
+//! palette, assigned in sorted label order). The output depends only on the report (the
+//! same report gives the same bytes), every text is escaped, and non-finite values are
+//! skipped rather than drawn.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use stats::Verdict;
+use stats::storage::S3_USER_METADATA_LIMIT;
+
+use crate::analysis::{ArmSummary, Entry, Family, Report, StorageRow};
+use crate::spec::Operation;
+use crate::units::Size;
+
+/// One plot: a file name (e.g. "forest.svg") and the SVG text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plot {
+    /// File name, e.g. `forest.svg`.
+    pub file: &'static str,
+    /// Title: the SVG's title element and its visible heading.
+    pub title: String,
+    /// The standalone SVG 1.1 document.
+    pub svg: String,
+}
+
+/// Every plot the report supports (skipping those without data).
+pub fn all(report: &Report) -> Vec<Plot> {
+    [
+        forest(report),
+        throughput_vs_concurrency(report),
+        cpu_per_request(report),
+        storage(report),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Style
+// ---------------------------------------------------------------------------------------
+
+/// Okabe–Ito, ordered so that the first modes get the most distinct colours (yellow, hard
+/// to see on white, last).
+const OKABE_ITO: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442",
+];
+const INK: &str = "#222222";
+const MUTED: &str = "#555555";
+const GRID: &str = "#e2e2e2";
+const AXIS: &str = "#444444";
+const SHADE: &str = "#f4f4f4";
+/// Body font size, px.
+const FONT: f64 = 12.0;
+/// Baseline of the visible title and of the subtitle.
+const TITLE_Y: f64 = 26.0;
+const SUBTITLE_Y: f64 = 46.0;
+
+/// A fixed colour per mode: every mode label of the report, sorted, takes the palette in
+/// order (repeating after eight modes).
+struct Palette(BTreeMap<String, &'static str>);
+
+impl Palette {
+    fn of(report: &Report) -> Self {
+        let mut modes: BTreeSet<&str> = BTreeSet::new();
+        modes.insert(&report.config.baseline);
+        modes.extend(report.arms.iter().map(|a| a.mode.as_str()));
+        modes.extend(report.storage.iter().map(|s| s.mode.as_str()));
+        modes.extend(report.knees.iter().map(|k| k.mode.as_str()));
+        for e in &report.comparisons {
+            modes.insert(&e.mode);
+            modes.insert(&e.baseline);
+        }
+        Self(
+            modes
+                .into_iter()
+                .zip(OKABE_ITO.iter().cycle())
+                .map(|(m, c)| (m.to_owned(), *c))
+                .collect(),
+        )
+    }
+
+    fn get(&self, mode: &str) -> &'static str {
+        self.0.get(mode).copied().unwrap_or(MUTED)
+    }
+}
+
+fn verdict_colour(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Equivalent => "#009E73",
+        Verdict::NotEquivalent => "#D55E00",
+        Verdict::Inconclusive => "#777777",
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Text and numbers
+// ---------------------------------------------------------------------------------------
+
+/// Escapes text for XML content and attribute values; control characters (not allowed in
+/// XML 1.0) become `?`.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[allow(clippy::cast_precision_loss, reason = "small counts")]
+fn count(n: usize) -> f64 {
+    n as f64
+}
+
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "byte counts of manifests are small"
+)]
+fn bytes_f64(n: u64) -> f64 {
+    n as f64
+}
+
+/// Estimated width of `s` in a sans-serif font of `size` px (generous, so that layouts
+/// leave room rather than overlap).
+fn text_w(s: &str, size: f64) -> f64 {
+    count(s.chars().count()) * size * 0.6
+}
+
+/// Drops trailing zeros after a decimal point (and `-0` becomes `0`).
+fn trim_zeros(s: String) -> String {
+    if !s.contains('.') {
+        return s;
+    }
+    let t = s.trim_end_matches('0').trim_end_matches('.');
+    if t == "-0" {
+        "0".to_owned()
+    } else {
+        t.to_owned()
+    }
+}
+
+/// Decimal places from a (possibly fractional or negative) count, clamped to 0..=6.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "clamped to 0..=6 first"
+)]
+fn decimals(d: f64) -> usize {
+    if d.is_finite() {
+        d.clamp(0.0, 6.0) as usize
+    } else {
+        0
+    }
+}
+
+/// The unit a magnitude is written in: `k`, `M`, `G` or none.
+fn unit_of(magnitude: f64) -> (f64, &'static str) {
+    if magnitude >= 999.5e6 {
+        (1e9, "G")
+    } else if magnitude >= 999.5e3 {
+        (1e6, "M")
+    } else if magnitude >= 999.5 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    }
+}
+
+/// A number in three significant digits with a `k`/`M`/`G` suffix: `0.952`, `12.5`,
+/// `1.23k`; `n/a` if not finite.
+fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_owned();
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let (unit, suffix) = unit_of(v.abs());
+    let x = v / unit;
+    let d = decimals(2.0 - x.abs().log10().floor());
+    format!("{}{suffix}", trim_zeros(format!("{x:.d$}")))
+}
+
+/// A tick label: as many decimals as the step needs, in the unit of the value.
+fn fmt_tick(v: f64, step: f64) -> String {
+    let (unit, suffix) = unit_of(v.abs());
+    let d = decimals((-(step / unit).log10()).ceil());
+    let s = trim_zeros(format!("{:.d$}", v / unit));
+    if s == "0" { s } else { s + suffix }
+}
+
+/// A ratio with three decimals (`0.952`), `n/a` if not finite.
+fn fmt_ratio(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.3}")
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+/// A whole number with thousands separators: `2,048`.
+fn fmt_int(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A signed whole number with an explicit sign: `+1,088`, `−32`, `±0`.
+fn fmt_signed(n: i64) -> String {
+    let sign = match n.signum() {
+        1 => "+",
+        -1 => "\u{2212}",
+        _ => "\u{b1}",
+    };
+    format!("{sign}{}", fmt_int(n.unsigned_abs()))
+}
+
+/// A coordinate: two decimals at most, `0` for anything non-finite (never reached by
+/// data, which is filtered before).
+fn px(v: f64) -> String {
+    if v.is_finite() {
+        trim_zeros(format!("{v:.2}"))
+    } else {
+        "0".to_owned()
+    }
+}
+
+fn finite2(v: [f64; 2]) -> bool {
+    v[0].is_finite() && v[1].is_finite()
+}
+
+// ---------------------------------------------------------------------------------------
+// Scales and ticks
+// ---------------------------------------------------------------------------------------
+
+/// Maps a data interval onto a pixel interval, linearly or on a log₂ scale.
+#[derive(Clone, Copy, Debug)]
+struct Scale {
+    d0: f64,
+    d1: f64,
+    r0: f64,
+    r1: f64,
+    log2: bool,
+}
+
+impl Scale {
+    fn linear(d0: f64, d1: f64, r0: f64, r1: f64) -> Self {
+        Self {
+            d0,
+            d1,
+            r0,
+            r1,
+            log2: false,
+        }
+    }
+
+    /// A log₂ scale; the domain must be positive.
+    fn log2(d0: f64, d1: f64, r0: f64, r1: f64) -> Self {
+        Self {
+            log2: true,
+            ..Self::linear(d0, d1, r0, r1)
+        }
+    }
+
+    fn at(self, v: f64) -> f64 {
+        let f = |x: f64| if self.log2 { x.log2() } else { x };
+        let (a, b) = (f(self.d0), f(self.d1));
+        let span = b - a;
+        if !span.is_finite() || span.abs() < f64::EPSILON {
+            return f64::midpoint(self.r0, self.r1);
+        }
+        self.r0 + (f(v) - a) / span * (self.r1 - self.r0)
+    }
+}
+
+/// A "nice" step (1, 2 or 5 times a power of ten) at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let n = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    n * mag
+}
+
+/// Nice ticks covering `[lo, hi]` with at most about `target` intervals: the extended
+/// domain and the ticks as (value, label).
+fn nice_ticks(lo: f64, hi: f64, target: f64) -> (f64, f64, Vec<(f64, String)>) {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        let d = if lo.abs() > 0.0 { lo.abs() * 0.1 } else { 1.0 };
+        (lo - d, hi + d)
+    };
+    let step = nice_step((hi - lo) / target);
+    let (first, last) = ((lo / step).floor(), (hi / step).ceil());
+    let mut ticks = Vec::new();
+    let mut k = first;
+    while k <= last + 1e-9 && ticks.len() < 100 {
+        let v = k * step;
+        ticks.push((v, fmt_tick(v, step)));
+        k += 1.0;
+    }
+    (first * step, last * step, ticks)
+}
+
+// ---------------------------------------------------------------------------------------
+// The SVG builder
+// ---------------------------------------------------------------------------------------
+
+/// Appends SVG elements to a document; attribute strings passed in are trusted (they are
+/// literals and colours of this module), text is always escaped.
+struct Svg {
+    out: String,
+}
+
+impl Svg {
+    /// A document of the given size with a white background, a title element and the
+    /// visible title.
+    fn new(width: f64, height: f64, title: &str) -> Self {
+        let (w, h) = (px(width.ceil()), px(height.ceil()));
+        let mut out = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{w}\" \
+             height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" \
+             font-size=\"{}\" fill=\"{INK}\">\n",
+            px(FONT)
+        );
+        out.push_str(&format!("<title>{}</title>\n", esc(title)));
+        out.push_str(&format!(
+            "<rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n"
+        ));
+        let mut svg = Self { out };
+        svg.text(
+            width / 2.0,
+            TITLE_Y,
+            title,
+            r#"font-size="16" font-weight="bold" text-anchor="middle""#,
+        );
+        svg
+    }
+
+    fn subtitle(&mut self, width: f64, s: &str) {
+        self.text(
+            width / 2.0,
+            SUBTITLE_Y,
+            s,
+            &format!(r#"font-size="11" text-anchor="middle" fill="{MUTED}""#),
+        );
+    }
+
+    fn text(&mut self, x: f64, y: f64, s: &str, attrs: &str) {
+        self.out.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" {attrs}>{}</text>\n",
+            px(x),
+            px(y),
+            esc(s)
+        ));
+    }
+
+    /// One text line made of differently styled runs.
+    fn spans(&mut self, x: f64, y: f64, runs: &[(&str, &str)]) {
+        self.out
+            .push_str(&format!("<text x=\"{}\" y=\"{}\">", px(x), px(y)));
+        for (s, attrs) in runs {
+            self.out
+                .push_str(&format!("<tspan {attrs}>{}</tspan>", esc(s)));
+        }
+        self.out.push_str("</text>\n");
+    }
+
+    fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, attrs: &str) {
+        self.out.push_str(&format!(
+            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" {attrs}/>\n",
+            px(x1),
+            px(y1),
+            px(x2),
+            px(y2)
+        ));
+    }
+
+    fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, attrs: &str) {
+        self.out.push_str(&format!(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {attrs}/>\n",
+            px(x),
+            px(y),
+            px(w.max(0.0)),
+            px(h.max(0.0))
+        ));
+    }
+
+    fn circle(&mut self, cx: f64, cy: f64, r: f64, attrs: &str) {
+        self.out.push_str(&format!(
+            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" {attrs}/>\n",
+            px(cx),
+            px(cy),
+            px(r)
+        ));
+    }
+
+    fn polyline(&mut self, points: &[(f64, f64)], attrs: &str) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{},{}", px(*x), px(*y)))
+            .collect();
+        self.out.push_str(&format!(
+            "<polyline points=\"{}\" fill=\"none\" {attrs}/>\n",
+            pts.join(" ")
+        ));
+    }
+
+    /// Opens a group; `tip` becomes its tooltip (a title element).
+    fn open(&mut self, attrs: &str, tip: &str) {
+        let sep = if attrs.is_empty() { "" } else { " " };
+        self.out
+            .push_str(&format!("<g{sep}{attrs}><title>{}</title>\n", esc(tip)));
+    }
+
+    fn close(&mut self) {
+        self.out.push_str("</g>\n");
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push_str("</svg>\n");
+        self.out
+    }
+}
+
+/// The plotting area of a chart, in pixels (y grows downwards).
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+/// A bottom axis: grid lines (optional), axis line, ticks at pixel positions with their
+/// labels (a label that would overlap the previous one is left out) and the axis title.
+fn x_axis(svg: &mut Svg, f: Frame, ticks: &[(f64, String)], title: &str, grid: bool) {
+    if grid {
+        for (x, _) in ticks {
+            svg.line(
+                *x,
+                f.y0,
+                *x,
+                f.y1,
+                &format!(r#"stroke="{GRID}" stroke-width="1""#),
+            );
+        }
+    }
+    svg.line(
+        f.x0,
+        f.y1,
+        f.x1,
+        f.y1,
+        &format!(r#"stroke="{AXIS}" stroke-width="1""#),
+    );
+    let mut last_right = f64::NEG_INFINITY;
+    for (x, label) in ticks {
+        svg.line(
+            *x,
+            f.y1,
+            *x,
+            f.y1 + 4.0,
+            &format!(r#"stroke="{AXIS}" stroke-width="1""#),
+        );
+        let half = text_w(label, 11.0) / 2.0;
+        if x - half > last_right + 4.0 {
+            svg.text(
+                *x,
+                f.y1 + 17.0,
+                label,
+                r#"font-size="11" text-anchor="middle""#,
+            );
+            last_right = x + half;
+        }
+    }
+    svg.text(
+        f64::midpoint(f.x0, f.x1),
+        f.y1 + 36.0,
+        title,
+        r#"text-anchor="middle""#,
+    );
+}
+
+/// A left axis with horizontal grid lines, ticks at pixel positions and a rotated title.
+fn y_axis(svg: &mut Svg, f: Frame, ticks: &[(f64, String)], title: &str) {
+    for (y, label) in ticks {
+        svg.line(
+            f.x0,
+            *y,
+            f.x1,
+            *y,
+            &format!(r#"stroke="{GRID}" stroke-width="1""#),
+        );
+        svg.text(
+            f.x0 - 6.0,
+            y + 4.0,
+            label,
+            r#"font-size="11" text-anchor="end""#,
+        );
+    }
+    svg.line(
+        f.x0,
+        f.y0,
+        f.x0,
+        f.y1,
+        &format!(r#"stroke="{AXIS}" stroke-width="1""#),
+    );
+    let (x, y) = (f.x0 - 46.0, f64::midpoint(f.y0, f.y1));
+    svg.text(
+        x,
+        y,
+        title,
+        &format!(
+            r#"text-anchor="middle" transform="rotate(-90 {} {})""#,
+            px(x),
+            px(y)
+        ),
+    );
+}
+
+/// Where legend items go when wrapped into rows of at most `width`: offsets of each item
+/// from the legend's origin, and the legend's height.
+fn legend_layout(items: &[(String, &str)], width: f64) -> (Vec<(f64, f64)>, f64) {
+    const ROW: f64 = 18.0;
+    let (mut x, mut y) = (0.0, 0.0);
+    let mut at = Vec::with_capacity(items.len());
+    for (label, _) in items {
+        let w = 18.0 + text_w(label, FONT) + 16.0;
+        if x > 0.0 && x + w > width {
+            x = 0.0;
+            y += ROW;
+        }
+        at.push((x, y));
+        x += w;
+    }
+    (at, if items.is_empty() { 0.0 } else { y + ROW })
+}
+
+/// Draws a legend of colour swatches at (x, y), y being the first row's text baseline;
+/// returns its height.
+fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, items: &[(String, &str)]) -> f64 {
+    let (at, height) = legend_layout(items, width);
+    for ((label, colour), (dx, dy)) in items.iter().zip(at) {
+        svg.rect(
+            x + dx,
+            y + dy - 10.0,
+            12.0,
+            12.0,
+            &format!(r#"fill="{colour}""#),
+        );
+        svg.text(x + dx + 18.0, y + dy, label, "");
+    }
+    height
+}
+
+// ---------------------------------------------------------------------------------------
+// Forest plot
+// ---------------------------------------------------------------------------------------
+
+/// Comparisons with a finite ratio, grouped by cell in first-seen order, modes sorted
+/// within a cell.
+fn forest_groups(report: &Report) -> Vec<Vec<&Entry>> {
+    let mut cells: Vec<&str> = Vec::new();
+    for e in &report.comparisons {
+        if !cells.contains(&e.cell.as_str()) {
+            cells.push(&e.cell);
+        }
+    }
+    cells
+        .into_iter()
+        .map(|cell| {
+            let mut v: Vec<&Entry> = report
+                .comparisons
+                .iter()
+                .filter(|e| e.cell == cell && e.ratio.is_finite())
+                .collect();
+            v.sort_by(|a, b| a.mode.cmp(&b.mode));
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// A forest plot of every comparison (`forest.svg`): the throughput ratio (dot), its 90 %
+/// (thick bar) and 95 % (thin bar) intervals, the shaded margin band and a line at 1, one
+/// row per comparison grouped by cell; at the right the ratio with its 90 % interval and
+/// the verdict (coloured) with the primary/control, deficit and advantage flags. `None`
+/// without comparisons.
+pub fn forest(report: &Report) -> Option<Plot> {
+    const ROW: f64 = 22.0;
+    const GAP: f64 = 8.0;
+    const PLOT_W: f64 = 420.0;
+    let groups = forest_groups(report);
+    if groups.is_empty() {
+        return None;
+    }
+    let margin = report.config.analysis.margin;
+    let band = (margin.is_finite() && margin > 0.0 && margin < 1.0)
+        .then_some((1.0 - margin, 1.0 + margin));
+
+    let (mut lo, mut hi) = band.unwrap_or((1.0, 1.0));
+    for e in groups.iter().flatten() {
+        for v in [e.ratio, e.ci90[0], e.ci90[1], e.ci95[0], e.ci95[1]] {
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    let pad = (hi - lo) * 0.04;
+    let (d0, d1, ticks) = nice_ticks(lo - pad, hi + pad, 6.0);
+
+    struct Row<'a> {
+        e: &'a Entry,
+        label: String,
+        numbers: String,
+        flags: String,
+    }
+    let rows: Vec<Vec<Row<'_>>> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|e| {
+                    let mut flags = Vec::new();
+                    match e.family {
+                        Family::Primary => flags.push("primary"),
+                        Family::Control => flags.push("A/A control"),
+                        Family::Exploratory => {}
+                    }
+                    if e.deficit {
+                        flags.push("deficit");
+                    }
+                    if e.advantage {
+                        flags.push("advantage");
+                    }
+                    let numbers = if finite2(e.ci90) {
+                        format!(
+                            "{} [{}, {}]",
+                            fmt_ratio(e.ratio),
+                            fmt_ratio(e.ci90[0]),
+                            fmt_ratio(e.ci90[1])
+                        )
+                    } else {
+                        fmt_ratio(e.ratio)
+                    };
+                    Row {
+                        e,
+                        label: format!("{} \u{b7} {} vs {}", e.cell, e.mode, e.baseline),
+                        numbers,
+                        flags: flags.join(" \u{b7} "),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+
+    let title = format!(
+        "Throughput ratio vs the baseline ({})",
+        report.config.baseline
+    );
+    let subtitle = match band {
+        Some((b0, b1)) => format!(
+            "dot: ratio \u{b7} thick bar: 90 % CI \u{b7} thin bar: 95 % CI \u{b7} \
+             shaded: equivalence margin [{}, {}]",
+            fmt_num(b0),
+            fmt_num(b1)
+        ),
+        None => "dot: ratio \u{b7} thick bar: 90 % CI \u{b7} thin bar: 95 % CI".to_owned(),
+    };
+    let all_rows = || rows.iter().flatten();
+    let label_w = all_rows()
+        .map(|r| text_w(&r.label, FONT))
+        .fold(text_w("comparison", 11.0), f64::max);
+    let x0 = 16.0 + label_w + 14.0;
+    let x1 = x0 + PLOT_W;
+    let num_x = x1 + 16.0;
+    let num_w = all_rows()
+        .map(|r| text_w(&r.numbers, 11.0))
+        .fold(text_w("ratio [90 % CI]", 11.0), f64::max);
+    let verdict_x = num_x + num_w + 14.0;
+    let verdict_w = all_rows()
+        .map(|r| text_w(r.e.verdict.as_str(), FONT) * 1.1 + text_w(&r.flags, FONT))
+        .fold(0.0, f64::max);
+    let width = (verdict_x + verdict_w + 16.0)
+        .max(text_w(&title, 16.0) + 40.0)
+        .max(text_w(&subtitle, 11.0) + 40.0);
+
+    let legend_y = 68.0;
+    let header_y = 94.0;
+    let y0 = 102.0;
+    let mut centres = Vec::new();
+    let mut spans = Vec::new();
+    let mut y = y0 + 6.0;
+    for g in &rows {
+        let top = y;
+        for _ in g {
+            centres.push(y + ROW / 2.0);
+            y += ROW;
+        }
+        spans.push((top, y));
+        y += GAP;
+    }
+    let y1 = y - GAP + 6.0;
+    let height = y1 + 50.0;
+
+    let mut svg = Svg::new(width, height, &title);
+    svg.subtitle(width, &subtitle);
+    let verdicts = [
+        Verdict::Equivalent,
+        Verdict::NotEquivalent,
+        Verdict::Inconclusive,
+    ]
+    .map(|v| (v.as_str().to_owned(), verdict_colour(v)));
+    legend(&mut svg, 16.0, legend_y, width - 32.0, &verdicts);
+
+    for (i, (top, bottom)) in spans.iter().enumerate() {
+        if i % 2 == 0 {
+            svg.rect(
+                8.0,
+                top - GAP / 2.0,
+                width - 16.0,
+                bottom - top + GAP,
+                &format!(r#"fill="{SHADE}""#),
+            );
+        }
+    }
+    let sx = Scale::linear(d0, d1, x0, x1);
+    let frame = Frame { x0, x1, y0, y1 };
+    let tick_px: Vec<(f64, String)> = ticks.into_iter().map(|(v, l)| (sx.at(v), l)).collect();
+    x_axis(
+        &mut svg,
+        frame,
+        &tick_px,
+        "throughput ratio (mode / baseline)",
+        true,
+    );
+    if let Some((b0, b1)) = band {
+        svg.rect(
+            sx.at(b0),
+            y0,
+            sx.at(b1) - sx.at(b0),
+            y1 - y0,
+            r##"fill="#009E73" fill-opacity="0.14""##,
+        );
+        svg.text(
+            sx.at(1.0),
+            header_y,
+            &format!("margin \u{b1}{} %", fmt_num(margin * 100.0)),
+            &format!(r#"font-size="11" text-anchor="middle" fill="{MUTED}""#),
+        );
+    }
+    svg.line(
+        sx.at(1.0),
+        y0,
+        sx.at(1.0),
+        y1,
+        &format!(r#"stroke="{INK}" stroke-width="1" stroke-dasharray="4 3""#),
+    );
+    let head = format!(r#"font-size="11" font-weight="bold" fill="{MUTED}""#);
+    svg.text(
+        x0 - 14.0,
+        header_y,
+        "comparison",
+        &format!(r#"{head} text-anchor="end""#),
+    );
+    svg.text(num_x, header_y, "ratio [90 % CI]", &head);
+    svg.text(verdict_x, header_y, "verdict", &head);
+
+    for (r, cy) in all_rows().zip(centres) {
+        let e = r.e;
+        let colour = verdict_colour(e.verdict);
+        let tip = format!(
+            "{}: ratio {}, 90 % CI [{}, {}], 95 % CI [{}, {}], {} pairs, TOST p {} \
+             (adjusted {}), {}",
+            r.label,
+            fmt_ratio(e.ratio),
+            fmt_ratio(e.ci90[0]),
+            fmt_ratio(e.ci90[1]),
+            fmt_ratio(e.ci95[0]),
+            fmt_ratio(e.ci95[1]),
+            e.pairs,
+            fmt_num(e.tost_p),
+            fmt_num(e.tost_p_adjusted),
+            e.verdict
+        );
+        svg.open(r#"class="comparison""#, &tip);
+        svg.text(
+            x0 - 14.0,
+            cy + 4.0,
+            &r.label,
+            r#"text-anchor="end" class="label""#,
+        );
+        if finite2(e.ci95) {
+            let (a, b) = (sx.at(e.ci95[0]), sx.at(e.ci95[1]));
+            let stroke = format!(r#"stroke="{colour}" stroke-width="1.5""#);
+            svg.line(a, cy, b, cy, &stroke);
+            svg.line(a, cy - 4.0, a, cy + 4.0, &stroke);
+            svg.line(b, cy - 4.0, b, cy + 4.0, &stroke);
+        }
+        if finite2(e.ci90) {
+            svg.line(
+                sx.at(e.ci90[0]),
+                cy,
+                sx.at(e.ci90[1]),
+                cy,
+                &format!(
+                    r#"class="ci90" stroke="{colour}" stroke-width="6" stroke-opacity="0.55""#
+                ),
+            );
+        }
+        svg.circle(
+            sx.at(e.ratio),
+            cy,
+            4.5,
+            &format!(r##"class="ratio" fill="{colour}" stroke="#ffffff" stroke-width="1.2""##),
+        );
+        svg.text(num_x, cy + 4.0, &r.numbers, r#"font-size="11""#);
+        let flags = if r.flags.is_empty() {
+            String::new()
+        } else {
+            format!("\u{b7} {}", r.flags)
+        };
+        svg.spans(
+            verdict_x,
+            cy + 4.0,
+            &[
+                (
+                    e.verdict.as_str(),
+                    &format!(r#"font-weight="bold" fill="{colour}""#),
+                ),
+                // Offset rather than a leading space, which renderers may collapse.
+                (&flags, &format!(r#"dx="5" fill="{MUTED}""#)),
+            ],
+        );
+        svg.close();
+    }
+
+    Some(Plot {
+        file: "forest.svg",
+        title,
+        svg: svg.finish(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Throughput vs concurrency
+// ---------------------------------------------------------------------------------------
+
+/// A panel: operation, object size and what else the cell id says (the backend).
+type PanelKey = (Option<Operation>, Option<u64>, String);
+/// Per mode, (concurrency, mean throughput) in increasing concurrency.
+type Series<'a> = BTreeMap<&'a str, Vec<(u32, f64)>>;
+
+/// The rest of a closed-loop cell id after `<op>-<size>-c<n>` (the backend when several
+/// are compared), empty if the id has another form.
+fn cell_variant(a: &ArmSummary) -> String {
+    let (Some(op), Some(size), Some(c)) = (a.operation, a.object_size, a.concurrency) else {
+        return String::new();
+    };
+    let prefix = format!("{}-{}-c{c}", op.as_str(), Size(size));
+    a.cell
+        .strip_prefix(&prefix)
+        .map(|rest| rest.trim_start_matches('-').to_owned())
+        .unwrap_or_default()
+}
+
+/// Closed-loop arms with a known concurrency and a finite throughput, by panel and mode;
+/// arms of several cells at the same point are averaged.
+fn closed_loop_panels(report: &Report) -> BTreeMap<PanelKey, Series<'_>> {
+    let mut acc: BTreeMap<PanelKey, BTreeMap<&str, BTreeMap<u32, Vec<f64>>>> = BTreeMap::new();
+    for a in &report.arms {
+        let Some(c) = a.concurrency else { continue };
+        if a.offered_rps.is_some() || !(a.throughput_rps.is_finite() && a.throughput_rps >= 0.0) {
+            continue;
+        }
+        acc.entry((a.operation, a.object_size, cell_variant(a)))
+            .or_default()
+            .entry(&a.mode)
+            .or_default()
+            .entry(c)
+            .or_default()
+            .push(a.throughput_rps);
+    }
+    acc.into_iter()
+        .map(|(k, modes)| {
+            let series = modes
+                .into_iter()
+                .map(|(m, pts)| {
+                    let pts = pts
+                        .into_iter()
+                        .map(|(c, v)| (c, v.iter().sum::<f64>() / count(v.len())))
+                        .collect();
+                    (m, pts)
+                })
+                .collect();
+            (k, series)
+        })
+        .collect()
+}
+
+fn panel_title(key: &PanelKey) -> String {
+    let (op, size, variant) = key;
+    let parts: Vec<String> = [
+        op.map(|o| o.as_str().to_owned()),
+        size.map(|s| Size(s).to_string()),
+        (!variant.is_empty()).then(|| variant.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        "closed loop".to_owned()
+    } else {
+        parts.join(" \u{b7} ")
+    }
+}
+
+const PANEL_W: f64 = 460.0;
+const PANEL_H: f64 = 300.0;
+
+/// Closed-loop throughput against concurrency (`throughput.svg`): one panel per
+/// (operation, object size, backend), one line with markers per mode (x on a log₂ scale
+/// when concurrency spans more than 8×), or grouped bars per concurrency when no mode has
+/// more than one concurrency in the panel. `None` without closed-loop arms of known
+/// concurrency.
+pub fn throughput_vs_concurrency(report: &Report) -> Option<Plot> {
+    let panels = closed_loop_panels(report);
+    if panels.is_empty() {
+        return None;
+    }
+    let palette = Palette::of(report);
+    let modes: BTreeSet<&str> = panels.values().flat_map(|p| p.keys().copied()).collect();
+    let items: Vec<(String, &str)> = modes
+        .iter()
+        .map(|m| ((*m).to_owned(), palette.get(m)))
+        .collect();
+
+    let title = "Closed-loop throughput vs concurrency".to_owned();
+    let subtitle = "mean successful requests per second per mode; one panel per operation and \
+                    object size";
+    let cols = panels.len().min(2);
+    let grid_rows = panels.len().div_ceil(2);
+    let width = (count(cols) * PANEL_W + 20.0)
+        .max(text_w(&title, 16.0) + 40.0)
+        .max(text_w(subtitle, 11.0) + 40.0);
+    let (_, legend_h) = legend_layout(&items, width - 32.0);
+    let top = 70.0 + legend_h;
+    let height = top + count(grid_rows) * PANEL_H + 6.0;
+
+    let mut svg = Svg::new(width, height, &title);
+    svg.subtitle(width, subtitle);
+    legend(&mut svg, 16.0, 70.0, width - 32.0, &items);
+    let left = (width - count(cols) * PANEL_W) / 2.0;
+    for (i, (key, series)) in panels.iter().enumerate() {
+        let (col, row) = (count(i % 2), count(i / 2));
+        let frame = Frame {
+            x0: left + col * PANEL_W + 72.0,
+            x1: left + (col + 1.0) * PANEL_W - 20.0,
+            y0: top + row * PANEL_H + 30.0,
+            y1: top + (row + 1.0) * PANEL_H - 52.0,
+        };
+        panel(&mut svg, frame, &panel_title(key), series, &palette);
+    }
+    Some(Plot {
+        file: "throughput.svg",
+        title,
+        svg: svg.finish(),
+    })
+}
+
+/// One throughput panel inside `f` (the plotting area; the title goes above it).
+fn panel(svg: &mut Svg, f: Frame, title: &str, series: &Series<'_>, palette: &Palette) {
+    svg.text(
+        f64::midpoint(f.x0, f.x1),
+        f.y0 - 12.0,
+        title,
+        r#"font-size="13" font-weight="bold" text-anchor="middle""#,
+    );
+    let vmax = series
+        .values()
+        .flatten()
+        .map(|(_, v)| *v)
+        .fold(0.0, f64::max);
+    let (_, top, yticks) = nice_ticks(0.0, (vmax * 1.1).max(1.0), 5.0);
+    let sy = Scale::linear(0.0, top, f.y1, f.y0);
+    let yticks: Vec<(f64, String)> = yticks.into_iter().map(|(v, l)| (sy.at(v), l)).collect();
+    y_axis(svg, f, &yticks, "throughput (req/s)");
+
+    let concs: Vec<u32> = series
+        .values()
+        .flatten()
+        .map(|(c, _)| *c)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if series.values().all(|s| s.len() <= 1) {
+        bars_by_concurrency(svg, f, sy, &concs, series, palette);
+        return;
+    }
+
+    let (cmin, cmax) = (
+        f64::from(concs.first().copied().unwrap_or(1)),
+        f64::from(concs.last().copied().unwrap_or(1)),
+    );
+    let log = cmin > 0.0 && cmax / cmin > 8.0;
+    let (r0, r1) = (f.x0 + 18.0, f.x1 - 18.0);
+    let sx = if log {
+        Scale::log2(cmin, cmax, r0, r1)
+    } else {
+        Scale::linear(cmin, cmax, r0, r1)
+    };
+    let xticks: Vec<(f64, String)> = if concs.len() <= 12 {
+        concs
+            .iter()
+            .map(|c| (f64::from(*c), c.to_string()))
+            .collect()
+    } else if log {
+        let mut v = Vec::new();
+        let mut p = 1.0_f64;
+        while p <= cmax {
+            if p >= cmin {
+                v.push((p, fmt_num(p)));
+            }
+            p *= 2.0;
+        }
+        v
+    } else {
+        let (_, _, t) = nice_ticks(cmin, cmax, 6.0);
+        t.into_iter()
+            .filter(|(v, _)| *v >= cmin && *v <= cmax)
+            .collect()
+    };
+    let xticks: Vec<(f64, String)> = xticks.into_iter().map(|(v, l)| (sx.at(v), l)).collect();
+    let x_title = if log {
+        "concurrency (workers, log\u{2082} scale)"
+    } else {
+        "concurrency (workers)"
+    };
+    x_axis(svg, f, &xticks, x_title, true);
+
+    for (mode, pts) in series {
+        let colour = palette.get(mode);
+        let xy: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|(c, v)| (sx.at(f64::from(*c)), sy.at(*v)))
+            .collect();
+        svg.open(
+            &format!(r#"class="series" fill="{colour}""#),
+            &format!("{mode} ({title})"),
+        );
+        if xy.len() > 1 {
+            svg.polyline(&xy, &format!(r#"stroke="{colour}" stroke-width="2""#));
+        }
+        for ((c, v), (x, y)) in pts.iter().zip(&xy) {
+            svg.open(
+                "",
+                &format!("{mode}, concurrency {c}: {} req/s", fmt_num(*v)),
+            );
+            svg.circle(
+                *x,
+                *y,
+                3.5,
+                r##"class="point" stroke="#ffffff" stroke-width="1""##,
+            );
+            svg.close();
+        }
+        svg.close();
+    }
+}
+
+/// Grouped bars: one group per concurrency, one bar per mode, value labels when they fit.
+fn bars_by_concurrency(
+    svg: &mut Svg,
+    f: Frame,
+    sy: Scale,
+    concs: &[u32],
+    series: &Series<'_>,
+    palette: &Palette,
+) {
+    let modes: Vec<&str> = series.keys().copied().collect();
+    let group_w = (f.x1 - f.x0) / count(concs.len().max(1));
+    let bar_w = (group_w * 0.8 / count(modes.len().max(1))).min(44.0);
+    let mut ticks = Vec::new();
+    for (ci, c) in concs.iter().enumerate() {
+        let gx = f.x0 + group_w * (count(ci) + 0.5);
+        ticks.push((gx, c.to_string()));
+        let start = gx - bar_w * count(modes.len()) / 2.0;
+        for (mi, mode) in modes.iter().enumerate() {
+            let Some((_, v)) = series[mode].iter().find(|(cc, _)| cc == c) else {
+                continue;
+            };
+            let colour = palette.get(mode);
+            let x = start + bar_w * count(mi);
+            let y = sy.at(*v);
+            svg.open(
+                r#"class="bar""#,
+                &format!("{mode}, concurrency {c}: {} req/s", fmt_num(*v)),
+            );
+            svg.rect(
+                x + 1.0,
+                y,
+                bar_w - 2.0,
+                f.y1 - y,
+                &format!(r#"fill="{colour}""#),
+            );
+            let label = fmt_num(*v);
+            if text_w(&label, 10.0) <= bar_w + 2.0 {
+                svg.text(
+                    x + bar_w / 2.0,
+                    y - 4.0,
+                    &label,
+                    r#"font-size="10" text-anchor="middle""#,
+                );
+            }
+            svg.close();
+        }
+    }
+    x_axis(svg, f, &ticks, "concurrency (workers)", false);
+}
+
+// ---------------------------------------------------------------------------------------
+// Horizontal bar charts: CPU per request and storage
+// ---------------------------------------------------------------------------------------
+
+struct Bar {
+    label: String,
+    value: f64,
+    colour: &'static str,
+    /// Text at the end of the bar.
+    note: String,
+    tip: String,
+}
+
+struct Group {
+    header: String,
+    bars: Vec<Bar>,
+}
+
+/// A dashed reference line with its label.
+struct Limit {
+    at: f64,
+    label: String,
+}
+
+struct BarChart {
+    file: &'static str,
+    title: String,
+    subtitle: String,
+    axis: &'static str,
+    groups: Vec<Group>,
+    limit: Option<Limit>,
+}
+
+/// Horizontal bars in groups: a bold header row per group, then one labelled bar per row
+/// with its note at the bar's end; x from 0 with nice ticks, the limit (if any) dashed.
+fn bar_chart(c: BarChart) -> Plot {
+    const HEADER: f64 = 24.0;
+    const ROW: f64 = 20.0;
+    const GAP: f64 = 6.0;
+    const PLOT_W: f64 = 440.0;
+    let bars = || c.groups.iter().flat_map(|g| &g.bars);
+    let label_w = bars().map(|b| text_w(&b.label, FONT)).fold(0.0, f64::max);
+    let x0 = 28.0 + label_w + 10.0;
+    let x1 = x0 + PLOT_W;
+    let note_w = bars().map(|b| text_w(&b.note, 11.0)).fold(0.0, f64::max);
+    let width = (x1 + 8.0 + note_w + 16.0)
+        .max(text_w(&c.title, 16.0) + 40.0)
+        .max(text_w(&c.subtitle, 11.0) + 40.0)
+        .max(
+            c.groups
+                .iter()
+                .map(|g| 12.0 + text_w(&g.header, FONT) * 1.1 + 16.0)
+                .fold(0.0, f64::max),
+        );
+    let vmax = bars()
+        .map(|b| b.value)
+        .chain(c.limit.iter().map(|l| l.at))
+        .fold(0.0, f64::max);
+    let (_, top, ticks) = nice_ticks(0.0, (vmax * 1.04).max(f64::MIN_POSITIVE), 6.0);
+    let sx = Scale::linear(0.0, top, x0, x1);
+
+    let y0 = if c.limit.is_some() { 82.0 } else { 64.0 };
+    let mut y = y0 + 2.0;
+    let mut layout = Vec::new();
+    for g in &c.groups {
+        let header_y = y + 16.0;
+        y += HEADER;
+        let mut centres = Vec::new();
+        for _ in &g.bars {
+            centres.push(y + ROW / 2.0);
+            y += ROW;
+        }
+        layout.push((header_y, centres));
+        y += GAP;
+    }
+    let y1 = y - GAP + 4.0;
+    let height = y1 + 50.0;
+    let frame = Frame { x0, x1, y0, y1 };
+
+    let mut svg = Svg::new(width, height, &c.title);
+    svg.subtitle(width, &c.subtitle);
+    let tick_px: Vec<(f64, String)> = ticks.into_iter().map(|(v, l)| (sx.at(v), l)).collect();
+    x_axis(&mut svg, frame, &tick_px, c.axis, true);
+    svg.line(
+        x0,
+        y0,
+        x0,
+        y1,
+        &format!(r#"stroke="{AXIS}" stroke-width="1""#),
+    );
+    if let Some(l) = &c.limit {
+        let x = sx.at(l.at);
+        svg.line(
+            x,
+            y0 - 4.0,
+            x,
+            y1,
+            &format!(r#"stroke="{INK}" stroke-width="1.5" stroke-dasharray="6 4""#),
+        );
+        let half = text_w(&l.label, 11.0) / 2.0;
+        let anchor = if x - half < 8.0 {
+            "start"
+        } else if x + half > width - 8.0 {
+            "end"
+        } else {
+            "middle"
+        };
+        svg.text(
+            x,
+            y0 - 8.0,
+            &l.label,
+            &format!(r#"font-size="11" text-anchor="{anchor}""#),
+        );
+    }
+    for (g, (header_y, centres)) in c.groups.iter().zip(&layout) {
+        svg.text(12.0, *header_y, &g.header, r#"font-weight="bold""#);
+        for (b, cy) in g.bars.iter().zip(centres) {
+            svg.open(r#"class="bar""#, &b.tip);
+            svg.text(
+                x0 - 10.0,
+                cy + 4.0,
+                &b.label,
+                r#"text-anchor="end" class="label""#,
+            );
+            let end = sx.at(b.value);
+            svg.rect(
+                x0,
+                cy - 6.5,
+                end - x0,
+                13.0,
+                &format!(r#"fill="{}""#, b.colour),
+            );
+            // A white backing keeps the note readable over grid and limit lines.
+            svg.rect(
+                end + 3.0,
+                cy - 7.0,
+                text_w(&b.note, 11.0) + 6.0,
+                14.0,
+                r##"fill="#ffffff" fill-opacity="0.9""##,
+            );
+            svg.text(end + 6.0, cy + 4.0, &b.note, r#"font-size="11""#);
+            svg.close();
+        }
+    }
+    Plot {
+        file: c.file,
+        title: c.title,
+        svg: svg.finish(),
+    }
+}
+
+fn mode_label(mode: &str, baseline: &str) -> String {
+    if mode == baseline {
+        format!("{mode} (baseline)")
+    } else {
+        mode.to_owned()
+    }
+}
+
+/// Client CPU per request (`cpu.svg`): per cell (first-seen order), one bar per mode in
+/// the mode's colour, labelled in µs. `None` without arms of finite CPU per request.
+pub fn cpu_per_request(report: &Report) -> Option<Plot> {
+    let palette = Palette::of(report);
+    let baseline = &report.config.baseline;
+    let mut cells: Vec<&str> = Vec::new();
+    for a in &report.arms {
+        if !cells.contains(&a.cell.as_str()) {
+            cells.push(&a.cell);
+        }
+    }
+    let groups: Vec<Group> = cells
+        .into_iter()
+        .map(|cell| {
+            let mut arms: Vec<&ArmSummary> = report
+                .arms
+                .iter()
+                .filter(|a| {
+                    a.cell == cell
+                        && a.cpu_per_request_us.is_finite()
+                        && a.cpu_per_request_us >= 0.0
+                })
+                .collect();
+            arms.sort_by(|a, b| a.mode.cmp(&b.mode));
+            Group {
+                header: cell.to_owned(),
+                bars: arms
+                    .into_iter()
+                    .map(|a| Bar {
+                        label: mode_label(&a.mode, baseline),
+                        value: a.cpu_per_request_us,
+                        colour: palette.get(&a.mode),
+                        note: format!("{} \u{b5}s", fmt_num(a.cpu_per_request_us)),
+                        tip: format!(
+                            "{cell} \u{b7} {}: {} \u{b5}s of client CPU per request ({} runs)",
+                            a.mode,
+                            fmt_num(a.cpu_per_request_us),
+                            a.runs
+                        ),
+                    })
+                    .collect(),
+            }
+        })
+        .filter(|g| !g.bars.is_empty())
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    Some(bar_chart(BarChart {
+        file: "cpu.svg",
+        title: "Client CPU per request".to_owned(),
+        subtitle: "mean client process CPU time per successful request, per cell and mode"
+            .to_owned(),
+        axis: "client CPU per request (\u{b5}s)",
+        groups,
+        limit: None,
+    }))
+}
+
+/// Storage overhead (`storage.svg`): manifest bytes per mode, grouped by object size, each
+/// labelled with its bytes and the difference to the baseline, and a dashed line at the
+/// 2,048-byte S3 user-metadata limit. `None` if the report has no storage rows.
+pub fn storage(report: &Report) -> Option<Plot> {
+    if report.storage.is_empty() {
+        return None;
+    }
+    let palette = Palette::of(report);
+    let baseline = &report.config.baseline;
+    let mut by_size: BTreeMap<Option<u64>, Vec<&StorageRow>> = BTreeMap::new();
+    for s in &report.storage {
+        by_size.entry(s.object_size).or_default().push(s);
+    }
+    let groups: Vec<Group> = by_size
+        .into_iter()
+        .map(|(size, mut rows)| {
+            rows.sort_by(|a, b| a.mode.cmp(&b.mode));
+            let header = match size {
+                Some(s) => format!("object size {}", Size(s)),
+                None => "object size not recorded".to_owned(),
+            };
+            let bars = rows
+                .into_iter()
+                .map(|s| {
+                    let o = &s.overhead;
+                    let bytes = format!("{} B", fmt_int(o.manifest_bytes));
+                    let mut note = if &s.mode == baseline {
+                        format!("{bytes} (baseline)")
+                    } else {
+                        format!(
+                            "{bytes} ({} B vs {baseline})",
+                            fmt_signed(o.extra_bytes_vs_baseline)
+                        )
+                    };
+                    if o.over_s3_metadata_limit {
+                        note.push_str(" \u{b7} over the S3 limit");
+                    }
+                    Bar {
+                        label: mode_label(&s.mode, baseline),
+                        value: bytes_f64(o.manifest_bytes),
+                        colour: palette.get(&s.mode),
+                        tip: format!(
+                            "{}, {header}: {note}; {} TB per billion objects",
+                            s.mode,
+                            fmt_num(o.per_billion_tb)
+                        ),
+                        note,
+                    }
+                })
+                .collect();
+            Group { header, bars }
+        })
+        .collect();
+    Some(bar_chart(BarChart {
+        file: "storage.svg",
+        title: "Storage overhead: manifest bytes per object".to_owned(),
+        subtitle: format!(
+            "mean manifest bytes per object per mode, difference to the baseline ({baseline})"
+        ),
+        axis: "manifest bytes per object",
+        groups,
+        limit: Some(Limit {
+            at: bytes_f64(S3_USER_METADATA_LIMIT),
+            label: format!(
+                "S3 user-metadata limit ({} B)",
+                fmt_int(S3_USER_METADATA_LIMIT)
+            ),
+        }),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Config, RunRow, analyze};
+    use crate::spec::Analysis;
+
+    const MODES: [(&str, f64, f64, f64); 3] = [
+        ("x25519", 1000.0, 50.0, 180.0),
+        ("ml-kem-768", 990.0, 51.0, 1270.0),
+        ("x-wing", 930.0, 54.0, 1302.0),
+    ];
+
+    fn row(
+        cell: &str,
+        conc: u32,
+        mode: &str,
+        block: u32,
+        tp: f64,
+        cpu: f64,
+        manifest: f64,
+    ) -> RunRow {
+        RunRow {
+            run_id: format!("{cell}-{mode}-{block}"),
+            cell: cell.to_owned(),
+            mode: mode.to_owned(),
+            block,
+            throughput_rps: tp,
+            cpu_per_request_us: cpu,
+            client_cores_used: 1.5,
+            client_cores_available: 4.0,
+            server_cpu_cores: Some(0.8),
+            operation: Some(Operation::Get),
+            object_size: Some(65_536),
+            concurrency: Some(conc),
+            offered_rps: None,
+            mean_response_ms: None,
+            manifest_bytes: Some(manifest),
+        }
+    }
+
+    /// 2 cells × 3 modes × 3 blocks.
+    fn rows() -> Vec<RunRow> {
+        let mut out = Vec::new();
+        for (cell, conc, scale) in [("get-64KiB-c4", 4, 1.0), ("get-64KiB-c16", 16, 3.1)] {
+            for block in 0..3u32 {
+                for (k, (mode, tp, cpu, manifest)) in (0u32..).zip(MODES) {
+                    let noise = 1.0 + 0.006 * f64::from((block * 5 + k * 3) % 4) - 0.009;
+                    out.push(row(
+                        cell,
+                        conc,
+                        mode,
+                        block,
+                        tp * scale * noise,
+                        cpu / noise,
+                        manifest,
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn config() -> Config {
+        Config {
+            baseline: "x25519".into(),
+            control: None,
+            analysis: Analysis {
+                primary: vec!["get-64KiB-c4".into()],
+                ..Analysis::default()
+            },
+            seed: 1,
+        }
+    }
+
+    fn report() -> Report {
+        analyze(&rows(), &config()).expect("analysis of the synthetic rows")
+    }
+
+    /// Checks that tags nest: a stack over opening, closing and self-closing tags.
+    fn balanced(svg: &str) -> Result<usize, String> {
+        let mut stack: Vec<&str> = Vec::new();
+        let mut rest = svg;
+        let mut elements = 0;
+        while let Some(i) = rest.find('<') {
+            rest = &rest[i + 1..];
+            let end = rest.find('>').ok_or("unterminated tag")?;
+            let tag = &rest[..end];
+            rest = &rest[end + 1..];
+            if let Some(name) = tag.strip_prefix('/') {
+                let open = stack
+                    .pop()
+                    .ok_or_else(|| format!("</{name}> without opening"))?;
+                if open != name.trim() {
+                    return Err(format!("<{open}> closed by </{name}>"));
+                }
+            } else {
+                let name = tag
+                    .split(|c: char| c.is_whitespace() || c == '/')
+                    .next()
+                    .unwrap_or_default();
+                if name.is_empty() {
+                    return Err(format!("bad tag <{tag}>"));
+                }
+                if !tag.ends_with('/') {
+                    stack.push(name);
+                }
+                elements += 1;
+            }
+        }
+        if stack.is_empty() {
+            Ok(elements)
+        } else {
+            Err(format!("unclosed: {stack:?}"))
+        }
+    }
+
+    fn check(p: &Plot) {
+        let s = &p.svg;
+        assert!(s.starts_with("<svg"), "{}", p.file);
+        assert!(s.ends_with("</svg>\n"), "{}", p.file);
+        for attr in [
+            "xmlns=\"http://www.w3.org/2000/svg\"",
+            "viewBox=",
+            "width=",
+            "height=",
+        ] {
+            assert!(s.contains(attr), "{}: {attr}", p.file);
+        }
+        assert!(
+            s.contains(&format!("<title>{}</title>", esc(&p.title))),
+            "{}",
+            p.file
+        );
+        balanced(s).unwrap_or_else(|e| panic!("{}: {e}", p.file));
+        assert!(!s.contains("NaN") && !s.contains("inf"), "{}", p.file);
+    }
+
+    #[test]
+    fn every_plot_is_a_balanced_standalone_svg() {
+        let r = report();
+        let plots = all(&r);
+        let files: Vec<&str> = plots.iter().map(|p| p.file).collect();
+        assert_eq!(
+            files,
+            ["forest.svg", "throughput.svg", "cpu.svg", "storage.svg"]
+        );
+        for p in &plots {
+            check(p);
+        }
+        assert!(forest(&r).is_some());
+        assert!(throughput_vs_concurrency(&r).is_some());
+        assert!(cpu_per_request(&r).is_some());
+        assert!(storage(&r).is_some());
+    }
+
+    #[test]
+    fn forest_has_one_ratio_marker_per_comparison() {
+        let r = report();
+        assert_eq!(r.comparisons.len(), 4);
+        let p = forest(&r).expect("forest");
+        assert_eq!(p.svg.matches("class=\"ratio\"").count(), 4);
+        assert_eq!(p.svg.matches("class=\"ci90\"").count(), 4);
+        assert!(p.svg.contains("get-64KiB-c4 \u{b7} x-wing vs x25519"));
+        assert!(p.svg.contains("primary"));
+        assert!(p.svg.contains("margin \u{b1}5 %"));
+    }
+
+    #[test]
+    fn every_mode_is_labelled() {
+        let r = report();
+        for p in all(&r) {
+            for (mode, ..) in MODES {
+                assert!(p.svg.contains(mode), "{} lacks {mode}", p.file);
+            }
+        }
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let mut r = report();
+        let evil = "m<&>\"'";
+        r.comparisons[0].mode = evil.into();
+        r.arms[0].mode = evil.into();
+        r.storage[0].mode = evil.into();
+        for p in all(&r) {
+            check(&p);
+            assert!(!p.svg.contains(evil), "{}", p.file);
+            assert!(p.svg.contains("m&lt;&amp;&gt;&quot;&#39;"), "{}", p.file);
+        }
+    }
+
+    #[test]
+    fn output_is_deterministic() {
+        let r = report();
+        assert_eq!(all(&r), all(&r));
+        assert_eq!(all(&r), all(&report()));
+    }
+
+    #[test]
+    fn non_finite_values_are_skipped() {
+        let mut r = report();
+        r.comparisons[0].ratio = f64::NAN;
+        r.comparisons[1].ci95 = [f64::NEG_INFINITY, f64::INFINITY];
+        r.comparisons[1].tost_p = f64::NAN;
+        r.arms[0].throughput_rps = f64::INFINITY;
+        r.arms[1].cpu_per_request_us = f64::NAN;
+        for p in all(&r) {
+            check(&p);
+        }
+        let f = forest(&r).expect("forest");
+        assert_eq!(f.svg.matches("class=\"ratio\"").count(), 3);
+    }
+
+    #[test]
+    fn plots_without_data_are_skipped() {
+        let mut r = report();
+        r.storage.clear();
+        for a in &mut r.arms {
+            a.concurrency = None;
+        }
+        assert!(storage(&r).is_none());
+        assert!(throughput_vs_concurrency(&r).is_none());
+        r.comparisons.clear();
+        r.arms.clear();
+        assert!(all(&r).is_empty());
+    }
+
+    #[test]
+    fn one_concurrency_draws_bars() {
+        let rows: Vec<RunRow> = rows()
+            .into_iter()
+            .filter(|r| r.concurrency == Some(4))
+            .collect();
+        let r = analyze(&rows, &config()).expect("analysis");
+        let p = throughput_vs_concurrency(&r).expect("throughput");
+        check(&p);
+        assert_eq!(p.svg.matches("class=\"bar\"").count(), 3);
+        assert!(!p.svg.contains("<polyline"));
+    }
+
+    #[test]
+    fn numbers_are_compact() {
+        assert_eq!(fmt_num(0.952_34), "0.952");
+        assert_eq!(fmt_num(1.0), "1");
+        assert_eq!(fmt_num(1234.5), "1.23k");
+        assert_eq!(fmt_num(999.7), "1k");
+        assert_eq!(fmt_num(12.5), "12.5");
+        assert_eq!(fmt_num(2.5e6), "2.5M");
+        assert_eq!(fmt_num(f64::NAN), "n/a");
+        assert_eq!(fmt_int(2048), "2,048");
+        assert_eq!(fmt_int(1_234_567), "1,234,567");
+        assert_eq!(fmt_signed(-32), "\u{2212}32");
+        assert_eq!(fmt_signed(1088), "+1,088");
+        assert_eq!(px(-0.0001), "0");
+        assert_eq!(esc("a<&>\"'b"), "a&lt;&amp;&gt;&quot;&#39;b");
+    }
+
+    #[test]
+    fn ticks_are_nice_and_cover_the_range() {
+        let (lo, hi, t) = nice_ticks(0.91, 1.07, 6.0);
+        assert!(lo <= 0.91 && hi >= 1.07);
+        let labels: Vec<&str> = t.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0.9", "0.95", "1", "1.05", "1.1"]);
+        let (_, _, t) = nice_ticks(0.0, 13_000.0, 5.0);
+        let labels: Vec<&str> = t.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, ["0", "5k", "10k", "15k"]);
+        let s = Scale::log2(1.0, 16.0, 0.0, 400.0);
+        assert!((s.at(4.0) - 200.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,743 @@
+//! The `BenchmarkCampaign` manifest and its spec: the pre-registration of a campaign
+//! (study section IV-B, "hypotheses, primary cells, test, margin, multiplicity correction,
+//! repetitions, stall rule … written into the project's versioned specification"; DESIGN.md
+//! "A campaign").
+//!
+//! The same file is read by `pqbench run` on one machine and applied to a cluster, where
+//! the operator reconciles it (group `pqbench.io`, version `v1alpha1`):
+//!
+//! ```yaml
+//! apiVersion: pqbench.io/v1alpha1
+//! kind: BenchmarkCampaign
+//! metadata: {name: quick}
+//! spec:
+//!   modes: [x25519, ml-kem-768, x-wing]
+//!   baseline: x25519
+//!   cells:
+//!     - operation: [get, put]
+//!       objectSize: 64KiB
+//!       concurrency: 4
+//!   repetitions: 3
+//!   warmup: 1s
+//!   measured: 5s
+//!   seed: 20261130
+//!   analysis:
+//!     primary: [get-64KiB-c4]
+//! ```
+//!
+//! Every key is `camelCase`, unknown keys are refused, sizes and durations are human
+//! (`64KiB`, `20s`), and a list-valued cell field (`operation`, `objectSize`,
+//! `concurrency`, `loop.rates`) may also be a single value. [`Manifest::parse`] names the
+//! field path of any error and says what is allowed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use envelope::{Backend, Mode};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Dur, Size};
+use crate::{Error, Result};
+
+/// The API group and version of the manifest.
+pub const API_VERSION: &str = "pqbench.io/v1alpha1";
+/// The manifest's kind.
+pub const KIND: &str = "BenchmarkCampaign";
+
+/// Which operation a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    /// Encrypt and commit new objects.
+    Put,
+    /// Read and decrypt pre-written fixture objects.
+    Get,
+}
+
+impl Operation {
+    /// Fixed label.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Put => "put",
+            Self::Get => "get",
+        }
+    }
+}
+
+/// One value or a list of values (`concurrency: 32` or `concurrency: [1, 32, 128]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T: Serialize> Serialize for List<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a value or a list of values")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(List(v))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<Self::Value, E> {
+                T::deserialize(de::value::StrDeserializer::<E>::new(s)).map(|x| List(vec![x]))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> std::result::Result<Self::Value, E> {
+                T::deserialize(de::value::U64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> std::result::Result<Self::Value, E> {
+                T::deserialize(de::value::I64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> std::result::Result<Self::Value, E> {
+                T::deserialize(de::value::F64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The whole manifest, as applied to a cluster or given to `pqbench run`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    /// Must be `pqbench.io/v1alpha1`.
+    pub api_version: String,
+    /// Must be `BenchmarkCampaign`.
+    pub kind: String,
+    /// Name (and optionally namespace, labels, annotations).
+    pub metadata: Metadata,
+    /// The pre-registration.
+    pub spec: CampaignSpec,
+}
+
+/// The manifest's metadata (the subset a campaign file carries).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Metadata {
+    /// Campaign name: 1–63 lower-case letters, digits and '-' (a Kubernetes name).
+    pub name: String,
+    /// Namespace (operator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Labels (operator only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations (operator only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The pre-registered campaign.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CampaignSpec {
+    /// The modes compared (the arms), by name as `pqbench modes` lists them (`x25519`,
+    /// `ml-kem-768`, `x-wing`, `rsa-oaep-4096`, `ml-kem-768-session`, …).
+    pub modes: Vec<Mode>,
+    /// The mode every other mode is compared against; one of `modes`.
+    pub baseline: Mode,
+    /// An A/A control: the baseline runs a second time in every block as a separately
+    /// labelled arm (`<baseline>-aa`), and its interval is the campaign's noise floor.
+    #[serde(default)]
+    pub aa_control: bool,
+    /// Crypto backends (`aws-lc`, `rustcrypto`); each backend is its own set of cells.
+    #[serde(default = "default_backends")]
+    pub backends: Vec<Backend>,
+    /// The cells; each entry expands to the grid of its list-valued fields.
+    pub cells: Vec<CellGrid>,
+    /// Blocks per cell (pairs per comparison) unless a cell says otherwise; at least 2.
+    pub repetitions: u32,
+    /// Warm-up before each measured window.
+    #[serde(default = "default_warmup")]
+    pub warmup: Dur,
+    /// Measured window of each run.
+    #[serde(default = "default_measured")]
+    pub measured: Dur,
+    /// Open loop: how long queued arrivals may still be served after the window.
+    #[serde(default = "default_drain")]
+    pub drain: Dur,
+    /// Seed of the design (block and run order) and of every run's workload.
+    pub seed: u64,
+    /// The session-bound grid for `ml-kem-768-session` (each pair is its own arm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionGrid>,
+    /// Analysis settings (the pre-registered test).
+    #[serde(default)]
+    pub analysis: Analysis,
+    /// The pause rule between runs.
+    #[serde(default)]
+    pub pause: Pause,
+    /// GET fixtures (objects written before the window and read round-robin).
+    #[serde(default = "default_fixtures")]
+    pub fixtures: u32,
+    /// Failed requests a run may have and still be valid, as a fraction of its requests.
+    #[serde(default)]
+    pub allowed_failure_fraction: f64,
+    /// Where the S3 server runs (the operator's placement).
+    #[serde(default)]
+    pub server: ServerPlacement,
+    /// Where and how the client processes run.
+    #[serde(default)]
+    pub clients: ClientPlacement,
+}
+
+fn default_backends() -> Vec<Backend> {
+    vec![Backend::AwsLc]
+}
+fn default_warmup() -> Dur {
+    Dur(Duration::from_secs(5))
+}
+fn default_measured() -> Dur {
+    Dur(Duration::from_secs(20))
+}
+fn default_drain() -> Dur {
+    Dur(Duration::from_secs(5))
+}
+fn default_fixtures() -> u32 {
+    64
+}
+
+/// One entry of `cells`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CellGrid {
+    /// `put`, `get` or both.
+    pub operation: List<Operation>,
+    /// Plaintext object sizes.
+    pub object_size: List<Size>,
+    /// Concurrent workers (closed loop); an open loop takes `loop.threads` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<List<u32>>,
+    /// Closed loop (default) or open loop.
+    #[serde(rename = "loop", default)]
+    pub arrival: LoopGrid,
+    /// Repetitions for these cells, overriding the campaign's (the study ran 20 at the
+    /// knee, 10 elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u32>,
+}
+
+/// How requests arrive in a cell.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LoopGrid {
+    /// Every worker issues requests back to back.
+    #[default]
+    Closed,
+    /// Poisson arrivals at each offered rate (requests/s, whole run), served by `threads`
+    /// workers; each rate is its own cell.
+    Open {
+        /// Offered rates in requests per second.
+        rates: List<f64>,
+        /// Workers serving the queue.
+        threads: u32,
+    },
+}
+
+/// The session-bound grid (section V-F): every `maxObjects` × `maxAge` pair is an arm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionGrid {
+    /// `B_max` values: objects per encapsulation.
+    pub max_objects: List<u64>,
+    /// `T_max` values: session lifetime.
+    pub max_age: List<Dur>,
+}
+
+/// The multiplicity correction over the primary family.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Correction {
+    /// Holm's step-down procedure (family-wise error rate).
+    #[default]
+    Holm,
+    /// No correction (every p as measured).
+    None,
+}
+
+/// The pre-registered analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Analysis {
+    /// Equivalence margin δ: bounds `[1−δ, 1+δ]` on the throughput ratio; in (0, 0.5).
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// Significance level α; in (0, 0.5).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// Correction over the primary family.
+    #[serde(default)]
+    pub correction: Correction,
+    /// Margins at which verdicts are repeated, unadjusted.
+    #[serde(default = "default_sensitivity")]
+    pub sensitivity_margins: Vec<f64>,
+    /// The primary family: cell ids (as `pqbench plan` prints them); every
+    /// mode-vs-baseline comparison in these cells belongs to it.
+    #[serde(default)]
+    pub primary: Vec<String>,
+    /// Percentile-bootstrap resamples.
+    #[serde(default = "default_resamples")]
+    pub bootstrap_resamples: u32,
+    /// Deficit/advantage threshold on the 90 % interval.
+    #[serde(default = "default_deficit")]
+    pub deficit_threshold: f64,
+    /// The stall rule.
+    #[serde(default)]
+    pub stall_rule: StallRule,
+    /// Power the repetition calculation aims at.
+    #[serde(default = "default_power")]
+    pub power: f64,
+}
+
+fn default_margin() -> f64 {
+    0.05
+}
+fn default_alpha() -> f64 {
+    0.05
+}
+fn default_sensitivity() -> Vec<f64> {
+    vec![0.02, 0.10]
+}
+fn default_resamples() -> u32 {
+    20_000
+}
+fn default_deficit() -> f64 {
+    0.02
+}
+fn default_power() -> f64 {
+    0.8
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        Self {
+            margin: default_margin(),
+            alpha: default_alpha(),
+            correction: Correction::default(),
+            sensitivity_margins: default_sensitivity(),
+            primary: Vec::new(),
+            bootstrap_resamples: default_resamples(),
+            deficit_threshold: default_deficit(),
+            stall_rule: StallRule::default(),
+            power: default_power(),
+        }
+    }
+}
+
+/// The stall rule's factors (section IV-C).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StallRule {
+    /// A stall has server CPU below this times its cell's median.
+    #[serde(default = "default_cpu_factor")]
+    pub server_cpu_factor: f64,
+    /// … and throughput below this times its cell's median.
+    #[serde(default = "default_tp_factor")]
+    pub throughput_factor: f64,
+}
+
+fn default_cpu_factor() -> f64 {
+    0.8
+}
+fn default_tp_factor() -> f64 {
+    0.9
+}
+
+impl Default for StallRule {
+    fn default() -> Self {
+        Self {
+            server_cpu_factor: default_cpu_factor(),
+            throughput_factor: default_tp_factor(),
+        }
+    }
+}
+
+impl From<StallRule> for stats::regime::StallRule {
+    fn from(r: StallRule) -> Self {
+        Self {
+            server_cpu_factor: r.server_cpu_factor,
+            throughput_factor: r.throughput_factor,
+        }
+    }
+}
+
+/// The pause between runs (section IV-B): wait until the server host's dirty plus
+/// write-back memory is below `maxDirty` and its disk write rate below
+/// `maxDiskWritePerS` for `quietFor`, at most `maxWait`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Pause {
+    /// Off only for quick trials; the study's exploratory campaign shows what that costs.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Dirty + write-back memory threshold.
+    #[serde(default = "default_dirty")]
+    pub max_dirty: Size,
+    /// Disk write-rate threshold per second.
+    #[serde(default = "default_disk")]
+    pub max_disk_write_per_s: Size,
+    /// Both must hold this long.
+    #[serde(default = "default_quiet")]
+    pub quiet_for: Dur,
+    /// Longest pause.
+    #[serde(default = "default_max_wait")]
+    pub max_wait: Dur,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_dirty() -> Size {
+    Size(32 << 20)
+}
+fn default_disk() -> Size {
+    Size(5 << 20)
+}
+fn default_quiet() -> Dur {
+    Dur(Duration::from_secs(2))
+}
+fn default_max_wait() -> Dur {
+    Dur(Duration::from_secs(40))
+}
+
+impl Default for Pause {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_dirty: default_dirty(),
+            max_disk_write_per_s: default_disk(),
+            quiet_for: default_quiet(),
+            max_wait: default_max_wait(),
+        }
+    }
+}
+
+/// Where the S3 server runs (used by the operator; `pqbench run` starts its embedded
+/// server or uses `--endpoint`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerPlacement {
+    /// Node group of the server pod (`eks.amazonaws.com/nodegroup`).
+    #[serde(default = "server_group")]
+    pub node_group: String,
+}
+
+fn server_group() -> String {
+    "server".into()
+}
+
+impl Default for ServerPlacement {
+    fn default() -> Self {
+        Self {
+            node_group: server_group(),
+        }
+    }
+}
+
+/// Where and how the clients run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientPlacement {
+    /// Node group of the worker pods (`eks.amazonaws.com/nodegroup`).
+    #[serde(default = "client_group")]
+    pub node_group: String,
+    /// Worker processes per run (pods on a cluster); the workers of a run are spread over
+    /// them. At most the smallest concurrency of any cell.
+    #[serde(default = "one")]
+    pub processes: u32,
+}
+
+fn client_group() -> String {
+    "clients".into()
+}
+fn one() -> u32 {
+    1
+}
+
+impl Default for ClientPlacement {
+    fn default() -> Self {
+        Self {
+            node_group: client_group(),
+            processes: one(),
+        }
+    }
+}
+
+impl Manifest {
+    /// Parses and validates a campaign file (YAML or JSON). `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let m: Self = crate::from_yaml(text).map_err(|e| Error::Spec(format!("{origin}: {e}")))?;
+        m.validate()
+            .map_err(|e| Error::Spec(format!("{origin}: {e}")))?;
+        Ok(m)
+    }
+
+    /// Reads and parses a campaign file.
+    pub fn read(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::Spec(format!("cannot read campaign file {}: {e}", path.display()))
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Cross-field rules serde cannot express. The message names the field path.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.api_version != API_VERSION {
+            return Err(format!(
+                "apiVersion: {:?} is not supported; use {API_VERSION}",
+                self.api_version
+            ));
+        }
+        if self.kind != KIND {
+            return Err(format!("kind: {:?} must be {KIND}", self.kind));
+        }
+        let n = &self.metadata.name;
+        if n.is_empty()
+            || n.len() > 63
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            || n.starts_with('-')
+            || n.ends_with('-')
+        {
+            return Err(format!(
+                "metadata.name: {n:?} must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit"
+            ));
+        }
+        self.spec.validate().map_err(|e| format!("spec.{e}"))
+    }
+}
+
+fn in_open(field: &str, v: f64, lo: f64, hi: f64) -> std::result::Result<(), String> {
+    if v.is_finite() && v > lo && v < hi {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field}: {v} must lie strictly between {lo} and {hi}"
+        ))
+    }
+}
+
+impl CampaignSpec {
+    /// Cross-field rules; the message starts with the field path below `spec`.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.modes.is_empty() {
+            return Err("modes: list at least two modes (the baseline and one to compare)".into());
+        }
+        let mut seen = BTreeSet::new();
+        for (i, m) in self.modes.iter().enumerate() {
+            if !seen.insert(m.name()) {
+                return Err(format!("modes[{i}]: {m} is listed twice"));
+            }
+        }
+        if !self.modes.contains(&self.baseline) {
+            return Err(format!(
+                "baseline: {} is not one of modes ({})",
+                self.baseline,
+                self.modes
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if self.modes.len() < 2 && !self.aa_control {
+            return Err("modes: list at least two modes (the baseline and one to compare), or set aaControl".into());
+        }
+        if self.backends.is_empty() {
+            return Err("backends: list at least one backend (aws-lc, rustcrypto)".into());
+        }
+        let mut seen = BTreeSet::new();
+        for (i, b) in self.backends.iter().enumerate() {
+            if !seen.insert(b.name()) {
+                return Err(format!("backends[{i}]: {} is listed twice", b.name()));
+            }
+        }
+        if self.repetitions < 2 {
+            return Err(format!(
+                "repetitions: {} is too few; a paired comparison needs at least 2 blocks",
+                self.repetitions
+            ));
+        }
+        if self.measured.0.is_zero() {
+            return Err("measured: must be positive".into());
+        }
+        if self.cells.is_empty() {
+            return Err("cells: list at least one cell".into());
+        }
+        for (i, c) in self.cells.iter().enumerate() {
+            c.validate(self.clients.processes)
+                .map_err(|e| format!("cells[{i}].{e}"))?;
+        }
+        let has_session = self.modes.contains(&Mode::MlKem768Session);
+        match &self.sessions {
+            Some(_) if !has_session => {
+                return Err("sessions: a session grid needs ml-kem-768-session among modes".into());
+            }
+            Some(s) => {
+                if s.max_objects.0.is_empty() || s.max_objects.0.contains(&0) {
+                    return Err("sessions.maxObjects: list one or more positive counts".into());
+                }
+                if s.max_age.0.is_empty() || s.max_age.0.iter().any(|d| d.0.is_zero()) {
+                    return Err("sessions.maxAge: list one or more positive durations".into());
+                }
+            }
+            None => {}
+        }
+        if self.baseline == Mode::MlKem768Session
+            && self
+                .sessions
+                .as_ref()
+                .is_some_and(|s| s.max_objects.0.len() * s.max_age.0.len() > 1)
+        {
+            return Err("baseline: ml-kem-768-session with a session grid is several arms; choose another baseline".into());
+        }
+        if self.fixtures == 0
+            && self
+                .cells
+                .iter()
+                .any(|c| c.operation.0.contains(&Operation::Get))
+        {
+            return Err("fixtures: a GET cell needs at least 1 fixture object".into());
+        }
+        if !(0.0..=1.0).contains(&self.allowed_failure_fraction) {
+            return Err(format!(
+                "allowedFailureFraction: {} must lie within [0, 1]",
+                self.allowed_failure_fraction
+            ));
+        }
+        if self.clients.processes == 0 {
+            return Err("clients.processes: must be at least 1".into());
+        }
+        self.analysis
+            .validate()
+            .map_err(|e| format!("analysis.{e}"))?;
+        let ids: BTreeSet<String> = crate::design::cells(self)
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        for (i, p) in self.analysis.primary.iter().enumerate() {
+            if !ids.contains(p) {
+                return Err(format!(
+                    "analysis.primary[{i}]: {p:?} is not a cell of this campaign; its cells are: {}",
+                    ids.iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CellGrid {
+    fn validate(&self, processes: u32) -> std::result::Result<(), String> {
+        if self.operation.0.is_empty() {
+            return Err("operation: list put, get or both".into());
+        }
+        if self.object_size.0.is_empty() {
+            return Err("objectSize: list at least one size".into());
+        }
+        for (i, s) in self.object_size.0.iter().enumerate() {
+            if s.0 > envelope::MAX_PLAINTEXT_SIZE {
+                return Err(format!("objectSize[{i}]: {s} exceeds the format's maximum"));
+            }
+        }
+        if let Some(r) = self.repetitions
+            && r < 2
+        {
+            return Err(format!("repetitions: {r} is too few; at least 2"));
+        }
+        match (&self.arrival, &self.concurrency) {
+            (LoopGrid::Closed, None) => {
+                Err("concurrency: a closed-loop cell needs concurrency (a number or a list)".into())
+            }
+            (LoopGrid::Closed, Some(c)) => {
+                if c.0.is_empty() {
+                    return Err("concurrency: list at least one value".into());
+                }
+                for (i, &n) in c.0.iter().enumerate() {
+                    if n == 0 {
+                        return Err(format!("concurrency[{i}]: must be at least 1"));
+                    }
+                    if n < processes {
+                        return Err(format!(
+                            "concurrency[{i}]: {n} is below clients.processes ({processes}); every process needs a worker"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            (LoopGrid::Open { .. }, Some(_)) => Err(
+                "concurrency: an open-loop cell takes its workers from loop.threads; remove concurrency".into(),
+            ),
+            (LoopGrid::Open { rates, threads }, None) => {
+                if *threads == 0 || *threads < processes {
+                    return Err(format!(
+                        "loop.threads: {threads} must be at least 1 and at least clients.processes ({processes})"
+                    ));
+                }
+                if rates.0.is_empty() {
+                    return Err("loop.rates: list at least one offered rate (requests/s)".into());
+                }
+                for (i, r) in rates.0.iter().enumerate() {
+                    if !(r.is_finite() && *r > 0.0) {
+                        return Err(format!(
+                            "loop.rates[{i}]: {r} must be a positive number of requests per second"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Analysis {
+    fn validate(&self) -> std::result::Result<(), String> {
+        in_open("margin", self.margin, 0.0, 0.5)?;
+        in_open("alpha", self.alpha, 0.0, 0.5)?;
+        for (i, m) in self.sensitivity_margins.iter().enumerate() {
+            in_open(&format!("sensitivityMargins[{i}]"), *m, 0.0, 0.5)?;
+        }
+        if self.bootstrap_resamples < 1000 {
+            return Err(format!(
+                "bootstrapResamples: {} is too few for a 90 % percentile interval; use at least 1000 (the study used 20000)",
+                self.bootstrap_resamples
+            ));
+        }
+        in_open("deficitThreshold", self.deficit_threshold, 0.0, 0.5)?;
+        in_open(
+            "stallRule.serverCpuFactor",
+            self.stall_rule.server_cpu_factor,
+            0.0,
+            1.0,
+        )?;
+        in_open(
+            "stallRule.throughputFactor",
+            self.stall_rule.throughput_factor,
+            0.0,
+            1.0,
+        )?;
+        in_open("power", self.power, 0.0, 1.0)?;
+        let mut seen = BTreeSet::new();
+        for (i, p) in self.primary.iter().enumerate() {
+            if !seen.insert(p) {
+                return Err(format!("primary[{i}]: {p:?} is listed twice"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,657 @@
+//! `pqbench plan`, `pqbench run` and `pqbench analyze`: a whole campaign on one machine,
+//! from the `BenchmarkCampaign` YAML to verdicts (study sections IV-B, IV-C, V).
+//!
+//! Layout of a campaign directory (`<out>/<name>/`):
+//! - `campaign.yaml` (the file as given) and `plan.json` (the design with its
+//!   pre-registration hash), written before the first run;
+//! - `keys/` (0700) with one recipient key per key type, made once;
+//! - `runs/<runId>/p<index>/`: each run's files, as `pqbench-worker` writes them;
+//! - `incomplete/`: runs cut off by an interruption, moved aside (never analysed, never
+//!   deleted);
+//! - `runs.csv`, `report.json`, `report.md` and `plots/*.svg` after the analysis.
+//!
+//! A rerun of the same command skips every complete run, moves a cut-off run aside and
+//! runs it again, and refuses to continue a directory whose plan has another hash.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use campaign::analysis::{self, Config, Report};
+use campaign::design::{self, Assumptions, Plan};
+use campaign::report::Header;
+use campaign::{Manifest, plots};
+use clap::Args;
+use envelope::{KeyType, SecretKey};
+use serde::Serialize;
+use worker::plan::Environment;
+use worker::spec::{Credentials, KeyRef, Output, RunSpec, S3Target, Telemetry};
+use worker::units::format_duration;
+
+use crate::serverproc::spawn_server;
+
+const BUCKET: &str = "pqbench-campaign";
+
+#[derive(Args, Debug)]
+pub(crate) struct PlanArgs {
+    /// The campaign file (a BenchmarkCampaign manifest, YAML or JSON).
+    file: PathBuf,
+    /// Price of the test bed per hour (any currency) for a cost estimate.
+    #[arg(long)]
+    price_per_hour: Option<f64>,
+    /// Assumed closed-loop requests per second per worker, for the request estimate.
+    #[arg(long, default_value_t = 500.0)]
+    assume_rps_per_worker: f64,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
+    let m = Manifest::read(&a.file)?;
+    let plan = design::plan(&m);
+    let assumptions = Assumptions {
+        closed_rps_per_worker: a.assume_rps_per_worker,
+        ..Assumptions::default()
+    };
+    let est = design::estimate(&plan, &m.spec, &assumptions);
+    if a.json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            plan: &'a Plan,
+            estimate: &'a design::Estimate,
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Out {
+                plan: &plan,
+                estimate: &est
+            })?
+        );
+        return Ok(());
+    }
+    println!("campaign {}", plan.campaign);
+    println!("pre-registration hash {}", plan.prereg_hash);
+    println!(
+        "arms: {}",
+        plan.arms
+            .iter()
+            .map(|x| x.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("cells ({}):", plan.cells.len());
+    for c in &plan.cells {
+        let primary = m.spec.analysis.primary.contains(&c.id);
+        println!(
+            "  {:<28} {} blocks{}",
+            c.id,
+            c.repetitions,
+            if primary { "  (primary)" } else { "" }
+        );
+    }
+    println!("blocks: {}   runs: {}", plan.blocks, plan.runs.len());
+    println!("run order:");
+    for r in &plan.runs {
+        println!(
+            "  {:>4}  block {:>3}.{}  {:<28} {}",
+            r.index, r.block, r.position, r.cell, r.arm
+        );
+    }
+    println!(
+        "requests: {:.0} open-loop (rate × time) + ~{:.0} closed-loop at an assumed {} requests/s per worker",
+        est.open_loop_requests, est.closed_loop_requests_assumed, a.assume_rps_per_worker
+    );
+    println!(
+        "wall time: ~{} (every pause at its {} maximum: {})",
+        humantime::format_duration(round_s(est.wall)),
+        format_duration(m.spec.pause.max_wait.0),
+        humantime::format_duration(round_s(est.wall_worst))
+    );
+    if let Some(p) = a.price_per_hour {
+        let h = est.wall.as_secs_f64() / 3600.0;
+        let hw = est.wall_worst.as_secs_f64() / 3600.0;
+        println!("cost: ~{:.2} at {p}/h ({:.2} worst case)", h * p, hw * p);
+    }
+    Ok(())
+}
+
+/// `a / b` for run counts (0 when b is 0).
+fn frac(a: usize, b: usize) -> f64 {
+    let f = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
+    if b == 0 { 0.0 } else { f(a) / f(b) }
+}
+
+fn round_s(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RunArgs {
+    /// The campaign file (a BenchmarkCampaign manifest, YAML or JSON).
+    file: PathBuf,
+    /// An S3 endpoint to use instead of starting the embedded server (credentials from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Bucket on the endpoint (must exist with --endpoint).
+    #[arg(long, default_value = BUCKET)]
+    bucket: String,
+    /// Region for request signing.
+    #[arg(long, default_value = "us-east-1")]
+    region: String,
+    /// Results root; the campaign goes to OUT/NAME/.
+    #[arg(long, default_value = "pqbench-results")]
+    out: PathBuf,
+    /// Node exporter of the server host (for the pause rule with --endpoint).
+    #[arg(long)]
+    node_exporter: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ReportFile<'a> {
+    campaign: &'a str,
+    prereg_hash: &'a str,
+    excluded_runs: Vec<ExcludedRun>,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+#[derive(Serialize)]
+struct ExcludedRun {
+    run: String,
+    reason: String,
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Makes (or checks) the campaign directory: the plan must match byte for byte.
+fn prepare_dir(dir: &Path, text: &str, plan: &Plan) -> Result<()> {
+    let plan_path = dir.join("plan.json");
+    let plan_json = serde_json::to_string_pretty(plan)? + "\n";
+    if plan_path.exists() {
+        let old = std::fs::read_to_string(&plan_path)
+            .with_context(|| format!("cannot read {}", plan_path.display()))?;
+        if old != plan_json {
+            let old_hash = serde_json::from_str::<Plan>(&old)
+                .map(|p| p.prereg_hash)
+                .unwrap_or_else(|_| "unreadable".into());
+            bail!(
+                "{} holds campaign {} with pre-registration {old_hash}, but this file's is {}: \
+                 a pre-registered campaign cannot change. Use another --out or campaign name.",
+                dir.display(),
+                plan.campaign,
+                plan.prereg_hash
+            );
+        }
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir.join("runs"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join("campaign.yaml"), text)?;
+    std::fs::write(&plan_path, plan_json)?;
+    Ok(())
+}
+
+/// One recipient key per key type the arms need, made once and kept for resumption.
+fn prepare_keys(dir: &Path, plan: &Plan) -> Result<PathBuf> {
+    let keys = dir.join("keys");
+    if !keys.exists() {
+        let mut b = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.recursive(true).create(&keys)?;
+    }
+    for arm in &plan.arms {
+        let kt = arm.mode.key_type();
+        if kt == KeyType::None {
+            continue;
+        }
+        let p = keys.join(format!("{}.key", kt.name()));
+        if !p.exists() {
+            SecretKey::generate(kt, &mut envelope::os_rng())?.write_file(&p)?;
+        }
+    }
+    Ok(keys)
+}
+
+/// Whether a run directory holds every process's checksummed files.
+fn run_complete(run_dir: &Path, processes: u32) -> bool {
+    (0..processes).all(|i| {
+        run_dir
+            .join(format!("p{i}"))
+            .join(worker::summary::files::CHECKSUMS)
+            .is_file()
+    })
+}
+
+fn bar(done: usize, total: usize) -> String {
+    let width = 24;
+    let filled = (done * width).checked_div(total).unwrap_or(width);
+    format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
+}
+
+pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&a.file)
+        .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
+    let m = Manifest::parse(&text, &a.file.display().to_string())?;
+    let plan = design::plan(&m);
+    let dir = a.out.join(&m.metadata.name);
+    prepare_dir(&dir, &text, &plan)?;
+    let keys = prepare_keys(&dir, &plan)?;
+    let runs_dir = dir.join("runs");
+    let processes = m.spec.clients.processes;
+
+    let todo: Vec<&design::PlannedRun> = plan
+        .runs
+        .iter()
+        .filter(|r| !run_complete(&runs_dir.join(&r.run_id), processes))
+        .collect();
+    let total = plan.runs.len();
+    let already = total - todo.len();
+    eprintln!(
+        "campaign {} ({} runs, pre-registration {}), results in {}",
+        plan.campaign,
+        total,
+        &plan.prereg_hash[..16],
+        dir.display()
+    );
+    if already > 0 {
+        eprintln!(
+            "resuming: {already} complete run(s) kept, {} to go",
+            todo.len()
+        );
+    }
+
+    if !todo.is_empty() {
+        // The embedded server lives until every run is done (dropping it stops it).
+        let (server, endpoint, credentials, local_pid) = match &a.endpoint {
+            Some(ep) => (None, ep.clone(), Credentials::default(), None),
+            None => {
+                let child = spawn_server(&a.bucket)?;
+                let creds = dir.join("s3.env");
+                write_private(
+                    &creds,
+                    &format!(
+                        "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+                        child.settings.access_key,
+                        child.settings.secret_key.as_str()
+                    ),
+                )?;
+                let ep = child.settings.endpoint.clone();
+                let pid = child.pid();
+                (Some(child), ep, Credentials::File(creds), Some(pid))
+            }
+        };
+        let env = Environment {
+            s3: S3Target {
+                endpoint: endpoint.clone(),
+                region: a.region.clone(),
+                bucket: a.bucket.clone(),
+                credentials,
+            },
+            keys: KeyRef::Dir(keys),
+            output: Output::Dir(runs_dir.clone()),
+            telemetry: Telemetry {
+                local_server_pid: local_pid,
+                node_exporter: a
+                    .node_exporter
+                    .as_ref()
+                    .map(|url| worker::spec::PromSource {
+                        url: url.clone(),
+                        bearer_token_env: None,
+                        bearer_token_file: None,
+                    }),
+                ..Telemetry::default()
+            },
+        };
+        if m.spec.pause.enabled && local_pid.is_none() && a.node_exporter.is_none() {
+            eprintln!(
+                "warning: the pause rule needs a view of the server host; pass --node-exporter URL, \
+                 or runs follow each other without a pause"
+            );
+        }
+        let started = Instant::now();
+        for (k, r) in todo.iter().enumerate() {
+            let run_dir = runs_dir.join(&r.run_id);
+            if run_dir.exists() {
+                let aside = dir.join("incomplete").join(format!(
+                    "{}-{}",
+                    r.run_id,
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs()
+                ));
+                std::fs::create_dir_all(aside.parent().unwrap_or(&dir))?;
+                std::fs::rename(&run_dir, &aside).with_context(|| {
+                    format!("cannot move the cut-off run {} aside", run_dir.display())
+                })?;
+                eprintln!(
+                    "run {} was cut off; its files moved to {} and it runs again",
+                    r.run_id,
+                    aside.display()
+                );
+            }
+            let eta = if k == 0 {
+                let est = design::estimate(&plan, &m.spec, &Assumptions::default());
+                est.wall.mul_f64(frac(todo.len(), total))
+            } else {
+                started.elapsed().mul_f64(frac(todo.len() - k, k))
+            };
+            eprintln!(
+                "{} run {}/{}  {}  {}  block {}  ETA {}",
+                bar(already + k, total),
+                already + k + 1,
+                total,
+                r.cell,
+                r.arm,
+                r.block,
+                humantime::format_duration(round_s(eta))
+            );
+            let specs = worker::plan::run_specs(&m, &plan, r, &env)?;
+            execute_run(&specs)?;
+        }
+        drop(server);
+        eprintln!("{} {total}/{total} runs done", bar(total, total));
+    }
+
+    analyze_dir(&dir, &m, &plan)
+}
+
+/// Runs one planned run: one fresh `pqbench run-spec` process per client process, all
+/// sharing one `startAt` when there are several.
+fn execute_run(specs: &[RunSpec]) -> Result<()> {
+    let exe = std::env::current_exe().context("own executable")?;
+    let mut specs = specs.to_vec();
+    if specs.len() > 1 {
+        // Every process must have paused, checked its keys and written its fixtures by then.
+        let lead =
+            specs[0].pause.map_or(Duration::ZERO, |p| p.max_wait.0) + Duration::from_secs(15);
+        let at = humantime::format_rfc3339_millis(std::time::SystemTime::now() + lead).to_string();
+        for s in &mut specs {
+            s.start_at = Some(at.clone());
+        }
+    }
+    let mut children = Vec::new();
+    for s in &specs {
+        let mut child = Command::new(&exe)
+            .arg("run-spec")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start a worker process")?;
+        let mut stdin = child.stdin.take().context("worker stdin")?;
+        stdin.write_all(serde_json::to_string(s)?.as_bytes())?;
+        drop(stdin);
+        children.push(child);
+    }
+    let mut invalid = false;
+    for (s, mut c) in specs.iter().zip(children) {
+        let status = c.wait()?;
+        match status.code() {
+            Some(0) => {}
+            Some(1) => invalid = true,
+            _ => bail!(
+                "run {} process {} could not be carried out ({status}); the messages above say why. \
+                 Rerun the same command to resume from this run.",
+                s.run_id,
+                s.processes.index
+            ),
+        }
+    }
+    if invalid {
+        eprintln!(
+            "run {} is invalid (its files are kept and the analysis leaves it out)",
+            specs[0].run_id
+        );
+    }
+    Ok(())
+}
+
+/// Validates and analyses a campaign directory; writes runs.csv, report.json, report.md
+/// and the plots; prints the verdict table.
+fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
+    let cfg = Config::from_spec(&m.spec);
+    let header = Header {
+        campaign: Some(plan.campaign.clone()),
+        prereg_hash: Some(plan.prereg_hash.clone()),
+        ..Header::default()
+    };
+    analyze_to(dir, &dir.join("runs"), &cfg, header, None)
+}
+
+fn analyze_to(
+    out: &Path,
+    data: &Path,
+    cfg: &Config,
+    mut header: Header,
+    json_path: Option<&Path>,
+) -> Result<()> {
+    let collected = worker::collect::collect(data)?;
+    if collected.rows.is_empty() && collected.excluded.is_empty() {
+        bail!(
+            "no run data under {} (expected RUN_ID/pINDEX/ directories with SHA256SUMS)",
+            data.display()
+        );
+    }
+    header.excluded = collected
+        .excluded
+        .iter()
+        .map(|e| {
+            (
+                e.run_id
+                    .clone()
+                    .unwrap_or_else(|| e.dir.display().to_string()),
+                e.reason.clone(),
+            )
+        })
+        .collect();
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;
+    write_report(out, &collected.rows, cfg, header, json_path)
+}
+
+fn write_report(
+    out: &Path,
+    rows: &[analysis::RunRow],
+    cfg: &Config,
+    mut header: Header,
+    json_path: Option<&Path>,
+) -> Result<()> {
+    let report = analysis::analyze(rows, cfg)?;
+    let plot_dir = out.join("plots");
+    std::fs::create_dir_all(&plot_dir)?;
+    for p in plots::all(&report) {
+        std::fs::write(plot_dir.join(p.file), &p.svg)?;
+        header
+            .plots
+            .push((format!("plots/{}", p.file), p.title.clone()));
+    }
+    let file = ReportFile {
+        campaign: header.campaign.as_deref().unwrap_or(""),
+        prereg_hash: header.prereg_hash.as_deref().unwrap_or(""),
+        excluded_runs: header
+            .excluded
+            .iter()
+            .map(|(run, reason)| ExcludedRun {
+                run: run.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+        report: &report,
+    };
+    let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
+    std::fs::write(&json_path, serde_json::to_string_pretty(&file)? + "\n")?;
+    std::fs::write(
+        out.join("report.md"),
+        campaign::report::markdown(&report, &header),
+    )?;
+    print!("{}", campaign::report::terminal(&report));
+    for (run, why) in &header.excluded {
+        println!("  excluded run {run}: {why}");
+    }
+    println!(
+        "report: {}, {}, plots in {}",
+        json_path.display(),
+        out.join("report.md").display(),
+        plot_dir.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct AnalyzeArgs {
+    /// A results directory (a campaign directory, or any tree of RUN_ID/pINDEX/
+    /// directories).
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Read run rows from this CSV instead (columns run_id,cell,mode,block,throughput_rps,
+    /// cpu_per_request_us,client_cores_used,client_cores_available,server_cpu_cores).
+    #[arg(long)]
+    runs: Option<PathBuf>,
+    /// Write the JSON report here (default DIR/report.json).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The campaign file giving baseline, margin, alpha and the primary family (default:
+    /// DIR/campaign.yaml when present).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Baseline mode (overrides the spec).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Equivalence margin (overrides the spec; default 0.05).
+    #[arg(long)]
+    margin: Option<f64>,
+    /// Significance level (overrides the spec; default 0.05).
+    #[arg(long)]
+    alpha: Option<f64>,
+    /// Primary cells, comma-separated (overrides the spec).
+    #[arg(long, value_delimiter = ',')]
+    primary: Option<Vec<String>>,
+    /// Bootstrap seed when no spec gives one.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
+    let spec_path = a
+        .spec
+        .clone()
+        .or_else(|| Some(a.dir.join("campaign.yaml")).filter(|p| p.is_file()));
+    let manifest = spec_path.as_deref().map(Manifest::read).transpose()?;
+    let mut cfg = match &manifest {
+        Some(m) => Config::from_spec(&m.spec),
+        None => {
+            let Some(b) = &a.baseline else {
+                bail!(
+                    "no campaign file: pass --spec FILE, or --baseline MODE (with --margin, --alpha, --primary as needed)"
+                );
+            };
+            Config {
+                baseline: b.clone(),
+                control: None,
+                analysis: campaign::spec::Analysis::default(),
+                seed: a.seed,
+            }
+        }
+    };
+    if let Some(b) = &a.baseline {
+        cfg.baseline.clone_from(b);
+    }
+    if let Some(x) = a.margin {
+        cfg.analysis.margin = x;
+    }
+    if let Some(x) = a.alpha {
+        cfg.analysis.alpha = x;
+    }
+    if let Some(p) = &a.primary {
+        cfg.analysis.primary.clone_from(p);
+    }
+    for (name, v) in [
+        ("--margin", cfg.analysis.margin),
+        ("--alpha", cfg.analysis.alpha),
+    ] {
+        if !(v > 0.0 && v < 0.5) {
+            bail!("{name} {v} must lie strictly between 0 and 0.5");
+        }
+    }
+    let header = Header {
+        campaign: manifest.as_ref().map(|m| m.metadata.name.clone()),
+        prereg_hash: manifest.as_ref().map(|m| design::prereg_hash(&m.spec)),
+        ..Header::default()
+    };
+    match &a.runs {
+        Some(csv) => {
+            let text = std::fs::read_to_string(csv)
+                .with_context(|| format!("cannot read {}", csv.display()))?;
+            let rows = analysis::rows_from_csv(&text, &csv.display().to_string())?;
+            let out = a.json.as_deref().and_then(Path::parent).map_or_else(
+                || PathBuf::from("."),
+                |p| {
+                    if p.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        p.to_path_buf()
+                    }
+                },
+            );
+            write_report(&out, &rows, &cfg, header, a.json.as_deref())
+        }
+        None => {
+            let data = if a.dir.join("runs").is_dir() {
+                a.dir.join("runs")
+            } else {
+                a.dir.clone()
+            };
+            analyze_to(&a.dir, &data, &cfg, header, a.json.as_deref())
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct RunSpecArgs {}
+
+/// `pqbench run-spec` (hidden): one process of one run, the spec on stdin; exit 0 valid,
+/// 1 invalid, 2 not carried out, as `pqbench-worker`.
+pub(crate) fn run_spec_cmd(_: RunSpecArgs) -> Result<std::process::ExitCode> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("reading the run spec")?;
+    let spec = RunSpec::parse(&text, "stdin")?;
+    match worker::engine::run_and_validate(&spec, false) {
+        Ok((written, failures)) => {
+            for f in &failures {
+                eprintln!(
+                    "validation FAILED {} at {}: {}",
+                    f.check, f.location, f.detail
+                );
+            }
+            for c in written.summary.checks.iter().filter(|c| !c.passed) {
+                eprintln!("run check FAILED {}: {}", c.name, c.detail);
+            }
+            Ok(if written.summary.valid && failures.is_empty() {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::from(1)
+            })
+        }
+        Err(e) => {
+            eprintln!("run {}: {e}", spec.run_id);
+            Ok(std::process::ExitCode::from(2))
+        }
+    }
+}

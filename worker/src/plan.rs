@@ -1,0 +1,93 @@
+//! The run specs of a campaign plan: what one planned run is, for each of its processes,
+//! once the campaign's environment (endpoint, credentials, keys, output) is known. Shared
+//! by `pqbench run` and the operator.
+
+use campaign::design::{Arrival, PlannedRun};
+use campaign::{Manifest, Plan};
+
+use crate::spec::{
+    Cell, KeyRef, Loop, Output, PauseRule, Processes, RunSpec, S3Target, Session, Telemetry,
+};
+use crate::{Error, Result};
+
+/// Where the runs of a campaign take place.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Environment {
+    /// The S3 endpoint under test, its region, bucket and credentials.
+    pub s3: S3Target,
+    /// The recipient keys: a directory of `<key-type>.key` files.
+    pub keys: KeyRef,
+    /// Where run files go.
+    pub output: Output,
+    /// Telemetry sources.
+    pub telemetry: Telemetry,
+}
+
+/// One run spec per process of `run`, without `startAt` (the executor sets it once every
+/// process is ready).
+pub fn run_specs(
+    m: &Manifest,
+    plan: &Plan,
+    run: &PlannedRun,
+    env: &Environment,
+) -> Result<Vec<RunSpec>> {
+    let spec = &m.spec;
+    let cell = plan
+        .cell(&run.cell)
+        .ok_or_else(|| Error::Config(format!("run {}: unknown cell {}", run.run_id, run.cell)))?;
+    let arm = plan
+        .arm(&run.arm)
+        .ok_or_else(|| Error::Config(format!("run {}: unknown arm {}", run.run_id, run.arm)))?;
+    let pause_possible =
+        env.telemetry.node_exporter.is_some() || env.telemetry.local_server_pid.is_some();
+    let pause = (spec.pause.enabled && pause_possible).then_some(PauseRule {
+        max_dirty: spec.pause.max_dirty,
+        max_disk_write_per_s: spec.pause.max_disk_write_per_s,
+        quiet_for: spec.pause.quiet_for,
+        max_wait: spec.pause.max_wait,
+    });
+    let count = spec.clients.processes;
+    let mut out = Vec::new();
+    for index in 0..count {
+        let s = RunSpec {
+            run_id: run.run_id.clone(),
+            campaign: plan.campaign.clone(),
+            cell: Cell {
+                mode: arm.mode,
+                backend: cell.backend,
+                operation: cell.operation,
+                object_size: cell.object_size,
+                concurrency: cell.concurrency,
+                arrival: match cell.arrival {
+                    Arrival::Closed => Loop::Closed,
+                    Arrival::Open { rate } => Loop::Open { rate },
+                },
+            },
+            block: run.block,
+            position: run.position,
+            repetition: run.repetition,
+            cell_id: Some(cell.id.clone()),
+            arm: Some(arm.label.clone()),
+            seed: run.seed,
+            warmup: spec.warmup,
+            measured: spec.measured,
+            drain: spec.drain,
+            s3: env.s3.clone(),
+            recipient_key: (arm.mode != envelope::Mode::Plaintext).then(|| env.keys.clone()),
+            fixtures: spec.fixtures,
+            session: arm.session.map(|(max_objects, max_age)| Session {
+                max_objects,
+                max_age,
+            }),
+            start_at: None,
+            processes: Processes { count, index },
+            output: env.output.clone(),
+            telemetry: env.telemetry.clone(),
+            pause,
+            allowed_failure_fraction: spec.allowed_failure_fraction,
+        };
+        s.validate()?;
+        out.push(s);
+    }
+    Ok(out)
+}
