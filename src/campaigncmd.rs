@@ -443,6 +443,7 @@ fn analyze_to(
 ) -> Result<()> {
     let collected = worker::collect::collect(data)?;
     if collected.rows.is_empty() && collected.excluded.is_empty() {
+        // Not one run directory: nothing to analyse.
         bail!(
             "no run data under {} (expected RUN_ID/pINDEX/ directories with SHA256SUMS)",
             data.display()

@@ -639,3 +639,210 @@ fn err(o: &Output, what: &str) -> String {
     assert!(!o.status.success(), "{what}: unexpectedly succeeded");
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+const TINY: &str = "apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata: {name: tiny}
+spec:
+  modes: [x25519, ml-kem-768]
+  baseline: x25519
+  cells:
+    - {operation: get, objectSize: 64KiB, concurrency: 1}
+  repetitions: REPS
+  warmup: 1s
+  measured: 1s
+  seed: 11
+  fixtures: 4
+  pause: {enabled: false}
+  analysis: {primary: [get-64KiB-c1], bootstrapResamples: 2000}
+";
+
+fn tiny(dir: &Path, reps: u32) -> std::path::PathBuf {
+    let p = dir.join("tiny.yaml");
+    std::fs::write(&p, TINY.replace("REPS", &reps.to_string())).expect("write campaign");
+    p
+}
+
+#[test]
+fn campaign_run_end_to_end() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = tiny(dir.path(), 2);
+    let out = dir.path().join("results");
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let text = ok(&o, "pqbench run");
+    assert!(text.contains("Verdicts at margin ±0.05"), "{text}");
+    let camp = out.join("tiny");
+    for f in [
+        "plan.json",
+        "campaign.yaml",
+        "runs.csv",
+        "report.md",
+        "plots/forest.svg",
+    ] {
+        assert!(camp.join(f).is_file(), "{f} missing");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(camp.join("report.json")).expect("report"))
+            .expect("json");
+    let c = &report["comparisons"][0];
+    assert_eq!(c["cell"], "get-64KiB-c1");
+    assert_eq!(c["mode"], "ml-kem-768");
+    assert_eq!(c["baseline"], "x25519");
+    assert_eq!(c["pairs"], 2);
+    for key in [
+        "ratio",
+        "ci90",
+        "ci95",
+        "tost_p",
+        "tost_p_adjusted",
+        "verdict",
+        "verdicts_at_margins",
+        "deficit",
+        "advantage",
+        "bootstrap_ci90",
+        "cpu_ratio",
+        "implied_ratio",
+        "saturated",
+    ] {
+        assert!(!c[key].is_null(), "{key} missing in {c}");
+    }
+    assert_eq!(report["prereg_hash"].as_str().map(str::len), Some(64));
+
+    // `analyze` on the directory and on the CSV reproduces the verdicts.
+    let again = dir.path().join("again.json");
+    ok(
+        &pqbench(&["analyze", s(&camp), "--json", s(&again)]),
+        "analyze DIR",
+    );
+    let r2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).expect("again")).expect("json");
+    assert_eq!(r2["comparisons"], report["comparisons"]);
+    let from_csv = dir.path().join("csv.json");
+    let csv = camp.join("runs.csv");
+    let o = pqbench(&[
+        "analyze",
+        "--runs",
+        s(&csv),
+        "--baseline",
+        "x25519",
+        "--primary",
+        "get-64KiB-c1",
+        "--seed",
+        "11",
+        "--json",
+        s(&from_csv),
+    ]);
+    ok(&o, "analyze --runs");
+    let r3: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&from_csv).expect("csv report"))
+            .expect("json");
+    assert_eq!(r3["comparisons"][0]["ratio"], c["ratio"]);
+    assert_eq!(r3["comparisons"][0]["verdict"], c["verdict"]);
+
+    // A changed pre-registration is refused in the same directory.
+    std::fs::write(
+        &file,
+        TINY.replace("REPS", "2").replace("seed: 11", "seed: 12"),
+    )
+    .expect("edit");
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("pre-registration"), "{e}");
+}
+
+#[test]
+fn campaign_resumes_after_kill() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = tiny(dir.path(), 2);
+    let out = dir.path().join("results");
+    let runs = out.join("tiny").join("runs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(["run", s(&file), "--out", s(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    // Wait until one run is complete and the next has started, then kill everything.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let complete = |d: &Path| d.join("p0").join("SHA256SUMS").is_file();
+    loop {
+        let dirs: Vec<_> = std::fs::read_dir(&runs)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        if dirs.iter().any(|d| complete(d)) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pgid = child.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{pgid}")])
+        .status()
+        .expect("kill");
+    assert!(killed.success(), "kill the process group");
+    let _ = child.wait();
+    let kept: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&runs)
+        .expect("runs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| complete(d))
+        .map(|d| {
+            let sums = std::fs::read(d.join("p0").join("SHA256SUMS")).expect("sums");
+            (d, sums)
+        })
+        .collect();
+    assert!(!kept.is_empty());
+    // A run killed while writing its files leaves a directory without SHA256SUMS: plant
+    // one for a run that has not completed.
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("tiny").join("plan.json")).expect("plan"),
+    )
+    .expect("plan json");
+    let pending = plan["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["runId"].as_str().expect("id").to_owned())
+        .find(|id| !complete(&runs.join(id)))
+        .expect("a run left");
+    std::fs::create_dir_all(runs.join(&pending).join("p0")).expect("partial");
+    std::fs::write(
+        runs.join(&pending).join("p0").join("records.parquet"),
+        b"PAR1 cut",
+    )
+    .expect("partial file");
+
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let text = ok(&o, "resumed run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("resuming: {} complete run(s) kept", kept.len())),
+        "{err}"
+    );
+    assert!(err.contains("was cut off"), "{err}");
+    assert!(text.contains("Verdicts"), "{text}");
+    // Nothing measured was lost or repeated: the complete runs are byte for byte the same.
+    for (d, sums) in &kept {
+        assert_eq!(
+            &std::fs::read(d.join("p0").join("SHA256SUMS")).expect("sums"),
+            sums
+        );
+    }
+    let incomplete = std::fs::read_dir(out.join("tiny").join("incomplete"))
+        .expect("aside")
+        .count();
+    assert_eq!(incomplete, 1, "the cut-off run is kept aside");
+    let all = std::fs::read_dir(&runs)
+        .expect("runs")
+        .filter_map(Result::ok)
+        .filter(|e| complete(&e.path()))
+        .count();
+    assert_eq!(all, 4);
+
+    // A third invocation runs nothing and analyses again.
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    ok(&o, "nothing to do");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("4 complete run(s) kept, 0 to go"));
+}

@@ -437,11 +437,15 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
     }
     if !rows.iter().any(|r| r.mode == cfg.baseline) {
         let modes: BTreeSet<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
-        return Err(Error::Data(format!(
-            "no run of the baseline {:?}; the data holds modes {}",
+        warnings.push(format!(
+            "no valid run of the baseline {:?} (the data holds {}); nothing can be compared",
             cfg.baseline,
-            modes.into_iter().collect::<Vec<_>>().join(", ")
-        )));
+            if modes.is_empty() {
+                "no valid runs".to_owned()
+            } else {
+                modes.into_iter().collect::<Vec<_>>().join(", ")
+            }
+        ));
     }
     for p in &a.primary {
         if !by_cell.contains_key(p.as_str()) {
