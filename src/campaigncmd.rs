@@ -27,10 +27,10 @@ use clap::Args;
 use envelope::{KeyType, SecretKey};
 use serde::Serialize;
 use worker::plan::Environment;
-use worker::spec::{Credentials, KeyRef, Output, RunSpec, S3Target, Telemetry};
+use worker::spec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
 use worker::units::format_duration;
 
-use crate::serverproc::spawn_server;
+use crate::serverproc::local_or_embedded;
 
 const BUCKET: &str = "pqbench-campaign";
 
@@ -165,18 +165,6 @@ struct ExcludedRun {
     reason: String,
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
 /// Makes (or checks) the campaign directory: the plan must match byte for byte.
 fn prepare_dir(dir: &Path, text: &str, plan: &Plan) -> Result<()> {
     let plan_path = dir.join("plan.json");
@@ -277,24 +265,8 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
 
     if !todo.is_empty() {
         // The embedded server lives until every run is done (dropping it stops it).
-        let (server, endpoint, credentials, local_pid) = match &a.endpoint {
-            Some(ep) => (None, ep.clone(), Credentials::default(), None),
-            None => {
-                let child = spawn_server(&a.bucket)?;
-                let creds = dir.join("s3.env");
-                write_private(
-                    &creds,
-                    &format!(
-                        "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-                        child.settings.access_key,
-                        child.settings.secret_key.as_str()
-                    ),
-                )?;
-                let ep = child.settings.endpoint.clone();
-                let pid = child.pid();
-                (Some(child), ep, Credentials::File(creds), Some(pid))
-            }
-        };
+        let (server, endpoint, credentials, local_pid) =
+            local_or_embedded(a.endpoint.as_deref(), &a.bucket, &dir.join("s3.env"))?;
         let env = Environment {
             s3: S3Target {
                 endpoint: endpoint.clone(),
@@ -634,17 +606,9 @@ pub(crate) fn run_spec_cmd(_: RunSpecArgs) -> Result<std::process::ExitCode> {
         .context("reading the run spec")?;
     let spec = RunSpec::parse(&text, "stdin")?;
     match worker::engine::run_and_validate(&spec, false) {
-        Ok((written, failures)) => {
-            for f in &failures {
-                eprintln!(
-                    "validation FAILED {} at {}: {}",
-                    f.check, f.location, f.detail
-                );
-            }
-            for c in written.summary.checks.iter().filter(|c| !c.passed) {
-                eprintln!("run check FAILED {}: {}", c.name, c.detail);
-            }
-            Ok(if written.summary.valid && failures.is_empty() {
+        Ok(checked) => {
+            checked.eprint_failures();
+            Ok(if checked.valid() {
                 std::process::ExitCode::SUCCESS
             } else {
                 std::process::ExitCode::from(1)

@@ -7,13 +7,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, ValueEnum};
 use envelope::{Backend, KeyType, Mode, SecretKey};
-use worker::spec::{
-    Cell, Credentials, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session,
-};
+use worker::spec::{Cell, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session};
 use worker::units::{Dur, Size};
 
 use crate::cli::{parse_duration, parse_size};
-use crate::serverproc::spawn_server;
+use crate::serverproc::local_or_embedded;
 
 /// Bucket `run-one` uses on its own server.
 const BUCKET: &str = "pqbench-runs";
@@ -113,24 +111,11 @@ pub(crate) struct RunOneArgs {
 
 pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
     let keys = tempfile::tempdir().context("temp dir")?;
-    let (server, endpoint, credentials, local_pid) = match &a.endpoint {
-        Some(ep) => (None, ep.clone(), Credentials::default(), None),
-        None => {
-            let child = spawn_server(&a.bucket)?;
-            let creds = keys.path().join("s3.env");
-            write_private(
-                &creds,
-                &format!(
-                    "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-                    child.settings.access_key,
-                    child.settings.secret_key.as_str()
-                ),
-            )?;
-            let ep = child.settings.endpoint.clone();
-            let pid = child.pid();
-            (Some(child), ep, Credentials::File(creds), Some(pid))
-        }
-    };
+    let (server, endpoint, credentials, local_pid) = local_or_embedded(
+        a.endpoint.as_deref(),
+        &a.bucket,
+        &keys.path().join("s3.env"),
+    )?;
     let recipient_key = match (&a.key, a.mode.key_type()) {
         (_, KeyType::None) => None,
         (Some(p), _) => Some(KeyRef::File(p.clone())),
@@ -224,19 +209,6 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o
-        .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[derive(Args, Debug)]

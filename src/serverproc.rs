@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context as _, Result, bail};
 use worker::S3Settings;
+use worker::spec::Credentials;
 
 /// A running `pqbench serve-s3` child; killed when dropped.
 pub(crate) struct ServerChild {
@@ -66,4 +67,55 @@ pub(crate) fn spawn_server(bucket: &str) -> Result<ServerChild> {
         settings: S3Settings::new(&ep, &ak, &sk),
         _dir: dir,
     })
+}
+
+/// The S3 server a local run uses: `endpoint` if given (credentials from the environment),
+/// else an embedded `serve-s3` child whose credentials go to `creds_file` (0600).
+/// Returns the child (it stops when dropped), the endpoint, the credentials reference and
+/// the server's pid for the server-side samplers.
+pub(crate) fn local_or_embedded(
+    endpoint: Option<&str>,
+    bucket: &str,
+    creds_file: &std::path::Path,
+) -> Result<(Option<ServerChild>, String, Credentials, Option<u32>)> {
+    let Some(ep) = endpoint else {
+        let child = spawn_server(bucket)?;
+        write_private(
+            creds_file,
+            &format!(
+                "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+                child.settings.access_key,
+                child.settings.secret_key.as_str()
+            ),
+        )?;
+        let ep = child.settings.endpoint.clone();
+        let pid = child.pid();
+        return Ok((
+            Some(child),
+            ep,
+            Credentials::File(creds_file.to_path_buf()),
+            Some(pid),
+        ));
+    };
+    Ok((None, ep.to_owned(), Credentials::default(), None))
+}
+
+/// Writes a new file readable by its owner only (0600), replacing an old one (a resumed
+/// campaign writes its server's fresh credentials again).
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot replace {}", path.display())),
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }

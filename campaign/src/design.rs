@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use envelope::{Backend, Mode};
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng as _, SeedableRng as _};
+use rand_core::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
@@ -248,17 +248,10 @@ pub fn prereg_hash(spec: &CampaignSpec) -> String {
     hex::encode(Sha256::digest(&canonical))
 }
 
-/// A uniform index in `0..=max` from 64 random bits (multiply-shift; bias below
-/// (max+1)/2⁶⁴).
-fn below(rng: &mut ChaCha8Rng, max: usize) -> usize {
-    let n = u128::try_from(max).unwrap_or(u128::MAX) + 1;
-    usize::try_from((u128::from(rng.next_u64()) * n) >> 64).unwrap_or(0)
-}
-
 /// Fisher–Yates (Durstenfeld): for i from n−1 down to 1, swap i with a uniform j ≤ i.
 fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
     for i in (1..v.len()).rev() {
-        let j = below(rng, i);
+        let j = stats::uniform_below(rng, i + 1);
         v.swap(i, j);
     }
 }

@@ -71,6 +71,15 @@ pub(crate) fn check_prob(what: &'static str, p: f64) -> Result<f64> {
     }
 }
 
+/// A uniform index in `0..n` from 64 bits of `rng` by multiply-shift (bias below n/2⁶⁴).
+/// Written out, rather than taken from `rand`, so that seeded results (the bootstrap, a
+/// campaign's design) depend on nothing but the seed. `n` must be positive.
+pub fn uniform_below(rng: &mut rand_chacha::ChaCha8Rng, n: usize) -> usize {
+    use rand_core::Rng as _;
+    let n = u128::try_from(n).unwrap_or(u128::MAX);
+    usize::try_from((u128::from(rng.next_u64()) * n) >> 64).unwrap_or(0)
+}
+
 /// The median (mean of the two middle values for an even count; NaN-free input assumed,
 /// as NumPy's `median`). `None` for an empty slice.
 pub fn median(values: &[f64]) -> Option<f64> {

@@ -20,7 +20,7 @@
 //! - the percentile bootstrap of `d̄`, seeded ([`bootstrap_interval`]).
 
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng as _, SeedableRng as _};
+use rand_core::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 
 use crate::dist::{t_cdf, t_ppf};
@@ -245,17 +245,9 @@ pub fn bootstrap_interval(d: &[f64], resamples: u32, seed: u64, level: f64) -> R
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = d.len();
-    let n64 = u64::try_from(n).unwrap_or(u64::MAX);
     let mut means: Vec<f64> = (0..resamples)
         .map(|_| {
-            let sum: f64 = (0..n)
-                .map(|_| {
-                    // Multiply-shift maps 64 random bits onto 0..n with bias below n/2^64.
-                    let wide = u128::from(rng.next_u64()) * u128::from(n64);
-                    let i = usize::try_from(wide >> 64).unwrap_or(0);
-                    d[i]
-                })
-                .sum();
+            let sum: f64 = (0..n).map(|_| d[crate::uniform_below(&mut rng, n)]).sum();
             sum / as_f64(n)
         })
         .collect();

@@ -677,13 +677,38 @@ pub fn run_to_files(spec: &RunSpec, progress: bool) -> Result<crate::output::Wri
     res
 }
 
+/// One process's run, written and checked on its own ([`run_and_validate`]).
+#[derive(Debug)]
+pub struct Checked {
+    /// The files written and the summary.
+    pub written: crate::output::Written,
+    /// Failed validator checks (run completeness left out: the run's other processes may
+    /// not have finished).
+    pub failures: Vec<crate::validate::Finding>,
+}
+
+impl Checked {
+    /// Whether the run is valid and its files pass every check.
+    pub fn valid(&self) -> bool {
+        self.written.summary.valid && self.failures.is_empty()
+    }
+
+    /// Prints the failed validator checks and the run's own failed checks on stderr.
+    pub fn eprint_failures(&self) {
+        for f in &self.failures {
+            eprintln!(
+                "validation FAILED {} at {}: {}",
+                f.check, f.location, f.detail
+            );
+        }
+        for c in self.written.summary.checks.iter().filter(|c| !c.passed) {
+            eprintln!("run check FAILED {}: {}", c.name, c.detail);
+        }
+    }
+}
+
 /// Runs one process of a run ([`run_to_files`]) and validates its files on their own.
-/// Returns the written files and the failed checks; run completeness is left out, since
-/// the run's other processes may not have finished.
-pub fn run_and_validate(
-    spec: &RunSpec,
-    progress: bool,
-) -> Result<(crate::output::Written, Vec<crate::validate::Finding>)> {
+pub fn run_and_validate(spec: &RunSpec, progress: bool) -> Result<Checked> {
     let written = run_to_files(spec, progress)?;
     let report = crate::validate::validate(&written.dir);
     let mut failures: Vec<crate::validate::Finding> = report
@@ -699,5 +724,5 @@ pub fn run_and_validate(
             detail: "validation found no run files".into(),
         });
     }
-    Ok((written, failures))
+    Ok(Checked { written, failures })
 }

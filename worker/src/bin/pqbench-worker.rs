@@ -53,7 +53,8 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     } else {
         RunSpec::read(&args.spec)?
     };
-    let (written, failures) = worker::engine::run_and_validate(&spec, !args.quiet)?;
+    let checked = worker::engine::run_and_validate(&spec, !args.quiet)?;
+    let written = &checked.written;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&written.summary)?);
     } else {
@@ -66,14 +67,6 @@ fn run(args: &Args) -> anyhow::Result<bool> {
                 .unwrap_or_else(|| written.dir.display().to_string())
         );
     }
-    for f in &failures {
-        eprintln!(
-            "validation FAILED {} at {}: {}",
-            f.check, f.location, f.detail
-        );
-    }
-    for c in written.summary.checks.iter().filter(|c| !c.passed) {
-        eprintln!("run check FAILED {}: {}", c.name, c.detail);
-    }
-    Ok(written.summary.valid && failures.is_empty())
+    checked.eprint_failures();
+    Ok(checked.valid())
 }
