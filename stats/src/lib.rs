@@ -96,8 +96,46 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// NumPy's default (`method="linear"`) percentile of sorted values, `q` in [0, 1]: the value
+/// at position `q·(n−1)`, interpolated linearly between neighbours. 0 for no values (a run
+/// summary reports an empty distribution as zeros).
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let Some(last) = sorted.len().checked_sub(1) else {
+        return 0.0;
+    };
+    let pos = q * paired::as_f64(last);
+    let lo = pos.floor();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "pos is within [0, len − 1]"
+    )]
+    let i = lo as usize;
+    match sorted.get(i + 1) {
+        Some(next) => sorted[i] + (next - sorted[i]) * (pos - lo),
+        None => sorted[i],
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        // numpy.percentile([1, 2, 3, 4, 10], [0, 50, 90, 99, 100]) = [1, 3, 7.6, 9.76, 10]
+        let v = [1.0, 2.0, 3.0, 4.0, 10.0];
+        for (q, want) in [
+            (0.0, 1.0),
+            (0.5, 3.0),
+            (0.9, 7.6),
+            (0.99, 9.76),
+            (1.0, 10.0),
+        ] {
+            assert!((super::percentile(&v, q) - want).abs() < 1e-12, "q = {q}");
+        }
+        assert_eq!(super::percentile(&[7.0], 0.3), 7.0);
+        assert_eq!(super::percentile(&[], 0.5), 0.0);
+    }
+
     #[test]
     fn median_matches_numpy() {
         assert_eq!(super::median(&[]), None);

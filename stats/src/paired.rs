@@ -72,7 +72,7 @@ pub struct Tost {
 }
 
 #[allow(clippy::cast_precision_loss, reason = "pair counts are far below 2^52")]
-fn as_f64(n: usize) -> f64 {
+pub(crate) fn as_f64(n: usize) -> f64 {
     n as f64
 }
 
@@ -253,24 +253,10 @@ pub fn bootstrap_interval(d: &[f64], resamples: u32, seed: u64, level: f64) -> R
         .collect();
     means.sort_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
-    Ok((percentile(&means, tail), percentile(&means, 1.0 - tail)))
-}
-
-/// NumPy's default ("linear") percentile of sorted values, `q` in [0, 1].
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * as_f64(sorted.len() - 1);
-    let lo = pos.floor();
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "pos is within [0, len − 1]"
-    )]
-    let i = lo as usize;
-    let frac = pos - lo;
-    match sorted.get(i + 1) {
-        Some(next) => sorted[i] + (next - sorted[i]) * frac,
-        None => sorted[i],
-    }
+    Ok((
+        crate::percentile(&means, tail),
+        crate::percentile(&means, 1.0 - tail),
+    ))
 }
 
 /// Everything one comparison (a cell, mode *m* against baseline *b*) reports before

@@ -20,6 +20,8 @@
 //! - server figures are over the window from the samples of process 0 (every process
 //!   samples the same server).
 
+/// Percentiles as NumPy's default (shared with the campaign statistics).
+pub use stats::percentile;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -349,25 +351,6 @@ fn ms(d: Duration) -> f64 {
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
-}
-
-/// Linear-interpolation percentile (NumPy `method="linear"`) of sorted data; 0 if empty.
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        1 => sorted[0],
-        n => {
-            let h = (f(n as u64 - 1)) * q;
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "0 ≤ h < n"
-            )]
-            let lo = h.floor() as usize;
-            let hi = (lo + 1).min(n - 1);
-            sorted[lo] + (h - h.floor()) * (sorted[hi] - sorted[lo])
-        }
-    }
 }
 
 fn dist(mut v: Vec<f64>) -> Dist {
@@ -932,19 +915,4 @@ pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
             samples,
         },
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_match_numpy_linear() {
-        // numpy.percentile([1, 2, 3, 4, 10], [50, 90, 99]) = [3.0, 7.6, 9.76]
-        let v = [1.0, 2.0, 3.0, 4.0, 10.0];
-        assert!((percentile(&v, 0.5) - 3.0).abs() < 1e-12);
-        assert!((percentile(&v, 0.9) - 7.6).abs() < 1e-12);
-        assert!((percentile(&v, 0.99) - 9.76).abs() < 1e-12);
-        assert_eq!(percentile(&[], 0.5), 0.0);
-    }
 }
