@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes
+.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes oracle-check
 
 all: lint test
 
@@ -16,10 +16,17 @@ $(PY): tests/interop/requirements.txt
 
 python: $(PY) ## install the Python oracle
 
-# Run every test: vector self-check against OpenSSL, then the whole workspace.
-test: $(PY)
+# Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
+# compared with the committed fixture, then the whole workspace.
+test: $(PY) oracle-check
 	$(PY) envelope/tests/vectors/check_vectors.py
 	cargo test --workspace
+
+# Regenerate the SciPy/statsmodels fixture the stats tests compare against; the committed
+# file must come out byte for byte (pinned versions in tests/interop/requirements.txt).
+oracle-check: $(PY)
+	$(PY) stats/tests/oracle/generate.py
+	git diff --exit-code -- stats/tests/oracle/cases.json
 
 # Formatting, clippy and rustdoc, warnings as errors.
 lint: fmt clippy doc
