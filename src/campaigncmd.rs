@@ -11,11 +11,14 @@
 //! - `runs.csv`, `report.json`, `report.md` and `plots/*.svg` after the analysis.
 //!
 //! A rerun of the same command skips every complete run, moves a cut-off run aside and
-//! runs it again, and refuses to continue a directory whose plan has another hash.
+//! runs it again, and refuses to continue a directory whose plan has another hash. Ctrl-C
+//! stops after the runs already complete (the run in progress is cut off) and says how to
+//! resume; the exit status is then 130.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -33,6 +36,9 @@ use worker::units::format_duration;
 use crate::serverproc::local_or_embedded;
 
 const BUCKET: &str = "pqbench-campaign";
+
+/// Set by the Ctrl-C (SIGINT) handler of `pqbench run`.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Args, Debug)]
 pub(crate) struct PlanArgs {
@@ -231,7 +237,7 @@ fn bar(done: usize, total: usize) -> String {
     format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
 }
 
-pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
+pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
     let m = Manifest::parse(&text, &a.file.display().to_string())?;
@@ -264,6 +270,10 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
     }
 
     if !todo.is_empty() {
+        // A terminal's Ctrl-C reaches the run-spec processes and the server too (one process
+        // group); this process only notes it, to report what is kept and how to resume.
+        ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
+            .context("cannot install the Ctrl-C handler")?;
         // The embedded server lives until every run is done (dropping it stops it).
         let (server, endpoint, credentials, local_pid) =
             local_or_embedded(a.endpoint.as_deref(), &a.bucket, &dir.join("s3.env"))?;
@@ -297,6 +307,10 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
         }
         let started = Instant::now();
         for (k, r) in todo.iter().enumerate() {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                drop(server);
+                return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
+            }
             let run_dir = runs_dir.join(&r.run_id);
             if run_dir.exists() {
                 let aside = dir.join("incomplete").join(format!(
@@ -334,13 +348,55 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<()> {
                 humantime::format_duration(round_s(eta))
             );
             let specs = worker::plan::run_specs(&m, &plan, r, &env)?;
-            execute_run(&specs)?;
+            let done = execute_run(&specs);
+            // After a Ctrl-C the interruption is the news, not how the processes ended (a
+            // signal, or a broken pipe if it came before a process had its spec).
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                drop(server);
+                return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
+            }
+            done?;
         }
         drop(server);
         eprintln!("{} {total}/{total} runs done", bar(total, total));
     }
 
-    analyze_dir(&dir, &m, &plan)
+    analyze_dir(&dir, &m, &plan)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reports a Ctrl-C: what is kept (complete runs counted on disk, since a run may have
+/// finished its files as the signal came) and the command that resumes. Exit status 130
+/// (128 + SIGINT), as a shell reports an interrupted command.
+fn interrupted(file: &Path, plan: &Plan, runs_dir: &Path, processes: u32) -> ExitCode {
+    let total = plan.runs.len();
+    let complete = plan
+        .runs
+        .iter()
+        .filter(|r| run_complete(&runs_dir.join(&r.run_id), processes))
+        .count();
+    eprintln!(
+        "interrupted: {complete} of {total} runs complete and kept. \
+         Rerun `pqbench run {}` with the same --out to resume; the cut-off run is moved aside \
+         and runs again.",
+        file.display()
+    );
+    ExitCode::from(130)
+}
+
+/// Time from starting the processes of a multi-process run to their common `startAt`:
+/// the pause rule's longest wait, 3 s to start and load the keys, and the fixtures written
+/// at an assumed 20 MiB/s. A process not ready by then fails the run (it is not measured
+/// late), so the lead errs on the long side.
+fn start_lead(s: &RunSpec) -> Duration {
+    let pause = s.pause.map_or(Duration::ZERO, |p| p.max_wait.0);
+    let fixture_bytes = u64::from(s.fixtures).saturating_mul(s.cell.object_size.0);
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "an estimate in seconds; bytes beyond 2^52 do not occur"
+    )]
+    let writing = Duration::from_secs_f64(fixture_bytes as f64 / (20.0 * 1024.0 * 1024.0));
+    pause + Duration::from_secs(3) + writing
 }
 
 /// Runs one planned run: one fresh `pqbench run-spec` process per client process, all
@@ -350,8 +406,7 @@ fn execute_run(specs: &[RunSpec]) -> Result<()> {
     let mut specs = specs.to_vec();
     if specs.len() > 1 {
         // Every process must have paused, checked its keys and written its fixtures by then.
-        let lead =
-            specs[0].pause.map_or(Duration::ZERO, |p| p.max_wait.0) + Duration::from_secs(15);
+        let lead = start_lead(&specs[0]);
         let at = humantime::format_rfc3339_millis(std::time::SystemTime::now() + lead).to_string();
         for s in &mut specs {
             s.start_at = Some(at.clone());
@@ -377,6 +432,7 @@ fn execute_run(specs: &[RunSpec]) -> Result<()> {
         match status.code() {
             Some(0) => {}
             Some(1) => invalid = true,
+            _ if INTERRUPTED.load(Ordering::SeqCst) => {}
             _ => bail!(
                 "run {} process {} could not be carried out ({status}); the messages above say why. \
                  Rerun the same command to resume from this run.",

@@ -195,9 +195,10 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 
 pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
     let done = match cli.command {
-        // The only command with more outcomes than success and error (0/1/2, as
-        // `pqbench-worker`).
+        // More outcomes than success and error (0/1/2, as `pqbench-worker`).
         Command::RunSpec(a) => return crate::campaigncmd::run_spec_cmd(a),
+        // Exit 130 after Ctrl-C, with what is kept and how to resume.
+        Command::Run(a) => return crate::campaigncmd::run_cmd(a),
         Command::Keygen(a) => keygen(a),
         Command::Seal(a) => seal(a),
         Command::Open(a) => open(a),
@@ -213,7 +214,6 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::RunOne(a) => crate::runcmd::run_one(a),
         Command::Validate(a) => crate::runcmd::validate(a),
         Command::Plan(a) => crate::campaigncmd::plan_cmd(a),
-        Command::Run(a) => crate::campaigncmd::run_cmd(a),
         Command::Analyze(a) => crate::campaigncmd::analyze_cmd(a),
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
