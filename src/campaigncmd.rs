@@ -16,6 +16,7 @@
 //! resume; the exit status is then 130.
 
 use std::io::Write as _;
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +38,11 @@ use crate::serverproc::local_or_embedded;
 
 const BUCKET: &str = "pqbench-campaign";
 
-/// Set by the Ctrl-C (SIGINT) handler of `pqbench run`.
+/// POSIX SIGINT, the signal of a terminal's Ctrl-C.
+const SIGINT: i32 = 2;
+
+/// Set by the Ctrl-C (SIGINT) handler of `pqbench run`, or when a run's process ended by
+/// SIGINT.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Args, Debug)]
@@ -422,13 +427,21 @@ fn execute_run(specs: &[RunSpec]) -> Result<()> {
             .spawn()
             .context("cannot start a worker process")?;
         let mut stdin = child.stdin.take().context("worker stdin")?;
-        stdin.write_all(serde_json::to_string(s)?.as_bytes())?;
+        // A process stopped at once (Ctrl-C) closes the pipe: judged after its exit status.
+        let handed = stdin.write_all(serde_json::to_string(s)?.as_bytes());
         drop(stdin);
-        children.push(child);
+        children.push((child, handed));
     }
     let mut invalid = false;
-    for (s, mut c) in specs.iter().zip(children) {
+    for (s, (mut c, handed)) in specs.iter().zip(children) {
         let status = c.wait()?;
+        // SIGINT reaches the processes from the terminal, possibly before this process's
+        // handler has run: a process ended by it means the run was interrupted.
+        if status.signal() == Some(SIGINT) {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            continue;
+        }
+        handed.with_context(|| format!("cannot hand run {} its spec", s.run_id))?;
         match status.code() {
             Some(0) => {}
             Some(1) => invalid = true,
