@@ -259,9 +259,15 @@ impl Store {
         let mut chunk = Vec::new();
 
         if total <= MULTIPART_THRESHOLD {
-            let mut body = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+            let mut body = Vec::new();
             while seal_next(&mut sealer, &mut src, &mut chunk, &mut st).await? {
-                body.extend_from_slice(&chunk);
+                if body.is_empty() && sealer.next_chunk_len().is_none() {
+                    // A one-chunk object: the sealed chunk is the body, not a copy of it.
+                    body = std::mem::take(&mut chunk);
+                } else {
+                    body.reserve_exact(usize::try_from(total).unwrap_or(0) - body.len());
+                    body.extend_from_slice(&chunk);
+                }
             }
             st.bytes_sent += len_u64(body.len());
             let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
@@ -916,18 +922,22 @@ where
     let Some(n) = sealer.next_chunk_len() else {
         return Ok(false);
     };
+    // The plaintext is read straight into spare capacity (no zeroing first), with room for
+    // the tag, so that sealing in place never reallocates: outside the stage timers, these
+    // copies are unaccounted time.
     chunk.clear();
-    chunk.resize(n, 0);
-    src.read_exact(chunk).await.map_err(|e| {
-        Error::Source(if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            std::io::Error::new(
-                e.kind(),
-                "the source ended before the announced plaintext size",
-            )
-        } else {
-            e
-        })
-    })?;
+    chunk.reserve_exact(n + envelope::TAG_LEN);
+    let got = (&mut *src)
+        .take(len_u64(n))
+        .read_to_end(chunk)
+        .await
+        .map_err(Error::Source)?;
+    if got != n {
+        return Err(Error::Source(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the source ended before the announced plaintext size",
+        )));
+    }
     cpu(st, Call::Chunk, || sealer.seal_chunk(chunk))?;
     Ok(true)
 }

@@ -463,6 +463,32 @@ fn concurrent_writers(kind: Kind) {
     });
 }
 
+fn short_source_refused(kind: Kind) {
+    let server = TestServer::start(kind);
+    let store = server.store();
+    let keys = Keys::new(Mode::MlKem768);
+    run(async {
+        let sender = keys.sender(Backend::AwsLc);
+        // One chunk and several chunks, both in one PutObject: the source ends early.
+        for (announced, given) in [(64 * KIB, 1000), (3 * MIB, 2 * MIB + 7)] {
+            let data = payload(given, 6);
+            let err = store
+                .put(&sender, "short", announced as u64, &data[..], &mut quiet())
+                .await
+                .expect_err("a short source must fail");
+            assert!(
+                matches!(&err, Error::Source(e) if e.kind() == std::io::ErrorKind::UnexpectedEof),
+                "{err}"
+            );
+            assert!(
+                err.to_string().contains("announced plaintext size"),
+                "{err}"
+            );
+        }
+        assert!(store.versions("short").await.expect("versions").is_empty());
+    });
+}
+
 fn tampered_objects_refused(kind: Kind) {
     let server = TestServer::start(kind);
     let store = server.store();
@@ -630,6 +656,11 @@ macro_rules! server_tests {
             #[test]
             fn concurrent_writers_make_two_versions() {
                 concurrent_writers($kind);
+            }
+
+            #[test]
+            fn a_source_shorter_than_announced_is_refused() {
+                short_source_refused($kind);
             }
 
             #[test]
