@@ -106,12 +106,12 @@ fn malformed_files_name_the_field() {
             "spec.modes[1]",
         ),
         (
-            "concurrency: 2",
-            "concurrency: [2, 0]",
+            "concurrency: 1",
+            "concurrency: [1, 0]",
             "spec.cells[0].concurrency[1]: must be at least 1",
         ),
         (
-            "concurrency: 2",
+            "concurrency: 1",
             "concurrency: two",
             "spec.cells[0].concurrency",
         ),
@@ -131,7 +131,7 @@ fn malformed_files_name_the_field() {
             "spec.analysis.margin: 0.7 must lie strictly between 0 and 0.5",
         ),
         (
-            "primary: [get-64KiB-c2, put-64KiB-c2]",
+            "primary: [get-64KiB-c1, put-64KiB-c1]",
             "primary: [get-64KiB-c3]",
             "spec.analysis.primary[0]: \"get-64KiB-c3\" is not a cell",
         ),
@@ -148,7 +148,7 @@ fn malformed_files_name_the_field() {
         ),
         ("name: quick", "name: Quick_1", "metadata.name"),
         (
-            "      concurrency: 2",
+            "      concurrency: 1",
             "      loop: {type: open, rates: [100, -1], threads: 2}",
             "spec.cells[0].loop.rates[1]",
         ),
