@@ -280,7 +280,8 @@ fn server_stopped_mid_run(kind: Kind) {
         .expect("check");
     assert!(!failed.passed);
     // A server going away refuses connections, breaks bodies, or (the embedded one, while
-    // its stop closes connections) answers a manifest read with 404 (`not_committed`).
+    // its stop closes connections and its directory goes) answers a manifest read with 404
+    // (`not_committed`) or a data read with 404 (`s3_not_found`).
     assert!(
         s.failures_by_class.keys().all(|k| [
             "s3_connect",
@@ -288,6 +289,7 @@ fn server_stopped_mid_run(kind: Kind) {
             "s3_timeout",
             "s3_service",
             "s3_other",
+            "s3_not_found",
             "not_committed"
         ]
         .contains(&k.as_str())),
