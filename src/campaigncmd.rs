@@ -304,6 +304,13 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 ..Telemetry::default()
             },
         };
+        let cluster_only = m.spec.cluster_only_fields();
+        if !cluster_only.is_empty() {
+            eprintln!(
+                "note: {} apply on a cluster (the operator) and are ignored by a local run",
+                cluster_only.join(", ")
+            );
+        }
         if m.spec.pause.enabled && local_pid.is_none() && a.node_exporter.is_none() {
             eprintln!(
                 "warning: the pause rule needs a view of the server host; pass --node-exporter URL, \

@@ -17,9 +17,12 @@
 //! - [`units`]: human sizes and durations.
 
 pub mod analysis;
+pub mod cluster;
 pub mod design;
 pub mod plots;
 pub mod report;
+#[cfg(feature = "schema")]
+mod schema;
 pub mod spec;
 pub mod units;
 

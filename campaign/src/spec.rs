@@ -37,6 +37,10 @@ use envelope::{Backend, Mode};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::{
+    Deadlines, ExternalServer, MinioServer, Resources, Results, SecretName, TelemetrySpec,
+    Toleration,
+};
 use crate::units::{Dur, Size};
 use crate::{Error, Result};
 
@@ -46,6 +50,7 @@ pub const API_VERSION: &str = "pqbench.io/v1alpha1";
 pub const KIND: &str = "BenchmarkCampaign";
 
 /// Which operation a run measures.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Operation {
@@ -142,13 +147,16 @@ pub struct Metadata {
 }
 
 /// The pre-registered campaign.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CampaignSpec {
     /// The modes compared (the arms), by name as `pqbench modes` lists them (`x25519`,
     /// `ml-kem-768`, `x-wing`, `rsa-oaep-4096`, `ml-kem-768-session`, …).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::modes"))]
     pub modes: Vec<Mode>,
     /// The mode every other mode is compared against; one of `modes`.
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::mode"))]
     pub baseline: Mode,
     /// An A/A control: the baseline runs a second time in every block as a separately
     /// labelled arm (`<baseline>-aa`), and its interval is the campaign's noise floor.
@@ -156,6 +164,7 @@ pub struct CampaignSpec {
     pub aa_control: bool,
     /// Crypto backends (`aws-lc`, `rustcrypto`); each backend is its own set of cells.
     #[serde(default = "default_backends")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backends"))]
     pub backends: Vec<Backend>,
     /// The cells; each entry expands to the grid of its list-valued fields.
     pub cells: Vec<CellGrid>,
@@ -193,6 +202,27 @@ pub struct CampaignSpec {
     /// Where and how the client processes run.
     #[serde(default)]
     pub clients: ClientPlacement,
+    /// The results bucket (operator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<Results>,
+    /// OpenTelemetry export (operator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySpec>,
+    /// Phase deadlines (operator only; defaults: provisioning 10m, analysis 10m, each run
+    /// its windows plus the pause plus 5m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadlines: Option<Deadlines>,
+    /// Attempts after the first for a run whose Job fails (operator only; default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_retries: Option<u32>,
+    /// Delete the campaign's server, Secrets and Jobs this long after it ends (operator
+    /// only; the results bucket is kept). Absent: keep them until the campaign is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds_after_finished: Option<u32>,
+    /// Keep the server and Jobs of a failed campaign for inspection, whatever the TTL
+    /// (operator only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_on_failure: bool,
 }
 
 fn default_backends() -> Vec<Backend> {
@@ -212,6 +242,7 @@ fn default_fixtures() -> u32 {
 }
 
 /// One entry of `cells`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CellGrid {
@@ -232,6 +263,8 @@ pub struct CellGrid {
 }
 
 /// How requests arrive in a cell.
+// The JSON Schema is hand-written (crate::schema): a structural schema cannot be derived
+// from an internally tagged enum whose variants give `type` different values.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum LoopGrid {
@@ -249,6 +282,7 @@ pub enum LoopGrid {
 }
 
 /// The session-bound grid (section V-F): every `maxObjects` × `maxAge` pair is an arm.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionGrid {
@@ -259,6 +293,7 @@ pub struct SessionGrid {
 }
 
 /// The multiplicity correction over the primary family.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Correction {
@@ -270,6 +305,7 @@ pub enum Correction {
 }
 
 /// The pre-registered analysis.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Analysis {
@@ -339,6 +375,7 @@ impl Default for Analysis {
 }
 
 /// The stall rule's factors (section IV-C).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StallRule {
@@ -378,6 +415,7 @@ impl From<StallRule> for stats::regime::StallRule {
 /// The pause between runs (section IV-B): wait until the server host's dirty plus
 /// write-back memory is below `maxDirty` and its disk write rate below
 /// `maxDiskWritePerS` for `quietFor`, at most `maxWait`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Pause {
@@ -428,12 +466,32 @@ impl Default for Pause {
 
 /// Where the S3 server runs (used by the operator; `pqbench run` starts its embedded
 /// server or uses `--endpoint`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerPlacement {
     /// Node group of the server pod (`eks.amazonaws.com/nodegroup`).
     #[serde(default = "server_group")]
     pub node_group: String,
+    /// MinIO deployed by the operator (the default when `external` is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minio: Option<MinioServer>,
+    /// An existing S3 endpoint instead of MinIO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalServer>,
+    /// Node labels the server pod requires; replaces the node-group label when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the server pod tolerates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Affinity of the server pod, exactly as in a pod spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::schema::any_object")
+    )]
+    pub affinity: Option<serde_json::Value>,
 }
 
 fn server_group() -> String {
@@ -444,11 +502,17 @@ impl Default for ServerPlacement {
     fn default() -> Self {
         Self {
             node_group: server_group(),
+            minio: None,
+            external: None,
+            node_selector: None,
+            tolerations: Vec::new(),
+            affinity: None,
         }
     }
 }
 
 /// Where and how the clients run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClientPlacement {
@@ -459,6 +523,28 @@ pub struct ClientPlacement {
     /// them. At most the smallest concurrency of any cell.
     #[serde(default = "one")]
     pub processes: u32,
+    /// Worker image (the release's `pqbench-worker` image when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Worker container resources; a CPU limit caps each pod's cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+    /// Node labels the worker pods require; replaces the node-group label when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Taints the worker pods tolerate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Affinity of the worker pods, exactly as in a pod spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::schema::any_object")
+    )]
+    pub affinity: Option<serde_json::Value>,
+    /// Secrets for pulling the worker image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<SecretName>,
 }
 
 fn client_group() -> String {
@@ -473,6 +559,12 @@ impl Default for ClientPlacement {
         Self {
             node_group: client_group(),
             processes: one(),
+            image: None,
+            resources: None,
+            node_selector: None,
+            tolerations: Vec::new(),
+            affinity: None,
+            image_pull_secrets: Vec::new(),
         }
     }
 }
@@ -533,6 +625,37 @@ fn in_open(field: &str, v: f64, lo: f64, hi: f64) -> std::result::Result<(), Str
 }
 
 impl CampaignSpec {
+    /// The fields set here that only the operator uses (`server.minio`, `results`, …), by
+    /// path: `pqbench run` on one machine names them as ignored.
+    pub fn cluster_only_fields(&self) -> Vec<&'static str> {
+        let (s, c) = (&self.server, &self.clients);
+        [
+            ("server.minio", s.minio.is_some()),
+            ("server.external", s.external.is_some()),
+            ("server.nodeSelector", s.node_selector.is_some()),
+            ("server.tolerations", !s.tolerations.is_empty()),
+            ("server.affinity", s.affinity.is_some()),
+            ("clients.image", c.image.is_some()),
+            ("clients.resources", c.resources.is_some()),
+            ("clients.nodeSelector", c.node_selector.is_some()),
+            ("clients.tolerations", !c.tolerations.is_empty()),
+            ("clients.affinity", c.affinity.is_some()),
+            ("clients.imagePullSecrets", !c.image_pull_secrets.is_empty()),
+            ("results", self.results.is_some()),
+            ("telemetry", self.telemetry.is_some()),
+            ("deadlines", self.deadlines.is_some()),
+            ("runRetries", self.run_retries.is_some()),
+            (
+                "ttlSecondsAfterFinished",
+                self.ttl_seconds_after_finished.is_some(),
+            ),
+            ("keepOnFailure", self.keep_on_failure),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+
     /// Cross-field rules; the message starts with the field path below `spec`.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.modes.is_empty() {
@@ -605,6 +728,17 @@ impl CampaignSpec {
                 .is_some_and(|s| s.max_objects.0.len() * s.max_age.0.len() > 1)
         {
             return Err("baseline: ml-kem-768-session with a session grid is several arms; choose another baseline".into());
+        }
+        if self.server.minio.is_some() && self.server.external.is_some() {
+            return Err("server: give minio or external, not both".into());
+        }
+        if let Some(t) = &self.telemetry
+            && !(0.0..=1.0).contains(&t.sample_ratio)
+        {
+            return Err(format!(
+                "telemetry.sampleRatio: {} must lie in [0, 1]",
+                t.sample_ratio
+            ));
         }
         if self.fixtures == 0
             && self

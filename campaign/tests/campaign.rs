@@ -106,17 +106,17 @@ fn malformed_files_name_the_field() {
             "spec.modes[1]",
         ),
         (
-            "concurrency: 1",
+            "concurrency: [1]",
             "concurrency: [1, 0]",
             "spec.cells[0].concurrency[1]: must be at least 1",
         ),
         (
-            "concurrency: 1",
+            "concurrency: [1]",
             "concurrency: two",
             "spec.cells[0].concurrency",
         ),
         (
-            "objectSize: 64KiB",
+            "objectSize: [64KiB]",
             "objectSize: 64 parsecs",
             "spec.cells[0].objectSize",
         ),
@@ -148,7 +148,7 @@ fn malformed_files_name_the_field() {
         ),
         ("name: quick", "name: Quick_1", "metadata.name"),
         (
-            "      concurrency: 1",
+            "      concurrency: [1]",
             "      loop: {type: open, rates: [100, -1], threads: 2}",
             "spec.cells[0].loop.rates[1]",
         ),

@@ -1,0 +1,150 @@
+//! JSON Schemas of the campaign types (feature `schema`), shaped for a Kubernetes
+//! structural schema: the operator generates its `BenchmarkCampaign` CRD from them.
+//!
+//! The types whose serde form is custom get hand-written schemas here: sizes, durations
+//! and quantities are `x-kubernetes-int-or-string` (`64KiB` or `65536`), a one-or-many
+//! [`List`] is a list (a structural schema cannot say "a value or a list", and an untyped
+//! field would be neither checked nor visible to CEL; so on a cluster list-valued fields are
+//! written as lists), and modes and backends are string enums of their names.
+
+use std::borrow::Cow;
+
+use envelope::{Backend, Mode};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+use crate::cluster::Quantity;
+use crate::spec::{List, LoopGrid};
+use crate::units::{Dur, Size};
+
+impl JsonSchema for Size {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Size".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "description": "A size: bytes, or a number with a unit (64KiB, 1MiB, 2GB)."
+        })
+    }
+}
+
+impl JsonSchema for Dur {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "description": "A duration: seconds, or a number with a unit (500ms, 20s, 5m, 1h)."
+        })
+    }
+}
+
+impl JsonSchema for Quantity {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Quantity".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "description": "A Kubernetes quantity (500m, 2, 4Gi)."
+        })
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for List<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("ListOf{}", T::schema_name()).into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        // A structural schema cannot say "a value or a list", and a field it leaves untyped
+        // is invisible to CEL and unchecked: on a cluster these fields are lists.
+        json_schema!({
+            "type": "array",
+            "items": g.subschema_for::<T>(),
+            "description": "A list of values (a single value is accepted by pqbench run, not by the API server)."
+        })
+    }
+}
+
+impl JsonSchema for LoopGrid {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Loop".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "How requests arrive: `{type: closed}` (every worker issues requests back to back; the default) or `{type: open, rates: [...], threads: N}` (Poisson arrivals at each offered rate, requests/s, served by N workers; each rate is its own cell).",
+            "type": "object",
+            "required": ["type"],
+            "properties": {
+                "type": { "type": "string", "enum": ["closed", "open"] },
+                "rates": {
+                    "type": "array",
+                    "items": { "type": "number" },
+                    "description": "Offered rates in requests per second (open loop)."
+                },
+                "threads": {
+                    "type": "integer",
+                    "format": "uint32",
+                    "minimum": 1,
+                    "description": "Workers serving the queue (open loop)."
+                }
+            },
+            "x-kubernetes-validations": [{
+                "rule": "self.type == 'open' ? (has(self.rates) && has(self.threads)) : (!has(self.rates) && !has(self.threads))",
+                "message": "loop: an open loop needs rates and threads; a closed loop takes neither"
+            }]
+        })
+    }
+}
+
+fn names(all: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
+    all.into_iter().collect()
+}
+
+/// `baseline`: one mode name.
+pub(crate) fn mode(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "enum": names(Mode::ALL.iter().map(|m| m.name())),
+    })
+}
+
+/// `modes`: mode names.
+pub(crate) fn modes(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names(Mode::ALL.iter().map(|m| m.name())) },
+    })
+}
+
+/// `backends`: backend names.
+pub(crate) fn backends(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names(Backend::ALL.iter().map(|b| b.name())) },
+    })
+}
+
+/// A pod-spec object passed through as given (`affinity`).
+pub(crate) fn any_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
