@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes oracle-check
+.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes oracle-check crds crd-check k8s-apiserver
 
 all: lint test
 
@@ -17,10 +17,24 @@ $(PY): tests/interop/requirements.txt
 python: $(PY) ## install the Python oracle
 
 # Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
-# compared with the committed fixture, then the whole workspace.
-test: $(PY) oracle-check
+# compared with the committed fixture, the CRD drift check, then the whole workspace with
+# the test Kubernetes API server running (scripts/with-k8s-apiserver.sh).
+test: $(PY) oracle-check crd-check
 	$(PY) envelope/tests/vectors/check_vectors.py
-	cargo test --workspace
+	scripts/with-k8s-apiserver.sh cargo test --workspace
+
+# Regenerate the BenchmarkCampaign CRD from the Rust types (operator/src/api.rs, campaign).
+crds:
+	cargo run -q -p operator --bin crdgen
+
+# The committed CRD must be what the types generate.
+crd-check: crds
+	git diff --exit-code -- crds/
+
+# Build the test Kubernetes API server (cached in ~/.cache/k8s-test-apiserver; Debian
+# packages only). `make test` starts it around `cargo test`; unbuilt, its tests skip loudly.
+k8s-apiserver:
+	bash ../shared/tools/k8s-test-apiserver/build.sh
 
 # Regenerate the SciPy/statsmodels fixture the stats tests compare against; the committed
 # file must come out byte for byte (pinned versions in tests/interop/requirements.txt).

@@ -1,0 +1,340 @@
+//! The `BenchmarkCampaign` custom resource (`pqbench.io/v1alpha1`, namespaced, short name
+//! `bc`): its spec is [`campaign::CampaignSpec`], the very type `pqbench run` reads, so one
+//! file runs on a laptop and on a cluster. Its status is written by the operator only.
+//!
+//! The CRD is generated from these types ([`crd`]; `crdgen` writes `crds/`), with the
+//! cross-field rules of [`campaign::Manifest::validate`] that a structural schema cannot
+//! express added as CEL (`x-kubernetes-validations`) so that the API server refuses a bad
+//! campaign at `kubectl apply` with the same words (issue 6, "Build" 1).
+
+use std::ops::Deref;
+
+use campaign::CampaignSpec;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use kube::core::CustomResourceExt as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The spec of a `BenchmarkCampaign`: the pre-registered campaign, immutable once created.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "pqbench.io",
+    version = "v1alpha1",
+    kind = "BenchmarkCampaign",
+    namespaced,
+    shortname = "bc",
+    status = "CampaignStatus",
+    doc = "A pre-registered benchmark campaign: modes compared on an S3 data path, run by the pqbench operator, with verdicts in status.",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Progress","type":"string","jsonPath":".status.progress.summary"}"#,
+    printcolumn = r#"{"name":"Verdicts","type":"string","jsonPath":".status.verdictSummary"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(transparent)]
+pub struct BenchmarkCampaignSpec {
+    /// The campaign.
+    pub campaign: CampaignSpec,
+}
+
+impl Deref for BenchmarkCampaignSpec {
+    type Target = CampaignSpec;
+    fn deref(&self) -> &CampaignSpec {
+        &self.campaign
+    }
+}
+
+/// Where a campaign is in its life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Phase {
+    /// Accepted; nothing created yet.
+    #[default]
+    Pending,
+    /// Creating the credentials and keys Secrets, the server and the results bucket.
+    Provisioning,
+    /// Running the planned runs, one worker Job per run.
+    Running,
+    /// Every run is done; computing the verdicts.
+    Analyzing,
+    /// Verdicts are in status and the report in the results bucket.
+    Succeeded,
+    /// A deadline passed, the spec is invalid, or too many runs failed; `message` says which.
+    Failed,
+}
+
+impl Phase {
+    /// Fixed label (metrics, events).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Provisioning => "Provisioning",
+            Self::Running => "Running",
+            Self::Analyzing => "Analyzing",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+        }
+    }
+
+    /// Whether the campaign has ended.
+    pub const fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+/// The observed state of a campaign. Compact by design: raw records and run summaries
+/// live in the results bucket, never here (etcd objects are at most 1 MiB).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CampaignStatus {
+    /// Current phase.
+    #[serde(default)]
+    pub phase: Phase,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// SHA-256 of the canonical spec (as `pqbench plan` prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prereg_hash: Option<String>,
+    /// The API server's creation time of this campaign (RFC 3339), recorded with the hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_at: Option<String>,
+    /// Runs done out of the plan, the run in progress and an ETA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+    /// Conditions, one per type:
+    /// `Provisioned` (True: server, Secrets and results bucket ready; False: not yet or
+    /// failed, see reason; Unknown: not started),
+    /// `Running` (True: runs in progress; False: not started or finished),
+    /// `Analyzed` (True: verdicts computed and the report written),
+    /// `Degraded` (True: some runs failed after their retries or were invalid and are left
+    /// out; the campaign goes on),
+    /// `Ready` (True: Succeeded; False: Failed; Unknown: still going).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_schema")]
+    pub conditions: Vec<Condition>,
+    /// Runs that failed every attempt (id, attempts, last reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_runs: Vec<FailedRun>,
+    /// One row per comparison, as in `report.json` (compact).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<VerdictRow>,
+    /// Counts of verdicts (`2 Equivalent, 1 Inconclusive`), for `kubectl get`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_summary: Option<String>,
+    /// Where the run files and the report are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<ResultsLocation>,
+    /// A human-readable line on the current state or the failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Progress through the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Runs with their files in the results bucket (valid or not).
+    pub done: u32,
+    /// Runs in the plan.
+    pub total: u32,
+    /// `done/total` (the Progress column).
+    pub summary: String,
+    /// The run in progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_run: Option<String>,
+    /// Attempt of the run in progress (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Estimated completion time (RFC 3339), from the mean time per run so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta: Option<String>,
+}
+
+/// A run that failed every attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedRun {
+    /// Run id from the plan.
+    pub run_id: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why the last attempt failed.
+    pub reason: String,
+}
+
+/// One comparison's verdict (a compact `report.json` entry).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictRow {
+    /// Cell id.
+    pub cell: String,
+    /// Arm compared.
+    pub mode: String,
+    /// Baseline arm.
+    pub baseline: String,
+    /// Pairs (blocks holding both).
+    pub pairs: u32,
+    /// Throughput ratio mode/baseline, 4 significant digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<String>,
+    /// 90 % interval of the ratio (`0.912–1.034`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci90: Option<String>,
+    /// Multiplicity-adjusted TOST p.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tost_p_adjusted: Option<String>,
+    /// `Equivalent`, `NotEquivalent` or `Inconclusive` (absent with fewer than 2 pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// `primary`, `control`, `deficit`, `advantage`, `underpowered`, `saturated`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+/// The results bucket of a campaign.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultsLocation {
+    /// Endpoint URL of the results store.
+    pub endpoint: String,
+    /// Bucket.
+    pub bucket: String,
+    /// Key prefix of this campaign (`<namespace>/<name>/<uid>/`).
+    pub prefix: String,
+}
+
+/// `conditions`: a list map keyed by `type`, so that server-side apply merges by type.
+fn conditions_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut items = g.subschema_for::<Condition>();
+    // Inline the Condition schema (a CRD schema cannot hold references).
+    if let Some(r) = items.get("$ref").and_then(Value::as_str) {
+        let name = r.rsplit('/').next().unwrap_or_default().to_owned();
+        if let Some(def) = g.definitions().get(&name) {
+            items = schemars::Schema::try_from(def.clone()).unwrap_or(items);
+        }
+    }
+    schemars::json_schema!({
+        "type": "array",
+        "items": items,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    })
+}
+
+/// A CEL rule at a place in the spec schema.
+struct Rule {
+    /// Property path below `spec` (`""`: the spec itself).
+    path: &'static [&'static str],
+    rule: &'static str,
+    message: &'static str,
+}
+
+/// The CEL rules. The messages are those of `campaign::Manifest::validate` where it has
+/// one, so that `kubectl apply` and `pqbench plan` say the same thing.
+const RULES: &[Rule] = &[
+    Rule {
+        path: &[],
+        rule: "self == oldSelf",
+        message: "spec is the pre-registration and cannot change; create a new campaign",
+    },
+    Rule {
+        path: &[],
+        rule: "self.modes.exists(m, m == self.baseline)",
+        message: "baseline must be one of modes",
+    },
+    Rule {
+        path: &[],
+        rule: "self.modes.size() >= 2 || (has(self.aaControl) && self.aaControl)",
+        message: "modes: list at least two modes (the baseline and one to compare), or set aaControl",
+    },
+    Rule {
+        path: &[],
+        rule: "!has(self.sessions) || self.modes.exists(m, m == 'ml-kem-768-session')",
+        message: "sessions: a session grid needs ml-kem-768-session among modes",
+    },
+    Rule {
+        path: &["modes"],
+        rule: "self.all(m, self.exists_one(x, x == m))",
+        message: "modes: each mode at most once",
+    },
+    Rule {
+        path: &["repetitions"],
+        rule: "self >= 2",
+        message: "repetitions: at least 2 (a comparison needs two pairs)",
+    },
+    Rule {
+        path: &["analysis"],
+        rule: "!has(self.margin) || (self.margin > 0.0 && self.margin < 0.5)",
+        message: "analysis.margin must lie strictly between 0 and 0.5",
+    },
+    Rule {
+        path: &["analysis"],
+        rule: "!has(self.alpha) || (self.alpha > 0.0 && self.alpha < 0.5)",
+        message: "analysis.alpha must lie strictly between 0 and 0.5",
+    },
+    Rule {
+        path: &["analysis"],
+        rule: "!has(self.sensitivityMargins) || self.sensitivityMargins.all(m, m > 0.0 && m < 0.5)",
+        message: "analysis.sensitivityMargins must each lie strictly between 0 and 0.5",
+    },
+    Rule {
+        path: &["server"],
+        rule: "!(has(self.minio) && has(self.external))",
+        message: "server: give minio or external, not both",
+    },
+];
+
+/// The most entries a list in the spec may hold (CEL cost estimation needs bounds).
+const MAX_ITEMS: &[(&[&str], u64)] = &[
+    (&["modes"], 11),
+    (&["backends"], 2),
+    (&["cells"], 64),
+    (&["analysis", "sensitivityMargins"], 8),
+    (&["analysis", "primary"], 256),
+];
+
+/// The `BenchmarkCampaign` CRD: the derived schema, list bounds and the CEL rules.
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = BenchmarkCampaign::crd();
+    for v in &mut crd.spec.versions {
+        let Some(schema) = v
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        let mut value = serde_json::to_value(&*schema).unwrap_or(Value::Null);
+        if let Some(spec) = value.pointer_mut("/properties/spec") {
+            for (path, max) in MAX_ITEMS {
+                if let Some(node) = at(spec, path) {
+                    node["maxItems"] = json!(max);
+                }
+            }
+            for r in RULES {
+                if let Some(node) = at(spec, r.path) {
+                    let list = node
+                        .as_object_mut()
+                        .map(|o| o.entry("x-kubernetes-validations").or_insert(json!([])));
+                    if let Some(Value::Array(list)) = list {
+                        list.push(json!({"rule": r.rule, "message": r.message}));
+                    }
+                }
+            }
+        }
+        if let Ok(s) = serde_json::from_value(value) {
+            *schema = s;
+        }
+    }
+    crd
+}
+
+/// The schema node of a property path (`properties` at each step).
+fn at<'a>(mut node: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    for p in path {
+        node = node.get_mut("properties")?.get_mut(*p)?;
+    }
+    Some(node)
+}

@@ -1,0 +1,154 @@
+//! Against a real Kubernetes API server: `../shared/tools/k8s-test-apiserver` (Kubernetes
+//! 1.36's CRD machinery on etcd), which `make test` starts and points `KUBECONFIG` at.
+//! The generated CRD installs and becomes Established; every example is accepted and reads
+//! back with the API server's defaults equal to pqbench's own; the invalid example is
+//! refused with its CEL message; a spec edit is refused; a status written by server-side
+//! apply lands.
+//!
+//! Without the server these tests fail and say how to start it, unless
+//! `PQBENCH_K8S_SKIP` holds the reason it could not be built (then they say so loudly and
+//! pass: only this tier is skipped).
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use operator::{BenchmarkCampaign, CampaignStatus, Phase};
+
+fn client_or_skip() -> Option<()> {
+    if let Ok(reason) = std::env::var("PQBENCH_K8S_SKIP") {
+        eprintln!("\n*** SKIPPED: the Kubernetes API-server tier did not run: {reason} ***\n");
+        return None;
+    }
+    assert!(
+        std::env::var_os("KUBECONFIG").is_some(),
+        "KUBECONFIG is not set: start the test API server (`make test` does; or \
+         `bash ../shared/tools/k8s-test-apiserver/build.sh && bash ../shared/tools/k8s-test-apiserver/start.sh` \
+         and export the KUBECONFIG it prints), or set PQBENCH_K8S_SKIP to the reason it cannot run"
+    );
+    Some(())
+}
+
+async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = operator::crd();
+    crds.patch(
+        &crd.name_any(),
+        &PatchParams::apply("pqbench-test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("the generated CRD installs");
+    for _ in 0..120 {
+        let c = crds.get(&crd.name_any()).await.unwrap();
+        let established = c.status.and_then(|s| s.conditions).is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("the CRD never became Established");
+}
+
+fn namespace() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!("t{}-{t}", std::process::id())
+}
+
+fn api_error(e: kube::Error) -> (u16, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.message),
+        other => panic!("expected an API error, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_examples_cel_immutability_and_status() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let client = Client::try_default().await.expect("client from KUBECONFIG");
+    install_crd(&client).await;
+    let ns = namespace();
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut accepted = 0;
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path).unwrap();
+        let object: BenchmarkCampaign = serde_yaml_ng::from_str(&text).unwrap();
+        let created = api.create(&PostParams::default(), &object).await;
+        if name.starts_with("invalid-") {
+            let (code, message) = api_error(created.expect_err("the invalid example is refused"));
+            assert_eq!(code, 422, "{message}");
+            assert!(
+                message.contains("baseline must be one of modes"),
+                "{message}"
+            );
+            continue;
+        }
+        let created = created.unwrap_or_else(|e| panic!("{name} refused: {e}"));
+        // What the API server stored (its defaults filled in) is what pqbench reads from the
+        // file (serde's defaults): one pre-registration, one hash.
+        let manifest = campaign::Manifest::parse(&text, &name).unwrap();
+        assert_eq!(created.spec.campaign, manifest.spec, "{name}");
+        accepted += 1;
+    }
+    assert!(accepted >= 5, "{accepted} examples accepted");
+
+    // The spec is the pre-registration: an edit is refused.
+    let mut quick = api.get("quick").await.unwrap();
+    quick.spec.campaign.repetitions += 1;
+    let (code, message) = api_error(
+        api.replace("quick", &PostParams::default(), &quick)
+            .await
+            .expect_err("a spec edit is refused"),
+    );
+    assert_eq!(code, 422, "{message}");
+    assert!(
+        message.contains("spec is the pre-registration and cannot change; create a new campaign"),
+        "{message}"
+    );
+
+    // Status goes through server-side apply on /status and lands.
+    let status = serde_json::json!({
+        "apiVersion": "pqbench.io/v1alpha1",
+        "kind": "BenchmarkCampaign",
+        "status": CampaignStatus {
+            phase: Phase::Running,
+            prereg_hash: Some("ab".repeat(32)),
+            ..CampaignStatus::default()
+        },
+    });
+    api.patch_status(
+        "quick",
+        &PatchParams::apply("pqbench-operator").force(),
+        &Patch::Apply(&status),
+    )
+    .await
+    .expect("status apply");
+    let back = api.get_status("quick").await.unwrap();
+    assert_eq!(back.status.unwrap().phase, Phase::Running);
+    assert_eq!(back.spec.campaign, quick_spec(&dir));
+}
+
+fn quick_spec(dir: &Path) -> campaign::CampaignSpec {
+    let text = std::fs::read_to_string(dir.join("quick.yaml")).unwrap();
+    campaign::Manifest::parse(&text, "quick.yaml").unwrap().spec
+}
