@@ -114,6 +114,7 @@ fn run(args: &[String]) -> Output {
 
 #[test]
 fn every_mode_round_trips_across_backends() {
+    let _one_at_a_time = one_at_a_time();
     let t = tempfile::tempdir().expect("tmp");
     let input = t.path().join("in.bin");
     let data: Vec<u8> = (0..70_000u32).map(|i| (i % 241) as u8).collect();
@@ -162,6 +163,7 @@ fn every_mode_round_trips_across_backends() {
 
 #[test]
 fn study_codes_are_accepted() {
+    let _one_at_a_time = one_at_a_time();
     let t = tempfile::tempdir().expect("tmp");
     let out = ok(
         &pqbench(&["keygen", "--mode", "P3", "--out", s(&t.path().join("k"))]),
@@ -193,6 +195,7 @@ fn assert_clean_failure(o: &Output, out: &Path, what: &str) -> String {
 
 #[test]
 fn open_failures_are_clean() {
+    let _one_at_a_time = one_at_a_time();
     let t = tempfile::tempdir().expect("tmp");
     let input = t.path().join("in.bin");
     std::fs::write(&input, vec![7u8; 5 * 1024 * 1024]).expect("write");
@@ -264,6 +267,7 @@ fn open_failures_are_clean() {
 
 #[test]
 fn helpful_errors_for_bad_input() {
+    let _one_at_a_time = one_at_a_time();
     let t = tempfile::tempdir().expect("tmp");
     let input = t.path().join("in.bin");
     std::fs::write(&input, b"hello").expect("write");
@@ -336,6 +340,7 @@ fn helpful_errors_for_bad_input() {
 
 #[test]
 fn modes_table_lists_every_mode() {
+    let _one_at_a_time = one_at_a_time();
     let out = ok(
         &pqbench(&["modes", "--size", "1KiB", "--iterations", "2"]),
         "modes",
@@ -411,6 +416,7 @@ fn with_env(srv: &Serve, args: &[&str]) -> Output {
 
 #[test]
 fn s3_commands_against_serve_s3() {
+    let _one_at_a_time = one_at_a_time();
     let tmp = tempfile::tempdir().expect("tmp");
     let t = tmp.path();
     let env_file = t.join("s3.env");
@@ -525,6 +531,7 @@ fn s3_commands_against_serve_s3() {
 
 #[test]
 fn s3_commands_say_what_is_missing() {
+    let _one_at_a_time = one_at_a_time();
     /// Runs `pqbench` with `remove` taken out of the environment and `set` put in; it must
     /// fail, and its stderr is returned.
     fn failing(args: &[&str], remove: &[&str], set: &[(&str, &str)]) -> String {
@@ -568,6 +575,7 @@ fn s3_commands_say_what_is_missing() {
 /// failed check).
 #[test]
 fn run_one_and_validate() {
+    let _one_at_a_time = one_at_a_time();
     let e = err(
         &pqbench(&["run-one", "--mode", "x25519", "--loop", "open"]),
         "open loop without a rate",
@@ -657,13 +665,14 @@ spec:
   analysis: {primary: [get-64KiB-c1], bootstrapResamples: 2000}
 ";
 
-/// The campaign tests each keep both cores busy for up to a minute and a half; they run one
-/// at a time, so that their runs do not preempt each other's between stage timers (which
-/// fails the study's unaccounted-time check and drops runs from the analysis).
-static CAMPAIGN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Every test here takes this lock, so they run one at a time: a campaign keeps both cores
+/// busy for up to a minute and a half, and anything running beside it preempts its workers
+/// between stage timers, which fails the study's unaccounted-time check and drops runs from
+/// the analysis (seen: the end-to-end campaign losing a baseline run to a parallel test).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn campaign_lock() -> std::sync::MutexGuard<'static, ()> {
-    CAMPAIGN
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -676,7 +685,7 @@ fn tiny(dir: &Path, reps: u32) -> std::path::PathBuf {
 
 #[test]
 fn campaign_run_end_to_end() {
-    let _one_at_a_time = campaign_lock();
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().expect("tmp");
     let file = tiny(dir.path(), 2);
     let out = dir.path().join("results");
@@ -807,7 +816,7 @@ fn signal_group(child: &std::process::Child, signal: &str) {
 
 #[test]
 fn campaign_ctrl_c_reports_and_resumes() {
-    let _one_at_a_time = campaign_lock();
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().expect("tmp");
     let file = tiny(dir.path(), 2);
     let out = dir.path().join("results");
@@ -841,7 +850,7 @@ fn campaign_ctrl_c_reports_and_resumes() {
 
 #[test]
 fn campaign_resumes_after_kill() {
-    let _one_at_a_time = campaign_lock();
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().expect("tmp");
     let file = tiny(dir.path(), 2);
     let out = dir.path().join("results");
@@ -941,7 +950,7 @@ spec:
 
 #[test]
 fn campaign_sessions_control_open_loop_two_processes() {
-    let _one_at_a_time = campaign_lock();
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("wide.yaml");
     std::fs::write(&file, WIDE).expect("write campaign");

@@ -1,7 +1,9 @@
-//! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources. This first
-//! part is the API: the custom resource, its status and the generated CRD ([`api`]).
+//! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources. Built so far:
+//! the API (the custom resource, its status and the generated CRD: [`api`]) and the pure
+//! builders of the server's child objects ([`resources`]).
 
 pub mod api;
+pub mod resources;
 
 pub use api::{BenchmarkCampaign, BenchmarkCampaignSpec, CampaignStatus, Phase, crd};
 
@@ -16,6 +18,21 @@ pub enum Error {
         /// The cause.
         #[source]
         source: serde_yaml_ng::Error,
+    },
+    /// A campaign field does not convert to its Kubernetes type.
+    #[error("{field}: {source}")]
+    Field {
+        /// The field path (`spec.clients.affinity`).
+        field: &'static str,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An object lacks what the operator needs of it.
+    #[error("{what}")]
+    Invalid {
+        /// What is missing.
+        what: &'static str,
     },
 }
 

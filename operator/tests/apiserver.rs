@@ -3,7 +3,8 @@
 //! The generated CRD installs and becomes Established; every example is accepted and reads
 //! back with the API server's defaults equal to pqbench's own; the invalid example is
 //! refused with its CEL message; a spec edit is refused; a status written by server-side
-//! apply lands.
+//! apply lands; the MinIO Secret, Service and StatefulSet the builders make apply and keep
+//! the campaign's owner reference and the server node group.
 //!
 //! Without the server these tests fail and say how to start it, unless
 //! `PQBENCH_K8S_SKIP` holds the reason it could not be built (then they say so loudly and
@@ -13,9 +14,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt as _};
+use operator::resources::{self, Owner};
 use operator::{BenchmarkCampaign, CampaignStatus, Phase};
 
 fn client_or_skip() -> Option<()> {
@@ -111,6 +115,50 @@ async fn crd_examples_cel_immutability_and_status() {
         accepted += 1;
     }
     assert!(accepted >= 5, "{accepted} examples accepted");
+
+    // The server's children, from the pure builders, apply and keep their owner reference.
+    let owned = api.get("cluster-minio").await.unwrap();
+    let owner = Owner::of(&owned).unwrap();
+    let minio = owned.spec.server.minio.clone().unwrap_or_default();
+    let placement = resources::Placement::new(
+        &owned.spec.server.node_group,
+        owned.spec.server.node_selector.as_ref(),
+        &owned.spec.server.tolerations,
+        owned.spec.server.affinity.as_ref(),
+        "spec.server.affinity",
+    )
+    .unwrap();
+    let ssa = PatchParams::apply("pqbench-operator").force();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let secret = resources::credentials_secret(&owner, "access", "not-logged");
+    secrets
+        .patch(&owner.credentials_secret(), &ssa, &Patch::Apply(&secret))
+        .await
+        .expect("secret applies");
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    services
+        .patch(
+            &owner.minio(),
+            &ssa,
+            &Patch::Apply(&resources::minio_service(&owner)),
+        )
+        .await
+        .expect("service applies");
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let set = resources::minio_statefulset(&owner, &minio, placement);
+    sets.patch(&owner.minio(), &ssa, &Patch::Apply(&set))
+        .await
+        .expect("statefulset applies");
+    let back = sets.get(&owner.minio()).await.unwrap();
+    let refs = back.metadata.owner_references.unwrap();
+    assert_eq!(refs[0].uid, owned.metadata.uid.clone().unwrap());
+    assert_eq!(refs[0].controller, Some(true));
+    let pod = back.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.node_selector.unwrap()["eks.amazonaws.com/nodegroup"],
+        "server"
+    );
+    assert_eq!(pod.tolerations.unwrap()[0].value.as_deref(), Some("server"));
 
     // The spec is the pre-registration: an edit is refused.
     let mut quick = api.get("quick").await.unwrap();
