@@ -857,13 +857,12 @@ fn campaign_resumes_after_kill() {
     let runs = out.join("tiny").join("runs");
     // Wait until one run is complete and the next has started, then kill everything.
     let mut child = start_campaign_until_one_run(&file, &out);
-    let complete = run_complete;
     signal_group(&child, "KILL");
     let _ = child.wait();
     let kept: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&runs)
         .expect("runs")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|d| complete(d))
+        .filter(|d| run_complete(d))
         .map(|d| {
             let sums = std::fs::read(d.join("p0").join("SHA256SUMS")).expect("sums");
             (d, sums)
@@ -881,7 +880,7 @@ fn campaign_resumes_after_kill() {
         .expect("runs")
         .iter()
         .map(|r| r["runId"].as_str().expect("id").to_owned())
-        .find(|id| !complete(&runs.join(id)))
+        .find(|id| !run_complete(&runs.join(id)))
         .expect("a run left");
     std::fs::create_dir_all(runs.join(&pending).join("p0")).expect("partial");
     std::fs::write(
@@ -913,7 +912,7 @@ fn campaign_resumes_after_kill() {
     let all = std::fs::read_dir(&runs)
         .expect("runs")
         .filter_map(Result::ok)
-        .filter(|e| complete(&e.path()))
+        .filter(|e| run_complete(&e.path()))
         .count();
     assert_eq!(all, 4);
 

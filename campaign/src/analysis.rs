@@ -322,6 +322,25 @@ pub struct Entry {
     pub without_stalls: WithoutStalls,
 }
 
+impl Entry {
+    /// The flags a table shows beside the verdict, in a fixed order: the family
+    /// (`primary`, `A/A control`), `deficit`, `advantage`, `saturated`, `underpowered`.
+    pub fn flags(&self) -> Vec<&'static str> {
+        let family = match self.family {
+            Family::Primary => Some("primary"),
+            Family::Control => Some("A/A control"),
+            Family::Exploratory => None,
+        };
+        family
+            .into_iter()
+            .chain(self.deficit.then_some("deficit"))
+            .chain(self.advantage.then_some("advantage"))
+            .chain(self.saturated.then_some("saturated"))
+            .chain(self.underpowered.then_some("underpowered"))
+            .collect()
+    }
+}
+
 /// Storage overhead of one arm at one object size.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StorageRow {

@@ -21,9 +21,6 @@ pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
 /// Default MinIO image (pinned by tag; override with `server.minio.image`).
 pub const DEFAULT_MINIO_IMAGE: &str = "quay.io/minio/minio:RELEASE.2025-09-07T16-13-09Z";
 
-/// Default worker image (override with `clients.image`).
-pub const DEFAULT_WORKER_IMAGE: &str = "ghcr.io/pqbench/pqbench-worker:0.1.0";
-
 /// Compute resources of a container, as in a pod spec (`cpu: "2"`, `memory: 4Gi`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

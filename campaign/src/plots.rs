@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use stats::Verdict;
 use stats::storage::S3_USER_METADATA_LIMIT;
 
-use crate::analysis::{ArmSummary, Entry, Family, Report, StorageRow};
+use crate::analysis::{ArmSummary, Entry, Report, StorageRow};
 use crate::spec::Operation;
 use crate::units::Size;
 
@@ -656,18 +656,12 @@ pub fn forest(report: &Report) -> Option<Plot> {
         .map(|g| {
             g.iter()
                 .map(|e| {
-                    let mut flags = Vec::new();
-                    match e.family {
-                        Family::Primary => flags.push("primary"),
-                        Family::Control => flags.push("A/A control"),
-                        Family::Exploratory => {}
-                    }
-                    if e.deficit {
-                        flags.push("deficit");
-                    }
-                    if e.advantage {
-                        flags.push("advantage");
-                    }
+                    // The plot labels keep the family and the deficit/advantage flags only.
+                    let flags: Vec<&str> = e
+                        .flags()
+                        .into_iter()
+                        .filter(|f| !matches!(*f, "saturated" | "underpowered"))
+                        .collect();
                     let numbers = if finite2(e.ci90) {
                         format!(
                             "{} [{}, {}]",

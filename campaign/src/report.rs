@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::analysis::{Entry, Family, Report};
+use crate::analysis::{Entry, Report};
 
 /// Context the report prints beyond the analysis.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,25 +30,7 @@ fn pval(p: f64) -> String {
 }
 
 fn flags(e: &Entry) -> String {
-    let mut f = Vec::new();
-    match e.family {
-        Family::Primary => f.push("primary"),
-        Family::Control => f.push("A/A control"),
-        Family::Exploratory => {}
-    }
-    if e.deficit {
-        f.push("deficit");
-    }
-    if e.advantage {
-        f.push("advantage");
-    }
-    if e.saturated {
-        f.push("saturated");
-    }
-    if e.underpowered {
-        f.push("underpowered");
-    }
-    f.join(", ")
+    e.flags().join(", ")
 }
 
 /// The verdict table as fixed-width text for a terminal.

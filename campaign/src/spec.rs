@@ -454,8 +454,51 @@ fn default_max_wait() -> Dur {
 
 impl Default for Pause {
     fn default() -> Self {
+        let r = PauseRule::default();
         Self {
             enabled: true,
+            max_dirty: r.max_dirty,
+            max_disk_write_per_s: r.max_disk_write_per_s,
+            quiet_for: r.quiet_for,
+            max_wait: r.max_wait,
+        }
+    }
+}
+
+impl Pause {
+    /// The rule one run applies (whether it applies at all is `enabled`).
+    pub fn rule(&self) -> PauseRule {
+        PauseRule {
+            max_dirty: self.max_dirty,
+            max_disk_write_per_s: self.max_disk_write_per_s,
+            quiet_for: self.quiet_for,
+            max_wait: self.max_wait,
+        }
+    }
+}
+
+/// The pause rule of one run, as a run spec carries it (the campaign's [`Pause`] without
+/// `enabled`; same defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PauseRule {
+    /// Quiet means dirty + write-back memory below this.
+    #[serde(default = "default_dirty")]
+    pub max_dirty: Size,
+    /// … and disk writes below this many bytes per second …
+    #[serde(default = "default_disk")]
+    pub max_disk_write_per_s: Size,
+    /// … for this long.
+    #[serde(default = "default_quiet")]
+    pub quiet_for: Dur,
+    /// Give up waiting after this long (the run then starts, and the pause says so).
+    #[serde(default = "default_max_wait")]
+    pub max_wait: Dur,
+}
+
+impl Default for PauseRule {
+    fn default() -> Self {
+        Self {
             max_dirty: default_dirty(),
             max_disk_write_per_s: default_disk(),
             quiet_for: default_quiet(),

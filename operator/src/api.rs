@@ -207,14 +207,7 @@ pub struct ResultsLocation {
 
 /// `conditions`: a list map keyed by `type`, so that server-side apply merges by type.
 fn conditions_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut items = g.subschema_for::<Condition>();
-    // Inline the Condition schema (a CRD schema cannot hold references).
-    if let Some(r) = items.get("$ref").and_then(Value::as_str) {
-        let name = r.rsplit('/').next().unwrap_or_default().to_owned();
-        if let Some(def) = g.definitions().get(&name) {
-            items = schemars::Schema::try_from(def.clone()).unwrap_or(items);
-        }
-    }
+    let items = g.subschema_for::<Condition>();
     schemars::json_schema!({
         "type": "array",
         "items": items,

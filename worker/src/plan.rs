@@ -5,9 +5,7 @@
 use campaign::design::{Arrival, PlannedRun};
 use campaign::{Manifest, Plan};
 
-use crate::spec::{
-    Cell, KeyRef, Loop, Output, PauseRule, Processes, RunSpec, S3Target, Session, Telemetry,
-};
+use crate::spec::{Cell, KeyRef, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry};
 use crate::{Error, Result};
 
 /// Where the runs of a campaign take place.
@@ -40,12 +38,7 @@ pub fn run_specs(
         .ok_or_else(|| Error::Config(format!("run {}: unknown arm {}", run.run_id, run.arm)))?;
     let pause_possible =
         env.telemetry.node_exporter.is_some() || env.telemetry.local_server_pid.is_some();
-    let pause = (spec.pause.enabled && pause_possible).then_some(PauseRule {
-        max_dirty: spec.pause.max_dirty,
-        max_disk_write_per_s: spec.pause.max_disk_write_per_s,
-        quiet_for: spec.pause.quiet_for,
-        max_wait: spec.pause.max_wait,
-    });
+    let pause = (spec.pause.enabled && pause_possible).then(|| spec.pause.rule());
     let count = spec.clients.processes;
     let mut out = Vec::new();
     for index in 0..count {

@@ -249,47 +249,9 @@ pub struct Telemetry {
     pub local_server_pid: Option<u32>,
 }
 
-/// The pause rule between runs (DESIGN.md "A run"; study section IV).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PauseRule {
-    /// Quiet means dirty + write-back memory below this.
-    #[serde(default = "dirty")]
-    pub max_dirty: Size,
-    /// … and disk writes below this many bytes per second …
-    #[serde(default = "disk")]
-    pub max_disk_write_per_s: Size,
-    /// … for this long.
-    #[serde(default = "quiet")]
-    pub quiet_for: Dur,
-    /// Give up waiting after this long (the run then starts, and the pause says so).
-    #[serde(default = "max_wait")]
-    pub max_wait: Dur,
-}
-
-fn dirty() -> Size {
-    Size(32 << 20)
-}
-fn disk() -> Size {
-    Size(5 << 20)
-}
-fn quiet() -> Dur {
-    Dur(Duration::from_secs(2))
-}
-fn max_wait() -> Dur {
-    Dur(Duration::from_secs(40))
-}
-
-impl Default for PauseRule {
-    fn default() -> Self {
-        Self {
-            max_dirty: dirty(),
-            max_disk_write_per_s: disk(),
-            quiet_for: quiet(),
-            max_wait: max_wait(),
-        }
-    }
-}
+/// The pause rule between runs (DESIGN.md "A run"; study section IV); one definition
+/// with the campaign's, whose defaults it shares.
+pub use campaign::spec::PauseRule;
 
 /// Session bounds of `ml-kem-768-session` in a spec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -265,7 +265,11 @@ impl Store {
                     // A one-chunk object: the sealed chunk is the body, not a copy of it.
                     body = std::mem::take(&mut chunk);
                 } else {
-                    body.reserve_exact(usize::try_from(total).unwrap_or(0) - body.len());
+                    body.reserve_exact(
+                        usize::try_from(total)
+                            .unwrap_or(0)
+                            .saturating_sub(body.len()),
+                    );
                     body.extend_from_slice(&chunk);
                 }
             }
