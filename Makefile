@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run python golden modes oracle-check crds crd-check k8s-apiserver
+.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run bench-tracing python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -17,9 +17,9 @@ $(PY): tests/interop/requirements.txt
 python: $(PY) ## install the Python oracle
 
 # Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
-# compared with the committed fixture, the CRD drift check, then the whole workspace with
-# the test Kubernetes API server running (scripts/with-k8s-apiserver.sh).
-test: $(PY) oracle-check crd-check
+# compared with the committed fixture, the CRD drift check, the Helm chart check, then the
+# whole workspace with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh).
+test: $(PY) oracle-check crd-check chart-check
 	$(PY) envelope/tests/vectors/check_vectors.py
 	scripts/with-k8s-apiserver.sh cargo test --workspace
 
@@ -27,9 +27,17 @@ test: $(PY) oracle-check crd-check
 crds:
 	cargo run -q -p operator --bin crdgen
 
-# The committed CRD must be what the types generate.
+# The committed CRD (crds/ and the chart's copy in charts/) must be what the types generate.
 crd-check: crds
-	git diff --exit-code -- crds/
+	git diff --exit-code -- crds/ charts/ || { echo "*** crd-check: crds/ or charts/ differ from the commit: the committed CRD is stale (commit what make crds wrote) or chart edits are uncommitted ***" >&2; exit 1; }
+
+# Helm chart: lint, render, kubernetes-validate 1.30/1.34, checkov, shellcheck (own venv).
+chart-check:
+	scripts/chart-check.sh
+
+# End-to-end on kind (needs docker, kind, kubectl, helm; not run by CI): tests/e2e/kind/.
+e2e-kind:
+	tests/e2e/kind/run.sh
 
 # Build the test Kubernetes API server (cached in ~/.cache/k8s-test-apiserver; Debian
 # packages only). `make test` starts it around `cargo test`; unbuilt, its tests skip loudly.
@@ -75,6 +83,12 @@ bench-store:
 bench-run:
 	cargo build --release --bin pqbench
 	python3 scripts/bench-run.py --pqbench target/release/pqbench --out target/bench-run
+
+# What request tracing costs: run-one CPU per request with tracing off and at sample ratios
+# 0, 0.01 and 1 (spans to a Rotel collector process), interleaved side by side.
+bench-tracing: $(PY)
+	cargo build --release --bin pqbench
+	$(PY) scripts/bench-tracing.py --pqbench target/release/pqbench --out target/bench-tracing
 
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:

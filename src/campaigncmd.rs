@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use campaign::analysis::{self, Config, Report};
+use campaign::Manifest;
+use campaign::analysis::{self, Config};
 use campaign::design::{self, Assumptions, Plan};
 use campaign::report::Header;
-use campaign::{Manifest, plots};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use serde::Serialize;
@@ -159,21 +159,8 @@ pub(crate) struct RunArgs {
     /// Node exporter of the server host (for the pause rule with --endpoint).
     #[arg(long)]
     node_exporter: Option<String>,
-}
-
-#[derive(Serialize)]
-struct ReportFile<'a> {
-    campaign: &'a str,
-    prereg_hash: &'a str,
-    excluded_runs: Vec<ExcludedRun>,
-    #[serde(flatten)]
-    report: &'a Report,
-}
-
-#[derive(Serialize)]
-struct ExcludedRun {
-    run: String,
-    reason: String,
+    #[command(flatten)]
+    traces: crate::cli::TraceArgs,
 }
 
 /// Makes (or checks) the campaign directory: the plan must match byte for byte.
@@ -303,6 +290,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                     }),
                 ..Telemetry::default()
             },
+            traces: a.traces.spec(),
         };
         let cluster_only = m.spec.cluster_only_fields();
         if !cluster_only.is_empty() {
@@ -374,7 +362,33 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     }
 
     analyze_dir(&dir, &m, &plan)?;
+    if let Some(t) = traces_sent(&runs_dir) {
+        eprintln!("{} (all runs)", t.describe());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the runs' request traces went, summed over every process's `process.json`
+/// (`None` when no run was traced).
+fn traces_sent(runs_dir: &Path) -> Option<worker::telemetry::TraceReport> {
+    let mut total: Option<worker::telemetry::TraceReport> = None;
+    for run in std::fs::read_dir(runs_dir).ok()?.flatten() {
+        let Ok(procs) = std::fs::read_dir(run.path()) else {
+            continue;
+        };
+        for p in procs.flatten() {
+            let path = p.path().join(worker::summary::files::PROCESS);
+            let Some(t) = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|s| serde_json::from_str::<worker::summary::ProcessInfo>(&s).ok())
+                .and_then(|i| i.traces)
+            else {
+                continue;
+            };
+            total.get_or_insert_with(Default::default).add(&t);
+        }
+    }
+    total
 }
 
 /// Reports a Ctrl-C: what is kept (complete runs counted on disk, since a run may have
@@ -497,18 +511,7 @@ fn analyze_to(
             data.display()
         );
     }
-    header.excluded = collected
-        .excluded
-        .iter()
-        .map(|e| {
-            (
-                e.run_id
-                    .clone()
-                    .unwrap_or_else(|| e.dir.display().to_string()),
-                e.reason.clone(),
-            )
-        })
-        .collect();
+    header.excluded = collected.excluded_runs();
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;
     write_report(out, &collected.rows, cfg, header, json_path)
@@ -524,31 +527,15 @@ fn write_report(
     let report = analysis::analyze(rows, cfg)?;
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
-    for p in plots::all(&report) {
-        std::fs::write(plot_dir.join(p.file), &p.svg)?;
-        header
-            .plots
-            .push((format!("plots/{}", p.file), p.title.clone()));
-    }
-    let file = ReportFile {
-        campaign: header.campaign.as_deref().unwrap_or(""),
-        prereg_hash: header.prereg_hash.as_deref().unwrap_or(""),
-        excluded_runs: header
-            .excluded
-            .iter()
-            .map(|(run, reason)| ExcludedRun {
-                run: run.clone(),
-                reason: reason.clone(),
-            })
-            .collect(),
-        report: &report,
-    };
     let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
-    std::fs::write(&json_path, serde_json::to_string_pretty(&file)? + "\n")?;
-    std::fs::write(
-        out.join("report.md"),
-        campaign::report::markdown(&report, &header),
-    )?;
+    for (name, bytes) in campaign::report::files(&report, &mut header) {
+        let path = if name == "report.json" {
+            json_path.clone()
+        } else {
+            out.join(&name)
+        };
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     print!("{}", campaign::report::terminal(&report));
     for (run, why) in &header.excluded {
         println!("  excluded run {run}: {why}");
@@ -681,7 +668,7 @@ pub(crate) fn run_spec_cmd(_: RunSpecArgs) -> Result<std::process::ExitCode> {
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
         .context("reading the run spec")?;
     let spec = RunSpec::parse(&text, "stdin")?;
-    match worker::engine::run_and_validate(&spec, false) {
+    match worker::engine::run_and_validate(&spec, &worker::engine::RunOptions::default()) {
         Ok(checked) => {
             checked.eprint_failures();
             Ok(if checked.valid() {

@@ -619,3 +619,36 @@ mod tests {
         assert!(parse_duration("-1s").is_err());
     }
 }
+
+/// Request traces (OTLP) of a run: `--otlp-endpoint` and friends. Absent flags leave the
+/// standard `OTEL_*` variables in charge.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct TraceArgs {
+    /// Export request traces (one `pqbench.request` span per traced request, a child per
+    /// stage and per S3 call) to this OTLP collector: http://HOST:4317 (gRPC) or
+    /// http://HOST:4318 (HTTP). Default: OTEL_EXPORTER_OTLP_ENDPOINT; none, no traces.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
+    /// OTLP transport: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else
+    /// gRPC on port 4317 and HTTP on any other).
+    #[arg(long, value_name = "PROTOCOL")]
+    pub(crate) otlp_protocol: Option<worker::telemetry::OtlpProtocol>,
+    /// Share of requests traced, 0 to 1; failed requests always are (default:
+    /// OTEL_TRACES_SAMPLER_ARG, else 0.01).
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) trace_sample_ratio: Option<f64>,
+}
+
+impl TraceArgs {
+    /// The run spec's `traces` block, if any flag was given.
+    pub(crate) fn spec(&self) -> Option<worker::telemetry::TraceSpec> {
+        (self.otlp_endpoint.is_some()
+            || self.otlp_protocol.is_some()
+            || self.trace_sample_ratio.is_some())
+        .then(|| worker::telemetry::TraceSpec {
+            endpoint: self.otlp_endpoint.clone(),
+            protocol: self.otlp_protocol,
+            sample_ratio: self.trace_sample_ratio,
+        })
+    }
+}

@@ -107,6 +107,12 @@ pub(crate) struct RunOneArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Serve the worker's Prometheus metrics on http://ADDR/metrics while the run goes
+    /// (e.g. 127.0.0.1:9464; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    traces: crate::cli::TraceArgs,
 }
 
 pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
@@ -178,6 +184,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
     if a.pause {
         spec.pause = Some(PauseRule::default());
     }
+    spec.traces = a.traces.spec();
     spec.validate()?;
     eprintln!(
         "run {run_id}: {} {} {} on {}, {} workers, {} loop, against {}{}",
@@ -194,13 +201,22 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
             ""
         }
     );
-    let written = worker::engine::run_to_files(&spec, true)?;
+    let written = worker::engine::run_to_files(
+        &spec,
+        &worker::engine::RunOptions {
+            progress: true,
+            metrics_addr: a.metrics_addr,
+        },
+    )?;
     drop(server);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&written.summary)?);
     } else {
         print!("{}", worker::summary::render(&written.summary));
         println!("files: {}", written.dir.display());
+    }
+    if let Some(t) = &written.traces {
+        eprintln!("{}", t.describe());
     }
     if !written.summary.valid {
         bail!(

@@ -148,8 +148,9 @@ pub struct Storage {
 pub struct ExternalServer {
     /// Endpoint URL (`https://s3.eu-west-1.amazonaws.com`).
     pub endpoint: String,
-    /// Secret with `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (and optionally
-    /// `AWS_SESSION_TOKEN`); absent: the pods' own identity (IRSA on EKS).
+    /// Secret with `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`; absent: the pods'
+    /// identity (IRSA: `clients.serviceAccountName` for the workers, the operator's own
+    /// ServiceAccount for the operator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret: Option<String>,
     /// Region for SigV4.
@@ -175,21 +176,69 @@ pub struct Results {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// Credentials for the external results store (keys as for `server.external`);
-    /// absent: the pods' own identity.
+    /// absent with `endpoint`: the pods' identity, as for `server.external`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_secret: Option<String>,
+    /// Signing region of the external results store (`ap-southeast-2`); absent: the
+    /// server's region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
-/// OpenTelemetry export (issue 7).
+/// OpenTelemetry export of the workers' request traces (issue 7).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TelemetrySpec {
-    /// OTLP endpoint (`http://otel-collector:4317`).
+    /// OTLP collector, plaintext `http://` (`http://otel-collector.observability:4317`).
     pub otlp_endpoint: String,
-    /// Fraction of requests traced, in [0, 1].
+    /// Transport: `grpc` or `http/protobuf`; absent: gRPC on port 4317, HTTP on any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_protocol: Option<OtlpProtocol>,
+    /// Fraction of requests traced, in [0, 1]; failed requests are always traced.
     #[serde(default = "default_sample_ratio")]
     pub sample_ratio: f64,
+}
+
+/// OTLP transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum OtlpProtocol {
+    /// OTLP/gRPC (port 4317 by convention).
+    #[serde(rename = "grpc")]
+    Grpc,
+    /// OTLP/HTTP with protobuf bodies (port 4318 by convention; spans go to `/v1/traces`).
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// The name `OTEL_EXPORTER_OTLP_PROTOCOL` uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Grpc => "grpc",
+            Self::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+impl std::str::FromStr for OtlpProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "grpc" => Ok(Self::Grpc),
+            "http/protobuf" | "http" => Ok(Self::HttpProtobuf),
+            _ => Err(format!(
+                "unknown OTLP protocol {s:?}; use grpc or http/protobuf (http/json is not supported)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for OtlpProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 fn default_sample_ratio() -> f64 {

@@ -588,6 +588,11 @@ pub struct ClientPlacement {
     /// Secrets for pulling the worker image.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<SecretName>,
+    /// ServiceAccount of the worker pods: with IRSA, one annotated with
+    /// `eks.amazonaws.com/role-arn`, whose role the pods use for an external server or
+    /// results store given without a `credentialsSecret`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
 }
 
 fn client_group() -> String {
@@ -608,6 +613,7 @@ impl Default for ClientPlacement {
             tolerations: Vec::new(),
             affinity: None,
             image_pull_secrets: Vec::new(),
+            service_account_name: None,
         }
     }
 }
@@ -781,6 +787,15 @@ impl CampaignSpec {
             return Err(format!(
                 "telemetry.sampleRatio: {} must lie in [0, 1]",
                 t.sample_ratio
+            ));
+        }
+        if let Some(t) = &self.telemetry
+            && !t.otlp_endpoint.starts_with("http://")
+        {
+            return Err(format!(
+                "telemetry.otlpEndpoint {:?}: use a plaintext http://host:port collector (TLS \
+                 export is not supported; put an agent next to the workers)",
+                t.otlp_endpoint
             ));
         }
         if self.fixtures == 0

@@ -129,6 +129,38 @@ pub struct CampaignStatus {
     /// A human-readable line on the current state or the failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When the current phase began (RFC 3339); phase deadlines count from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_since: Option<String>,
+    /// The run in progress: its Job, attempt and start instant. With the results bucket
+    /// it is what a restarted operator resumes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<CurrentRun>,
+    /// When the campaign ended (RFC 3339); `ttlSecondsAfterFinished` counts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// When the server, Secrets and Jobs were deleted after the TTL (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaned_up_at: Option<String>,
+}
+
+/// The run in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentRun {
+    /// Run id from the plan.
+    pub run_id: String,
+    /// Position of the run in the plan, from 0.
+    pub index: u32,
+    /// Attempt, from 1.
+    pub attempt: u32,
+    /// Name of the attempt's Job.
+    pub job: String,
+    /// When the attempt's Job was created (RFC 3339); the run deadline counts from it.
+    pub created_at: String,
+    /// The start instant written to the results bucket once every pod was ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
 }
 
 /// Progress through the plan.

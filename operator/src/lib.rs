@@ -1,9 +1,26 @@
-//! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources. Built so far:
-//! the API (the custom resource, its status and the generated CRD: [`api`]) and the pure
-//! builders of the server's child objects ([`resources`]).
+//! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources.
+//!
+//! - [`api`]: the custom resource, its status and the generated CRD;
+//! - [`design`]: the campaign placed on a cluster (endpoints, run specs, keys);
+//! - [`resources`]: pure builders of the child objects (Secrets, MinIO, worker Jobs);
+//! - [`step`]: the pure decision (observed facts → new status and actions);
+//! - [`reconcile`]: the executor (observes, writes status, acts) and the controller;
+//! - [`results`]: the results bucket (what is complete, the start gate, the analysis);
+//! - [`metrics`], [`lease`], [`telemetry`]: the binary's `/metrics`, leader election and
+//!   logging.
 
 pub mod api;
+pub mod design;
+pub mod lease;
+pub mod metrics;
+pub mod reconcile;
 pub mod resources;
+pub mod results;
+pub mod step;
+pub mod telemetry;
+
+#[cfg(test)]
+mod fixtures;
 
 pub use api::{BenchmarkCampaign, BenchmarkCampaignSpec, CampaignStatus, Phase, crd};
 
@@ -34,6 +51,46 @@ pub enum Error {
         /// What is missing.
         what: &'static str,
     },
+    /// The campaign cannot be turned into run specs.
+    #[error("campaign: {detail}")]
+    Spec {
+        /// Why.
+        detail: String,
+    },
+    /// A Kubernetes API call failed.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// A call to the results store failed.
+    #[error("results store: {0}")]
+    Store(#[from] worker::Error),
+    /// A local file operation failed (the analysis's download directory).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The finalizer's add, remove or cleanup step failed.
+    #[error("finalizer: {0}")]
+    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+}
+
+impl Error {
+    /// Fixed label for metrics (never the message: unbounded cardinality).
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Self::Serialize { .. } => "serialize",
+            Self::Field { .. } => "field",
+            Self::Invalid { .. } => "invalid",
+            Self::Spec { .. } => "spec",
+            Self::Kube(_) => "kube",
+            Self::Store(_) => "store",
+            Self::Io { .. } => "io",
+            Self::Finalizer(_) => "finalizer",
+        }
+    }
 }
 
 /// Result with the operator's [`Error`].

@@ -9,17 +9,21 @@
 use std::collections::BTreeMap;
 
 use campaign::cluster::{self, MinioServer, Quantity};
+use envelope::KeyType;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, ResourceRequirements, SeccompProfile, Secret, SecretKeySelector, SecurityContext,
-    Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount, VolumeResourceRequirements,
+    LocalObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext,
+    PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, Secret,
+    SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Toleration, Volume,
+    VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use zeroize::Zeroizing;
 
 use crate::api::BenchmarkCampaign;
 use crate::{Error, Result};
@@ -28,6 +32,10 @@ use crate::{Error, Result};
 pub const CAMPAIGN_LABEL: &str = "pqbench.io/campaign";
 /// The S3 port MinIO listens on.
 pub const S3_PORT: i32 = 9000;
+/// The port of the node-exporter sidecar beside MinIO.
+pub const NODE_EXPORTER_PORT: i32 = 9100;
+/// The node-exporter image when the operator is given none.
+pub const DEFAULT_NODE_EXPORTER_IMAGE: &str = "quay.io/prometheus/node-exporter:v1.9.1";
 /// Keys of the credentials Secret (the AWS SDK's environment names).
 pub const ACCESS_KEY: &str = "AWS_ACCESS_KEY_ID";
 /// See [`ACCESS_KEY`].
@@ -76,6 +84,11 @@ impl Owner {
         format!("{}-s3-credentials", self.name)
     }
 
+    /// Name of the recipient keys Secret.
+    pub fn keys_secret(&self) -> String {
+        format!("{}-keys", self.name)
+    }
+
     /// Name of MinIO's StatefulSet and Service (also its DNS name in the namespace).
     pub fn minio(&self) -> String {
         format!("{}-minio", self.name)
@@ -87,10 +100,15 @@ impl Owner {
     }
 }
 
+/// Port of a worker pod's `/metrics` (the OpenTelemetry Prometheus exporter's convention).
+pub const WORKER_METRICS_PORT: i32 = 9464;
+const WORKER_METRICS_ADDR: &str = "0.0.0.0:9464";
+
 /// Labels of a child: the recommended `app.kubernetes.io` set plus [`CAMPAIGN_LABEL`].
 pub fn labels(campaign: &str, component: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("app.kubernetes.io/name".to_owned(), "pqbench".to_owned()),
+        ("app.kubernetes.io/part-of".to_owned(), "pqbench".to_owned()),
         (
             "app.kubernetes.io/component".to_owned(),
             component.to_owned(),
@@ -133,12 +151,20 @@ pub fn minio_service(owner: &Owner) -> Service {
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".to_owned()),
             selector: Some(labels(&owner.name, "server")),
-            ports: Some(vec![ServicePort {
-                name: Some("s3".to_owned()),
-                port: S3_PORT,
-                target_port: Some(IntOrString::Int(S3_PORT)),
-                ..ServicePort::default()
-            }]),
+            ports: Some(vec![
+                ServicePort {
+                    name: Some("s3".to_owned()),
+                    port: S3_PORT,
+                    target_port: Some(IntOrString::Int(S3_PORT)),
+                    ..ServicePort::default()
+                },
+                ServicePort {
+                    name: Some("node-metrics".to_owned()),
+                    port: NODE_EXPORTER_PORT,
+                    target_port: Some(IntOrString::Int(NODE_EXPORTER_PORT)),
+                    ..ServicePort::default()
+                },
+            ]),
             publish_not_ready_addresses: Some(false),
             ..ServiceSpec::default()
         }),
@@ -223,7 +249,12 @@ fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
 /// MinIO as a one-replica StatefulSet: non-root, read-only root filesystem, seccomp
 /// RuntimeDefault, data on an emptyDir or a claim of `storage.size`, ready when
 /// `/minio/health/ready` answers.
-pub fn minio_statefulset(owner: &Owner, minio: &MinioServer, placement: Placement) -> StatefulSet {
+pub fn minio_statefulset(
+    owner: &Owner,
+    minio: &MinioServer,
+    placement: Placement,
+    node_exporter_image: &str,
+) -> StatefulSet {
     let selector = labels(&owner.name, "server");
     let secret = owner.credentials_secret();
     let claim = minio
@@ -278,6 +309,12 @@ pub fn minio_statefulset(owner: &Owner, minio: &MinioServer, placement: Placemen
                 value: Some("/home/minio".to_owned()),
                 ..EnvVar::default()
             },
+            // The workers sample /minio/v2/metrics/node (CPU and memory of the server).
+            EnvVar {
+                name: "MINIO_PROMETHEUS_AUTH_TYPE".to_owned(),
+                value: Some("public".to_owned()),
+                ..EnvVar::default()
+            },
         ]),
         ports: Some(vec![ContainerPort {
             name: Some("s3".to_owned()),
@@ -294,16 +331,7 @@ pub fn minio_statefulset(owner: &Owner, minio: &MinioServer, placement: Placemen
             ..Probe::default()
         }),
         resources: resources(minio.resources.as_ref()),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
-                drop: Some(vec!["ALL".to_owned()]),
-                ..Default::default()
-            }),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(restricted()),
         volume_mounts: Some(vec![
             VolumeMount {
                 name: "data".to_owned(),
@@ -333,7 +361,7 @@ pub fn minio_statefulset(owner: &Owner, minio: &MinioServer, placement: Placemen
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    containers: vec![container],
+                    containers: vec![container, node_exporter(node_exporter_image)],
                     node_selector: Some(placement.node_selector),
                     tolerations: (!placement.tolerations.is_empty())
                         .then_some(placement.tolerations),
@@ -361,13 +389,257 @@ pub fn minio_statefulset(owner: &Owner, minio: &MinioServer, placement: Placemen
     }
 }
 
+/// The recipient keys Secret: one entry per key type (`x25519`, `ml-kem-768`, …) holding
+/// the key file's JSON. Created once by the reconciler with keys it generates, immutable,
+/// and never logged.
+pub fn keys_secret(owner: &Owner, keys: &[(KeyType, Zeroizing<String>)]) -> Secret {
+    Secret {
+        metadata: owner.meta(owner.keys_secret(), "keys"),
+        data: Some(
+            keys.iter()
+                .map(|(kt, json)| (kt.name().to_owned(), ByteString(json.as_bytes().to_vec())))
+                .collect(),
+        ),
+        type_: Some("Opaque".to_owned()),
+        immutable: Some(true),
+        ..Secret::default()
+    }
+}
+
+/// Everything a worker Job needs beyond the run spec.
+#[derive(Clone, Debug)]
+pub struct WorkerPods<'a> {
+    /// The worker image.
+    pub image: &'a str,
+    /// Pods per run.
+    pub processes: u32,
+    /// Container resources.
+    pub resources: Option<&'a cluster::Resources>,
+    /// Secrets for pulling the image.
+    pub image_pull_secrets: &'a [cluster::SecretName],
+    /// The Secret with the keys of the store under test (`None`: the pods' identity).
+    pub server_credentials: Option<String>,
+    /// ServiceAccount of the pods (their identity, for IRSA).
+    pub service_account_name: Option<String>,
+    /// The Secret with the results store's own keys, if it has its own.
+    pub results_credentials: Option<String>,
+    /// The key types the campaign's arms use (entries of the keys Secret).
+    pub key_types: &'a [KeyType],
+    /// Seconds the Job may run before Kubernetes stops it.
+    pub active_deadline_seconds: i64,
+}
+
+/// Label holding a worker Job's plan index.
+pub const RUN_INDEX_LABEL: &str = "pqbench.io/run-index";
+/// Label holding a worker Job's attempt.
+pub const ATTEMPT_LABEL: &str = "pqbench.io/attempt";
+/// Annotation holding a worker Job's run id (run ids may exceed a label's 63 characters).
+pub const RUN_ID_ANNOTATION: &str = "pqbench.io/run-id";
+
+fn env_value(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+/// The worker Job of one attempt of one run: an Indexed Job with one pod per client
+/// process, each running `pqbench-worker --spec-env PQBENCH_RUN_SPEC --index-env
+/// JOB_COMPLETION_INDEX` on the client node group. A pod that fails is not retried
+/// (`backoffLimitPerIndex: 0`; the operator retries the whole run) and does not stop the
+/// others. The spec carries no secret: keys and credentials come from Secrets by
+/// reference.
+pub fn worker_job(
+    owner: &Owner,
+    name: &str,
+    spec: &worker::spec::RunSpec,
+    attempt: u32,
+    index: u32,
+    pods: &WorkerPods<'_>,
+    placement: Placement,
+) -> Result<Job> {
+    let spec_json = serde_json::to_string(spec).map_err(|source| Error::Field {
+        field: "run spec",
+        source,
+    })?;
+    let mut labels_ = labels(&owner.name, "worker");
+    labels_.insert(RUN_INDEX_LABEL.to_owned(), index.to_string());
+    labels_.insert(ATTEMPT_LABEL.to_owned(), attempt.to_string());
+    let mut meta = owner.meta(name.to_owned(), "worker");
+    meta.labels = Some(labels_.clone());
+    meta.annotations = Some(BTreeMap::from([(
+        RUN_ID_ANNOTATION.to_owned(),
+        spec.run_id.clone(),
+    )]));
+    let mut env = vec![
+        env_value("PQBENCH_RUN_SPEC", &spec_json),
+        env_value("TMPDIR", "/tmp"),
+    ];
+    if let Some(secret) = &pods.server_credentials {
+        env.push(secret_env(ACCESS_KEY, secret, ACCESS_KEY));
+        env.push(secret_env(SECRET_KEY, secret, SECRET_KEY));
+    }
+    if let Some(r) = &pods.results_credentials {
+        env.push(secret_env(
+            crate::design::RESULTS_ACCESS_KEY_VAR,
+            r,
+            ACCESS_KEY,
+        ));
+        env.push(secret_env(
+            crate::design::RESULTS_SECRET_KEY_VAR,
+            r,
+            SECRET_KEY,
+        ));
+    }
+    for kt in pods.key_types {
+        env.push(secret_env(
+            &worker::spec::key_var(crate::design::KEY_ENV_PREFIX, *kt),
+            &owner.keys_secret(),
+            kt.name(),
+        ));
+    }
+    let container = Container {
+        name: "worker".to_owned(),
+        image: Some(pods.image.to_owned()),
+        args: Some(
+            [
+                "--quiet",
+                "--spec-env",
+                "PQBENCH_RUN_SPEC",
+                "--index-env",
+                "JOB_COMPLETION_INDEX",
+                "--metrics-addr",
+                WORKER_METRICS_ADDR,
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        ),
+        // The chart's PodMonitor scrapes this port by name.
+        ports: Some(vec![ContainerPort {
+            name: Some("metrics".to_owned()),
+            container_port: WORKER_METRICS_PORT,
+            ..ContainerPort::default()
+        }]),
+        env: Some(env),
+        resources: resources(pods.resources),
+        security_context: Some(restricted()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "tmp".to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    };
+    let n = i32::try_from(pods.processes).unwrap_or(i32::MAX);
+    Ok(Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".to_owned()),
+            completions: Some(n),
+            parallelism: Some(n),
+            backoff_limit_per_index: Some(0),
+            active_deadline_seconds: Some(pods.active_deadline_seconds),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels_),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    restart_policy: Some("Never".to_owned()),
+                    node_selector: Some(placement.node_selector),
+                    tolerations: (!placement.tolerations.is_empty())
+                        .then_some(placement.tolerations),
+                    affinity: placement.affinity,
+                    image_pull_secrets: (!pods.image_pull_secrets.is_empty()).then(|| {
+                        pods.image_pull_secrets
+                            .iter()
+                            .map(|s| LocalObjectReference {
+                                name: s.name.clone(),
+                            })
+                            .collect()
+                    }),
+                    // IRSA's token is a projected volume of its own; the API token is
+                    // not needed.
+                    service_account_name: pods.service_account_name.clone(),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        run_as_user: Some(65532),
+                        run_as_group: Some(65532),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".to_owned(),
+                            ..SeccompProfile::default()
+                        }),
+                        ..PodSecurityContext::default()
+                    }),
+                    volumes: Some(vec![Volume {
+                        name: "tmp".to_owned(),
+                        empty_dir: Some(EmptyDirVolumeSource::default()),
+                        ..Volume::default()
+                    }]),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    })
+}
+
+/// The container security context of every pod the operator makes: no privilege
+/// escalation, read-only root, non-root, no capabilities.
+fn restricted() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
+            drop: Some(vec!["ALL".to_owned()]),
+            ..Default::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+/// The node-exporter sidecar in MinIO's pod: the pause rule and the server-host figures
+/// read it. `/proc/meminfo`, `/proc/diskstats` and `/proc/stat` are host-wide inside a
+/// container, so it needs no host mount.
+fn node_exporter(image: &str) -> Container {
+    Container {
+        name: "node-exporter".to_owned(),
+        image: Some(image.to_owned()),
+        args: Some(vec![format!("--web.listen-address=:{NODE_EXPORTER_PORT}")]),
+        ports: Some(vec![ContainerPort {
+            name: Some("node-metrics".to_owned()),
+            container_port: NODE_EXPORTER_PORT,
+            ..ContainerPort::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), KQuantity("10m".to_owned())),
+                ("memory".to_owned(), KQuantity("32Mi".to_owned())),
+            ])),
+            limits: Some(BTreeMap::from([(
+                "memory".to_owned(),
+                KQuantity("64Mi".to_owned()),
+            )])),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(restricted()),
+        ..Container::default()
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
 
-    fn owner() -> Owner {
+    pub(crate) fn owner() -> Owner {
         Owner {
             name: "quick".into(),
             namespace: "bench".into(),
@@ -405,7 +677,13 @@ mod tests {
         let metas = [
             credentials_secret(&o, "a", "b").metadata,
             minio_service(&o).metadata,
-            minio_statefulset(&o, &MinioServer::default(), placement(None)).metadata,
+            minio_statefulset(
+                &o,
+                &MinioServer::default(),
+                placement(None),
+                DEFAULT_NODE_EXPORTER_IMAGE,
+            )
+            .metadata,
         ];
         for m in metas {
             assert_eq!(m.namespace.as_deref(), Some("bench"));
@@ -421,7 +699,7 @@ mod tests {
     fn minio_is_pinned_to_the_server_node_group_unless_a_selector_is_given() {
         let o = owner();
         let pod = |p| {
-            minio_statefulset(&o, &MinioServer::default(), p)
+            minio_statefulset(&o, &MinioServer::default(), p, DEFAULT_NODE_EXPORTER_IMAGE)
                 .spec
                 .unwrap()
                 .template
@@ -444,7 +722,12 @@ mod tests {
     #[test]
     fn minio_storage_is_an_empty_dir_or_a_claim() {
         let o = owner();
-        let empty = minio_statefulset(&o, &MinioServer::default(), placement(None));
+        let empty = minio_statefulset(
+            &o,
+            &MinioServer::default(),
+            placement(None),
+            DEFAULT_NODE_EXPORTER_IMAGE,
+        );
         let spec = empty.spec.unwrap();
         assert!(spec.volume_claim_templates.is_none());
         let vols = spec.template.spec.unwrap().volumes.unwrap();
@@ -456,7 +739,9 @@ mod tests {
         let mut m = MinioServer::default();
         m.storage.size = Some(Quantity("100Gi".into()));
         m.storage.storage_class_name = Some("gp3".into());
-        let spec = minio_statefulset(&o, &m, placement(None)).spec.unwrap();
+        let spec = minio_statefulset(&o, &m, placement(None), DEFAULT_NODE_EXPORTER_IMAGE)
+            .spec
+            .unwrap();
         let claim = &spec.volume_claim_templates.unwrap()[0];
         let cs = claim.spec.as_ref().unwrap();
         assert_eq!(cs.storage_class_name.as_deref(), Some("gp3"));
@@ -471,12 +756,17 @@ mod tests {
     #[test]
     fn minio_runs_hardened_and_reads_its_credentials_from_the_secret() {
         let o = owner();
-        let pod = minio_statefulset(&o, &MinioServer::default(), placement(None))
-            .spec
-            .unwrap()
-            .template
-            .spec
-            .unwrap();
+        let pod = minio_statefulset(
+            &o,
+            &MinioServer::default(),
+            placement(None),
+            DEFAULT_NODE_EXPORTER_IMAGE,
+        )
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap();
         let c = &pod.containers[0];
         let sc = c.security_context.as_ref().unwrap();
         assert_eq!(sc.read_only_root_filesystem, Some(true));
@@ -498,6 +788,78 @@ mod tests {
         assert_eq!(sel.key, ACCESS_KEY);
         // No secret value appears in the pod spec.
         assert!(env.iter().all(|e| e.value.as_deref() != Some("b")));
+    }
+
+    fn quick_spec() -> worker::spec::RunSpec {
+        let m = crate::fixtures::quick();
+        let plan = campaign::design::plan(&m);
+        crate::design::run_spec(&m, &plan, 0, &owner()).unwrap()
+    }
+
+    #[test]
+    fn worker_jobs_are_indexed_pinned_and_take_secrets_by_reference() {
+        let spec = quick_spec();
+        let kts = [KeyType::X25519];
+        let mut pods = WorkerPods {
+            image: "worker:1",
+            processes: 2,
+            resources: None,
+            image_pull_secrets: &[cluster::SecretName {
+                name: "regcred".into(),
+            }],
+            server_credentials: Some("quick-s3-credentials".into()),
+            results_credentials: None,
+            service_account_name: None,
+            key_types: &kts,
+            active_deadline_seconds: 600,
+        };
+        let clients = Placement::new("clients", None, &[], None, "spec.clients.affinity").unwrap();
+        let job = worker_job(&owner(), "quick-r0000-a1", &spec, 1, 0, &pods, clients).unwrap();
+        assert_eq!(
+            job.metadata.owner_references.as_ref().unwrap()[0].uid,
+            "0000-1111"
+        );
+        let js = job.spec.unwrap();
+        assert_eq!(js.completion_mode.as_deref(), Some("Indexed"));
+        assert_eq!((js.completions, js.parallelism), (Some(2), Some(2)));
+        assert_eq!(js.backoff_limit_per_index, Some(0));
+        let pod = js.template.spec.unwrap();
+        assert_eq!(
+            pod.node_selector.unwrap().get(cluster::NODE_GROUP_LABEL),
+            Some(&"clients".to_owned())
+        );
+        assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "regcred");
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        let env = pod.containers[0].env.clone().unwrap();
+        let by_ref: Vec<&str> = env
+            .iter()
+            .filter(|e| e.value_from.is_some())
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(
+            by_ref,
+            [ACCESS_KEY, SECRET_KEY, "PQBENCH_KEY_X25519"],
+            "credentials and keys only by Secret reference"
+        );
+        let spec_env = env.iter().find(|e| e.name == "PQBENCH_RUN_SPEC").unwrap();
+        let back: worker::spec::RunSpec =
+            serde_json::from_str(spec_env.value.as_deref().unwrap()).unwrap();
+        assert_eq!(back, spec);
+
+        // With the pods' identity: no keys in the environment, the ServiceAccount set.
+        pods.server_credentials = None;
+        pods.service_account_name = Some("pqbench-irsa".into());
+        let clients = Placement::new("clients", None, &[], None, "spec.clients.affinity").unwrap();
+        let pod = worker_job(&owner(), "quick-r0000-a1", &spec, 1, 0, &pods, clients)
+            .unwrap()
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        assert_eq!(pod.service_account_name.as_deref(), Some("pqbench-irsa"));
+        let env = pod.containers[0].env.clone().unwrap();
+        assert!(!env.iter().any(|e| e.name.starts_with("AWS_")));
     }
 
     #[test]

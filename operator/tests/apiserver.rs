@@ -11,62 +11,18 @@
 //! pass: only this tier is skipped).
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::path::Path;
-use std::time::Duration;
+#[path = "support/k8s.rs"]
+mod k8s;
 
+use std::path::Path;
+
+use k8s::{client_or_skip, install_crd, namespace};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Secret, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt as _};
 use operator::resources::{self, Owner};
 use operator::{BenchmarkCampaign, CampaignStatus, Phase};
-
-fn client_or_skip() -> Option<()> {
-    if let Ok(reason) = std::env::var("PQBENCH_K8S_SKIP") {
-        eprintln!("\n*** SKIPPED: the Kubernetes API-server tier did not run: {reason} ***\n");
-        return None;
-    }
-    assert!(
-        std::env::var_os("KUBECONFIG").is_some(),
-        "KUBECONFIG is not set: start the test API server (`make test` does; or \
-         `bash ../shared/tools/k8s-test-apiserver/build.sh && bash ../shared/tools/k8s-test-apiserver/start.sh` \
-         and export the KUBECONFIG it prints), or set PQBENCH_K8S_SKIP to the reason it cannot run"
-    );
-    Some(())
-}
-
-async fn install_crd(client: &Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = operator::crd();
-    crds.patch(
-        &crd.name_any(),
-        &PatchParams::apply("pqbench-test").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .expect("the generated CRD installs");
-    for _ in 0..120 {
-        let c = crds.get(&crd.name_any()).await.unwrap();
-        let established = c.status.and_then(|s| s.conditions).is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-        });
-        if established {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    panic!("the CRD never became Established");
-}
-
-fn namespace() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis();
-    format!("t{}-{t}", std::process::id())
-}
 
 fn api_error(e: kube::Error) -> (u16, String) {
     match e {
@@ -82,7 +38,7 @@ async fn crd_examples_cel_immutability_and_status() {
     }
     let client = Client::try_default().await.expect("client from KUBECONFIG");
     install_crd(&client).await;
-    let ns = namespace();
+    let ns = namespace("t");
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
 
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
@@ -145,7 +101,12 @@ async fn crd_examples_cel_immutability_and_status() {
         .await
         .expect("service applies");
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let set = resources::minio_statefulset(&owner, &minio, placement);
+    let set = resources::minio_statefulset(
+        &owner,
+        &minio,
+        placement,
+        resources::DEFAULT_NODE_EXPORTER_IMAGE,
+    );
     sets.patch(&owner.minio(), &ssa, &Patch::Apply(&set))
         .await
         .expect("statefulset applies");

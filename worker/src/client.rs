@@ -115,6 +115,10 @@ pub struct S3Settings {
     pub payload_signing: PayloadSigning,
     /// Flexible checksums.
     pub checksums: ChecksumPolicy,
+    /// Sign with the pod's identity instead of the keys: a web-identity token exchanged
+    /// for temporary credentials (`AWS_ROLE_ARN` and `AWS_WEB_IDENTITY_TOKEN_FILE`, which
+    /// IRSA on EKS sets). The keys are then empty.
+    pub identity: bool,
 }
 
 impl std::fmt::Debug for S3Settings {
@@ -173,6 +177,15 @@ impl S3Settings {
             operation_timeout: Duration::from_secs(120),
             payload_signing: PayloadSigning::Auto,
             checksums: ChecksumPolicy::WhenRequired,
+            identity: false,
+        }
+    }
+
+    /// Settings that sign with the pod's identity ([`S3Settings::identity`]).
+    pub fn with_identity(endpoint: &str) -> Self {
+        Self {
+            identity: true,
+            ..Self::new(endpoint, "", "")
         }
     }
 
@@ -198,7 +211,7 @@ impl S3Settings {
                 self.endpoint
             )));
         }
-        if self.access_key.is_empty() || self.secret_key.is_empty() {
+        if !self.identity && (self.access_key.is_empty() || self.secret_key.is_empty()) {
             return Err(Error::Config(
                 "S3 credentials are empty; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
                  or pass --access-key/--secret-key"
@@ -253,13 +266,20 @@ impl S3Settings {
             .behavior_version(BehaviorVersion::latest())
             .endpoint_url(&self.endpoint)
             .region(Region::new(self.region.clone()))
-            .credentials_provider(Credentials::new(
-                &self.access_key,
-                self.secret_key.as_str(),
-                None,
-                None,
-                "pqbench",
-            ))
+            .credentials_provider(if self.identity {
+                aws_sdk_s3::config::SharedCredentialsProvider::new(
+                    aws_config::web_identity_token::WebIdentityTokenCredentialsProvider::builder()
+                        .build(),
+                )
+            } else {
+                aws_sdk_s3::config::SharedCredentialsProvider::new(Credentials::new(
+                    &self.access_key,
+                    self.secret_key.as_str(),
+                    None,
+                    None,
+                    "pqbench",
+                ))
+            })
             .force_path_style(true)
             .http_client(http)
             .retry_config(RetryConfig::disabled())
@@ -275,5 +295,25 @@ impl S3Settings {
             .response_checksum_validation(resp_ck)
             .build();
         Ok(aws_sdk_s3::Client::from_conf(conf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn identity_settings_need_no_keys_and_keys_settings_do() {
+        let s = S3Settings::with_identity("https://s3.eu-west-1.amazonaws.com");
+        assert!(s.identity && s.access_key.is_empty());
+        s.client().unwrap();
+        let e = S3Settings::new("https://s3.example", "", "")
+            .client()
+            .unwrap_err();
+        assert!(e.to_string().contains("credentials are empty"), "{e}");
+        let c: crate::spec::Credentials = serde_json::from_str("\"identity\"").unwrap();
+        assert_eq!(c, crate::spec::Credentials::Identity);
     }
 }

@@ -39,6 +39,24 @@ pub struct Collected {
     pub summaries: BTreeMap<String, RunSummary>,
 }
 
+impl Collected {
+    /// The excluded runs as `(run id, or the directory when unreadable; reason)` pairs, as
+    /// reports list them.
+    pub fn excluded_runs(&self) -> Vec<(String, String)> {
+        self.excluded
+            .iter()
+            .map(|e| {
+                (
+                    e.run_id
+                        .clone()
+                        .unwrap_or_else(|| e.dir.display().to_string()),
+                    e.reason.clone(),
+                )
+            })
+            .collect()
+    }
+}
+
 /// The arm label of a run: its campaign label if it has one, else the mode (with the
 /// session bounds for `ml-kem-768-session`).
 pub fn arm_label(spec: &RunSpec) -> String {

@@ -29,10 +29,12 @@ use rand_core::{Rng as _, SeedableRng};
 use tokio::sync::Mutex;
 
 use crate::host::{HostInfo, host_info};
+use crate::metrics::{Metrics, RunMetrics};
 use crate::records::{Outcome, Phase, Record};
 use crate::sampler::{Sampler, Sources};
-use crate::spec::{Credentials, Loop, Operation, RunSpec};
+use crate::spec::{Credentials, KeyRef, Loop, Operation, RunSpec};
 use crate::summary::{ProcessData, ProcessInfo};
+use crate::telemetry::{RunAttributes, TraceConfig, Traces};
 use crate::{Error, OpStats, Result, S3Settings, Store};
 
 /// Counters a progress display can read while a run is going.
@@ -58,9 +60,24 @@ pub struct Executed {
     pub data: ProcessData,
 }
 
-/// Reads the S3 credentials a spec refers to.
+/// S3 settings for an endpoint and the credentials a spec refers to.
+pub fn settings_for(endpoint: &str, region: &str, c: &Credentials) -> Result<S3Settings> {
+    let mut s = if *c == Credentials::Identity {
+        S3Settings::with_identity(endpoint)
+    } else {
+        let (ak, sk) = resolve_credentials(c)?;
+        S3Settings::new(endpoint, &ak, &sk)
+    };
+    region.clone_into(&mut s.region);
+    Ok(s)
+}
+
+/// Reads the S3 keys a spec refers to (not for [`Credentials::Identity`], which has none).
 pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
     match c {
+        Credentials::Identity => Err(Error::Config(
+            "s3.credentials: the pod's identity has no keys to read".into(),
+        )),
         Credentials::Env {
             access_key_var,
             secret_key_var,
@@ -116,10 +133,32 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
 
 /// The S3 settings of a spec for `workers` concurrent workers.
 pub fn settings(spec: &RunSpec, workers: usize) -> Result<S3Settings> {
-    let (ak, sk) = resolve_credentials(&spec.s3.credentials)?;
-    let mut s = S3Settings::new(&spec.s3.endpoint, &ak, &sk);
-    s.region.clone_from(&spec.s3.region);
+    let mut s = settings_for(&spec.s3.endpoint, &spec.s3.region, &spec.s3.credentials)?;
     s.concurrency = workers.max(1);
+    Ok(s)
+}
+
+/// The S3 settings of the results store of a spec with S3 output: its own endpoint and
+/// credentials where given, else those of the store under test.
+pub fn results_settings(spec: &RunSpec) -> Result<S3Settings> {
+    let mut s = settings(spec, 1)?;
+    if let crate::spec::Output::S3 {
+        endpoint,
+        credentials,
+        region,
+        ..
+    } = &spec.output
+    {
+        if let Some(c) = credentials {
+            s = settings_for(&s.endpoint, &spec.s3.region, c)?;
+        }
+        if let Some(ep) = endpoint {
+            s.endpoint.clone_from(ep);
+        }
+        if let Some(r) = region {
+            s.region.clone_from(r);
+        }
+    }
     Ok(s)
 }
 
@@ -144,6 +183,8 @@ struct Ctx {
     /// Open loop: the last instant a queued arrival may start.
     start_by: Instant,
     monitor: Arc<Monitor>,
+    metrics: Option<RunMetrics>,
+    traces: Option<Arc<Traces>>,
 }
 
 fn nanos(d: Duration) -> i64 {
@@ -166,6 +207,9 @@ async fn one(
         Phase::Measured
     };
     ctx.monitor.in_flight.fetch_add(1, Ordering::Relaxed);
+    if let Some(m) = &ctx.metrics {
+        m.started();
+    }
     let mut written = None;
     let res: Result<(OpStats, Option<envelope::SessionInfo>)> = match ctx.op {
         Operation::Put => {
@@ -205,7 +249,7 @@ async fn one(
         queue_wait: start.saturating_duration_since(arrival),
         ..Record::default()
     };
-    match res {
+    let (stats, error) = match res {
         Ok((st, session)) => {
             ctx.monitor.ok.fetch_add(1, Ordering::Relaxed);
             r.key_establishment = st.key_establishment;
@@ -224,12 +268,24 @@ async fn one(
                 r.session_index = Some(s.index);
                 r.session_age = Some(s.age);
             }
+            (Some(st), None)
         }
         Err(e) => {
             ctx.monitor.failed.fetch_add(1, Ordering::Relaxed);
             r.outcome = Some(Outcome::Error);
             r.error_class = Some(e.kind());
+            (None, Some(e))
         }
+    };
+    // Observation happens after the request, outside every timer.
+    if let Some(m) = &ctx.metrics {
+        m.finished(&r);
+    }
+    if let Some(t) = &ctx.traces
+        && t.sample(error.is_some())
+    {
+        let msg = error.map(|e| e.to_string());
+        t.record(start, &r, stats.as_ref(), msg.as_deref());
     }
     (r, written)
 }
@@ -278,7 +334,7 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
             // Arrived in time but no worker was free before the end: a failure.
             ctx.monitor.failed.fetch_add(1, Ordering::Relaxed);
             let offset = arrival.saturating_duration_since(ctx.origin);
-            recs.push(Record {
+            let r = Record {
                 worker,
                 seq,
                 phase: Some(if arrival < ctx.measure_from {
@@ -292,7 +348,19 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
                 outcome: Some(Outcome::NotStarted),
                 error_class: Some("not_started"),
                 ..Record::default()
-            });
+            };
+            if let Some(m) = &ctx.metrics {
+                m.record(&r);
+            }
+            if let Some(t) = &ctx.traces {
+                t.record(
+                    arrival,
+                    &r,
+                    None,
+                    Some("arrived in time, but no worker was free before the drain period ended"),
+                );
+            }
+            recs.push(r);
             continue;
         }
         let (r, w) = one(&ctx, worker, seq, Some(arrival)).await;
@@ -349,7 +417,20 @@ fn load_key(spec: &RunSpec) -> Result<(Option<SecretKey>, Option<PublicKey>)> {
         )));
     };
     let path = r.path_for(mode);
-    let sk = SecretKey::read_file(&path)?;
+    let sk = match r {
+        KeyRef::Env(prefix) => {
+            let var = crate::spec::key_var(prefix, mode.key_type());
+            let text = zeroize::Zeroizing::new(std::env::var(&var).map_err(|_| {
+                Error::Config(format!(
+                    "recipientKey: environment variable {var} (the {} key) is not set",
+                    mode.key_type()
+                ))
+            })?);
+            SecretKey::from_file_json(&text)
+                .map_err(|e| Error::Config(format!("recipientKey ${var}: {e}")))?
+        }
+        KeyRef::File(_) | KeyRef::Dir(_) => SecretKey::read_file(&path)?,
+    };
     if sk.key_type() != mode.key_type() {
         return Err(Error::Config(format!(
             "recipientKey {} is a {} key; mode {mode} needs a {} key",
@@ -384,13 +465,44 @@ fn endpoints(
 
 /// Runs the spec's run in this process. Call inside a multi-thread Tokio runtime with
 /// enough worker threads (see [`runtime_threads`]).
-pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> {
+pub async fn execute(
+    spec: &RunSpec,
+    monitor: Arc<Monitor>,
+    metrics: Option<&Metrics>,
+) -> Result<Executed> {
     spec.validate()?;
     let prep_t0 = Instant::now();
     let mut spec = spec.clone();
     let workers = spec.processes.workers(spec.cell.concurrency);
     let settings = settings(&spec, workers.len())?;
     let store = Store::new(&settings, &spec.s3.bucket, &spec.campaign)?;
+    let traces = match TraceConfig::resolve(spec.traces.as_ref(), &|v| std::env::var(v).ok())? {
+        Some(config) => Some(Arc::new(Traces::start(
+            &config,
+            &RunAttributes {
+                run_id: spec.run_id.clone(),
+                campaign: spec.campaign.clone(),
+                mode: spec.cell.mode.name(),
+                backend: spec.cell.backend.name(),
+                operation: spec.cell.operation.as_str(),
+                object_size: spec.cell.object_size.0,
+                bucket: spec.s3.bucket.clone(),
+            },
+            vec![opentelemetry::KeyValue::new(
+                "pqbench.process.index",
+                i64::from(spec.processes.index),
+            )],
+            spec.seed ^ u64::from(spec.processes.index).rotate_left(32),
+        )?)),
+        None => None,
+    };
+    let run_metrics = metrics.map(|m| {
+        m.run(
+            spec.cell.mode.name(),
+            spec.cell.backend.name(),
+            spec.cell.operation.as_str(),
+        )
+    });
     let host: HostInfo = host_info();
     let sources =
         Sources::new(&spec.telemetry).map_err(|e| Error::Config(format!("telemetry: {e}")))?;
@@ -499,8 +611,31 @@ pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> 
     // Ready: map startAt onto the monotonic clock.
     let now_wall = SystemTime::now();
     let now_mono = Instant::now();
-    let start_at = match spec.start_at() {
-        Some(t) => t,
+    let gated = match &spec.start_gate {
+        Some(g) => match wait_for_start(&spec, g).await {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let _ = store.delete_many(&fixtures).await;
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let now_wall = if gated.is_some() {
+        SystemTime::now()
+    } else {
+        now_wall
+    };
+    let now_mono = if gated.is_some() {
+        Instant::now()
+    } else {
+        now_mono
+    };
+    let start_at = match gated.or_else(|| spec.start_at()) {
+        Some(t) => {
+            spec.start_at = Some(humantime::format_rfc3339_millis(t).to_string());
+            t
+        }
         None => {
             let t = now_wall + Duration::from_secs(1);
             spec.start_at = Some(humantime::format_rfc3339_millis(t).to_string());
@@ -554,6 +689,8 @@ pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> 
         end,
         start_by: end + spec.drain.0,
         monitor,
+        metrics: run_metrics,
+        traces: traces.clone(),
     });
     let mut handles = Vec::new();
     match spec.cell.arrival {
@@ -587,6 +724,11 @@ pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> 
     }
     let (window_cpu_s, window_wall_s) = window.await.unwrap_or((0.0, 0.0));
     let samples = sampler.finish().await;
+    // The last spans go out before cleanup; flushing blocks, so off the runtime's threads.
+    let trace_report = match traces {
+        Some(t) => tokio::task::spawn_blocking(move || t.finish()).await.ok(),
+        None => None,
+    };
 
     // Cleanup, outside the window.
     let t_clean = Instant::now();
@@ -620,6 +762,7 @@ pub async fn execute(spec: &RunSpec, monitor: Arc<Monitor>) -> Result<Executed> 
         cleanup_failed: failed,
         cleanup_s: t_clean.elapsed().as_secs_f64(),
         sampler_errors: sources.errors(),
+        traces: trace_report,
     };
     Ok(Executed {
         spec,
@@ -643,10 +786,83 @@ pub fn runtime_threads(workers: usize) -> usize {
     workers.clamp(1, cores)
 }
 
+/// The start gate ([`crate::spec::StartGate`]): announces this process ready in the
+/// results bucket, then polls for the run's start instant until the gate's timeout.
+async fn wait_for_start(spec: &RunSpec, gate: &crate::spec::StartGate) -> Result<SystemTime> {
+    let crate::spec::Output::S3 { bucket, prefix, .. } = &spec.output else {
+        return Err(Error::Config("startGate needs S3 output".into()));
+    };
+    let s3 = results_settings(spec)?.client()?;
+    let ready = crate::spec::ready_key(prefix, &spec.run_id, spec.processes.index);
+    let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    s3.put_object()
+        .bucket(bucket)
+        .key(&ready)
+        .body(now.into_bytes().into())
+        .send()
+        .await
+        .map_err(|e| Error::s3("PutObject", bucket, &ready, e))?;
+    let key = crate::spec::start_key(prefix, &spec.run_id);
+    let give_up = Instant::now() + gate.timeout.0;
+    let mut last = String::from("no start instant yet");
+    loop {
+        match s3.get_object().bucket(bucket).key(&key).send().await {
+            Ok(o) => {
+                let body = o
+                    .body
+                    .collect()
+                    .await
+                    .map_err(|e| Error::Config(format!("reading s3://{bucket}/{key}: {e}")))?;
+                let text = String::from_utf8_lossy(&body.into_bytes())
+                    .trim()
+                    .to_owned();
+                return humantime::parse_rfc3339_weak(&text).map_err(|e| {
+                    Error::Config(format!(
+                        "s3://{bucket}/{key} holds {text:?}, not an RFC 3339 instant: {e}"
+                    ))
+                });
+            }
+            Err(e) => {
+                let e = Error::s3("GetObject", bucket, &key, e);
+                if e.s3_class() != Some(crate::S3Class::NotFound) {
+                    last = e.to_string();
+                }
+            }
+        }
+        if Instant::now() >= give_up {
+            return Err(Error::Config(format!(
+                "start gate: no start instant at s3://{bucket}/{key} within {} after becoming ready ({last})",
+                crate::units::format_duration(gate.timeout.0)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// How a process runs a spec, besides the spec itself.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Phases and a once-a-second status line on stderr.
+    pub progress: bool,
+    /// Serve the worker's metrics ([`crate::metrics`]) on `/metrics` at this address while
+    /// the run goes (port 0: any free port; the address is printed on stderr).
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+impl RunOptions {
+    /// With progress on stderr.
+    pub fn progress() -> Self {
+        Self {
+            progress: true,
+            ..Self::default()
+        }
+    }
+}
+
 /// Runs a spec from start to files on a runtime of its own: prepare, execute, summarise,
-/// write (and upload). With `progress`, phases and a once-a-second status line go to
-/// stderr.
-pub fn run_to_files(spec: &RunSpec, progress: bool) -> Result<crate::output::Written> {
+/// write (and upload).
+pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::Written> {
+    let progress = opts.progress;
     let workers = spec.processes.workers(spec.cell.concurrency).len();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(runtime_threads(workers))
@@ -660,13 +876,35 @@ pub fn run_to_files(spec: &RunSpec, progress: bool) -> Result<crate::output::Wri
         rt.spawn(crate::progress::show(m, warm, measured))
     });
     let res = rt.block_on(async {
-        let ex = execute(spec, monitor.clone()).await;
+        let metrics = Arc::new(Metrics::default());
+        let server = match opts.metrics_addr {
+            Some(addr) => {
+                let m = metrics.clone();
+                let (bound, h) = crate::metrics::serve(
+                    addr,
+                    Arc::new(move |accept| crate::metrics::exposition(m.registry(), accept)),
+                )
+                .await?;
+                eprintln!("metrics: http://{bound}/metrics");
+                Some(h)
+            }
+            None => None,
+        };
+        let ex = execute(
+            spec,
+            monitor.clone(),
+            opts.metrics_addr.is_some().then_some(&*metrics),
+        )
+        .await;
+        if let Some(h) = server {
+            h.abort();
+        }
         if let Some(h) = &show {
             h.abort();
         }
         let ex = ex?;
         let results = match &ex.spec.output {
-            crate::spec::Output::S3 { .. } => Some(settings(&ex.spec, 1)?),
+            crate::spec::Output::S3 { .. } => Some(results_settings(&ex.spec)?),
             crate::spec::Output::Dir(_) => None,
         };
         crate::output::write(&ex, results.as_ref()).await
@@ -708,8 +946,8 @@ impl Checked {
 }
 
 /// Runs one process of a run ([`run_to_files`]) and validates its files on their own.
-pub fn run_and_validate(spec: &RunSpec, progress: bool) -> Result<Checked> {
-    let written = run_to_files(spec, progress)?;
+pub fn run_and_validate(spec: &RunSpec, opts: &RunOptions) -> Result<Checked> {
+    let written = run_to_files(spec, opts)?;
     let report = crate::validate::validate(&written.dir);
     let mut failures: Vec<crate::validate::Finding> = report
         .failures()

@@ -172,7 +172,7 @@ impl Error {
     }
 
     /// Builds [`Error::S3`] from an SDK error, classifying it.
-    pub(crate) fn s3<E>(
+    pub fn s3<E>(
         op: &'static str,
         bucket: &str,
         target: &str,

@@ -71,13 +71,51 @@ pub mod summary;
 pub mod table;
 pub use campaign::units;
 pub mod collect;
+pub mod metrics;
 pub mod plan;
+pub mod telemetry;
 pub mod validate;
 
 pub use client::{ChecksumPolicy, ClientRecord, PayloadSigning, S3Settings};
 pub use error::{Error, Result, S3Class};
 pub use server::EmbeddedS3;
 pub use stats::{OpStats, Stage};
+
+/// The stats of a typical 64 KiB GET (two S3 calls, one chunk) that began at `start`, for
+/// the tracing benchmark.
+#[doc(hidden)]
+pub fn stats_for_bench(start: std::time::Instant) -> OpStats {
+    use std::time::Duration;
+    let us = Duration::from_micros;
+    let mut st = OpStats {
+        key_establishment: us(20),
+        key_derivation: us(3),
+        aead: us(15),
+        manifest: us(10),
+        storage: us(800),
+        total: us(900),
+        s3_requests: 2,
+        ..OpStats::default()
+    };
+    st.timeline = stats::Timeline {
+        start: Some(start),
+        first_object_call: Some(start + us(400)),
+        first_chunk_call: Some(start + us(850)),
+        calls: vec![
+            stats::S3Call {
+                op: "GetObject",
+                start,
+                storage: us(390),
+            },
+            stats::S3Call {
+                op: "GetObject",
+                start: start + us(430),
+                storage: us(410),
+            },
+        ],
+    };
+    st
+}
 pub use store::{
     Event, GcReport, GetOutcome, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store, VersionInfo,
 };

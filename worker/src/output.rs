@@ -61,6 +61,8 @@ pub struct Written {
     pub uploaded_to: Option<String>,
     /// The staging directory of an S3 upload (removed when dropped).
     pub staging: Option<tempfile::TempDir>,
+    /// Where the process's request traces went (absent: not traced).
+    pub traces: Option<crate::telemetry::TraceReport>,
 }
 
 /// Summarises, writes and (for S3 output) uploads one process's data.
@@ -108,18 +110,9 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
     write_atomic(&dir.join(files::CHECKSUMS), sums.as_bytes())?;
 
     let mut uploaded_to = None;
-    if let Output::S3 {
-        bucket,
-        prefix,
-        endpoint,
-    } = &spec.output
-    {
-        let mut settings = results
-            .cloned()
-            .ok_or_else(|| out_err(&dir, "S3 output needs the results store's settings"))?;
-        if let Some(ep) = endpoint {
-            settings.endpoint.clone_from(ep);
-        }
+    if let Output::S3 { bucket, prefix, .. } = &spec.output {
+        let settings =
+            results.ok_or_else(|| out_err(&dir, "S3 output needs the results store's settings"))?;
         let s3 = settings.client()?;
         let base = format!("{prefix}{}/p{}/", spec.run_id, spec.processes.index);
         // The checksum manifest goes last: its presence marks a complete upload.
@@ -143,6 +136,7 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
         summary,
         uploaded_to,
         staging,
+        traces: ex.data.info.traces.clone(),
     })
 }
 

@@ -19,6 +19,8 @@ pub struct Environment {
     pub output: Output,
     /// Telemetry sources.
     pub telemetry: Telemetry,
+    /// Request traces (OTLP).
+    pub traces: Option<crate::telemetry::TraceSpec>,
 }
 
 /// One run spec per process of `run`, without `startAt` (the executor sets it once every
@@ -73,9 +75,11 @@ pub fn run_specs(
                 max_age,
             }),
             start_at: None,
+            start_gate: None,
             processes: Processes { count, index },
             output: env.output.clone(),
             telemetry: env.telemetry.clone(),
+            traces: env.traces.clone(),
             pause,
             allowed_failure_fraction: spec.allowed_failure_fraction,
         };

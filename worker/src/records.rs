@@ -138,6 +138,17 @@ pub struct Record {
 }
 
 impl Record {
+    /// One stage timer.
+    pub fn stage(&self, s: crate::Stage) -> Duration {
+        match s {
+            crate::Stage::KeyEstablishment => self.key_establishment,
+            crate::Stage::KeyDerivation => self.key_derivation,
+            crate::Stage::Aead => self.aead,
+            crate::Stage::Manifest => self.manifest,
+            crate::Stage::Storage => self.storage,
+        }
+    }
+
     /// Sum of the five stage timers.
     pub fn stage_sum(&self) -> Duration {
         self.key_establishment + self.key_derivation + self.aead + self.manifest + self.storage

@@ -80,6 +80,10 @@ pub enum Credentials {
     /// A file of `NAME=value` lines (optionally prefixed by `export `), such as the one
     /// `pqbench serve-s3 --env-file` writes; it must not be readable by others.
     File(PathBuf),
+    /// The pod's identity (`credentials: identity`): a web-identity token exchanged for
+    /// temporary credentials, as IRSA on EKS provides (`AWS_ROLE_ARN`,
+    /// `AWS_WEB_IDENTITY_TOKEN_FILE`).
+    Identity,
 }
 
 fn ak_var() -> String {
@@ -128,16 +132,31 @@ pub enum KeyRef {
     /// A directory holding `<key-type>.key` files (a mounted Kubernetes Secret); the file of
     /// the mode's key type is used.
     Dir(PathBuf),
+    /// Environment variables `<prefix><KEY_TYPE>` (key type upper-cased, `-` as `_`:
+    /// `PQBENCH_KEY_ML_KEM_768`) holding the key file's JSON, set from a Kubernetes Secret
+    /// (a pod running as non-root cannot read a mounted Secret file that is mode 0600 to
+    /// another owner, and the file check refuses group-readable keys).
+    Env(String),
 }
 
 impl KeyRef {
-    /// The key file for a mode.
+    /// The key file for a mode (for [`KeyRef::Env`], a path naming the variable, used in
+    /// messages only).
     pub fn path_for(&self, mode: Mode) -> PathBuf {
         match self {
             Self::File(p) => p.clone(),
             Self::Dir(d) => d.join(format!("{}.key", mode.key_type().name())),
+            Self::Env(prefix) => PathBuf::from(format!("${}", key_var(prefix, mode.key_type()))),
         }
     }
+}
+
+/// The environment variable of a key type under [`KeyRef::Env`].
+pub fn key_var(prefix: &str, kt: envelope::KeyType) -> String {
+    format!(
+        "{prefix}{}",
+        kt.name().to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 /// This process among the run's processes (pods).
@@ -184,6 +203,12 @@ pub enum Output {
         /// credentials).
         #[serde(default)]
         endpoint: Option<String>,
+        /// Credentials of the results store; those of the store under test if absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credentials: Option<Credentials>,
+        /// Signing region of the results store; that of the store under test if absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        region: Option<String>,
     },
 }
 
@@ -272,6 +297,42 @@ impl From<Session> for SessionBounds {
     }
 }
 
+/// The start protocol of a run whose processes are pods on a cluster (DESIGN.md
+/// "Operator"): a process that is ready (paused, keys loaded, gate passed, fixtures
+/// written) writes [`ready_key`] to the results bucket and polls [`start_key`], which the
+/// operator writes, holding one RFC 3339 instant, once every process of the run is ready.
+/// All processes then start their warm-up at that instant, as with `startAt`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartGate {
+    /// How long to wait for the start instant after becoming ready (default 15 min); the
+    /// process then gives up and the run fails.
+    #[serde(default = "gate_timeout")]
+    pub timeout: Dur,
+}
+
+fn gate_timeout() -> Dur {
+    Dur(Duration::from_secs(15 * 60))
+}
+
+impl Default for StartGate {
+    fn default() -> Self {
+        Self {
+            timeout: gate_timeout(),
+        }
+    }
+}
+
+/// The key a ready process writes: `<prefix><runId>/ready/p<index>`.
+pub fn ready_key(prefix: &str, run_id: &str, index: u32) -> String {
+    format!("{prefix}{run_id}/ready/p{index}")
+}
+
+/// The key holding the run's start instant: `<prefix><runId>/start-at`.
+pub fn start_key(prefix: &str, run_id: &str) -> String {
+    format!("{prefix}{run_id}/start-at")
+}
+
 /// One run (the experimental unit).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -328,6 +389,10 @@ pub struct RunSpec {
     /// process not ready by then fails. Absent: one second after this process is ready.
     #[serde(default)]
     pub start_at: Option<String>,
+    /// Take `startAt` from the results bucket instead (the operator's start protocol for
+    /// the several pods of one run; needs S3 output and no `startAt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_gate: Option<StartGate>,
     /// Processes sharing the run and this one's index.
     #[serde(default)]
     pub processes: Processes,
@@ -336,6 +401,10 @@ pub struct RunSpec {
     /// Server-side samplers.
     #[serde(default)]
     pub telemetry: Telemetry,
+    /// Request traces (OTLP). Absent: the standard `OTEL_*` variables decide, and without
+    /// an endpoint there are none ([`crate::telemetry::TraceConfig::resolve`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<crate::telemetry::TraceSpec>,
     /// Wait for the server to be quiet before getting ready (needs a node source in
     /// `telemetry`).
     #[serde(default)]
@@ -470,6 +539,17 @@ impl RunSpec {
                 ))
             })?;
         }
+        if self.start_gate.is_some() {
+            if self.start_at.is_some() {
+                return Err(Error::Config("give startAt or startGate, not both".into()));
+            }
+            if !matches!(self.output, Output::S3 { .. }) {
+                return Err(Error::Config(
+                    "startGate needs S3 output (the start instant comes from the results bucket)"
+                        .into(),
+                ));
+            }
+        }
         if self.pause.is_some()
             && self.telemetry.node_exporter.is_none()
             && self.telemetry.local_server_pid.is_none()
@@ -520,9 +600,11 @@ impl RunSpec {
             fixtures: fixtures(),
             session: None,
             start_at: None,
+            start_gate: None,
             processes: Processes::default(),
             output: Output::Dir(out.to_path_buf()),
             telemetry: Telemetry::default(),
+            traces: None,
             pause: None,
             allowed_failure_fraction: 0.0,
         }

@@ -1,8 +1,9 @@
 //! Per-operation measurements: the study's five stage timers (section IV-A: key
 //! establishment, key derivation, AES-GCM, manifest handling, storage), total time, the
-//! thread CPU time of the crypto stages, and bytes.
+//! thread CPU time of the crypto stages, and bytes; and, for traces, when each stage first
+//! ran and each S3 call ([`Timeline`]), on the same monotonic clock as the timers.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
 use serde::Serialize;
@@ -45,8 +46,35 @@ impl Stage {
     }
 }
 
+/// One S3 call of an operation: its API name, when it was sent, and the storage time
+/// attributed to it: the call itself and, for the GET of `data.enc`, the reads of its body.
+/// The calls of an operation add up to its storage stage exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Call {
+    /// S3 API operation (`PutObject`, `GetObject`, `UploadPart`, …).
+    pub op: &'static str,
+    /// When the request was sent.
+    pub start: Instant,
+    /// Storage time attributed to the call.
+    pub storage: Duration,
+}
+
+/// When the stages of an operation first ran, and its S3 calls (what a trace shows).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// The operation's start; its manifest stage starts here (the object identity).
+    pub start: Option<Instant>,
+    /// The first per-object envelope call (seal or open setup): key establishment, then key
+    /// derivation.
+    pub first_object_call: Option<Instant>,
+    /// The first chunk call (AEAD).
+    pub first_chunk_call: Option<Instant>,
+    /// The S3 calls in the order they were sent.
+    pub calls: Vec<S3Call>,
+}
+
 /// What one logical operation cost.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct OpStats {
     /// Key establishment.
     pub key_establishment: Duration,
@@ -77,6 +105,9 @@ pub struct OpStats {
     /// Wall time inside the envelope's per-object calls (seal/open setup, finish).
     #[serde(skip)]
     pub(crate) object_calls: Duration,
+    /// When each stage first ran and the S3 calls (for traces).
+    #[serde(skip)]
+    pub timeline: Timeline,
 }
 
 impl OpStats {
@@ -88,6 +119,28 @@ impl OpStats {
             Stage::Aead => self.aead,
             Stage::Manifest => self.manifest,
             Stage::Storage => self.storage,
+        }
+    }
+
+    /// Where a stage's span begins: the stage's first interval (key derivation follows key
+    /// establishment inside the first per-object call). `None` if the stage never ran.
+    pub fn stage_start(&self, s: Stage) -> Option<Instant> {
+        let t = &self.timeline;
+        match s {
+            Stage::Manifest => t.start,
+            Stage::KeyEstablishment => t.first_object_call,
+            Stage::KeyDerivation => t.first_object_call.map(|i| i + self.key_establishment),
+            Stage::Aead => t.first_chunk_call,
+            Stage::Storage => t.calls.first().map(|c| c.start),
+        }
+    }
+
+    /// Adds storage time outside a request call (reading a response body) to the stage and
+    /// to the last S3 call.
+    pub(crate) fn add_storage(&mut self, d: Duration) {
+        self.storage += d;
+        if let Some(c) = self.timeline.calls.last_mut() {
+            c.storage += d;
         }
     }
 
@@ -133,7 +186,12 @@ pub(crate) enum Call {
 /// Runs a synchronous envelope call, adding its thread CPU time to `crypto_cpu` and its
 /// wall time (clock reads included) to the call kind's total.
 pub(crate) fn cpu<T>(st: &mut OpStats, call: Call, f: impl FnOnce() -> T) -> T {
-    let w = std::time::Instant::now();
+    let w = Instant::now();
+    let first = match call {
+        Call::Chunk => &mut st.timeline.first_chunk_call,
+        Call::Object => &mut st.timeline.first_object_call,
+    };
+    first.get_or_insert(w);
     let t = ThreadTime::try_now().ok();
     let r = f();
     if let Some(t) = t {

@@ -151,12 +151,17 @@ fn len_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-/// Runs one S3 request, counting it and adding its time to the storage stage.
-async fn timed<T>(st: &mut OpStats, request: impl Future<Output = T>) -> T {
+/// Runs one S3 request, counting it and adding its time to the storage stage and to the
+/// operation's timeline.
+async fn timed<T>(st: &mut OpStats, op: &'static str, request: impl Future<Output = T>) -> T {
     st.s3_requests += 1;
-    let t = Instant::now();
+    let start = Instant::now();
     let r = request.await;
-    st.storage += t.elapsed();
+    let storage = start.elapsed();
+    st.storage += storage;
+    st.timeline
+        .calls
+        .push(crate::stats::S3Call { op, start, storage });
     r
 }
 
@@ -247,6 +252,7 @@ impl Store {
     {
         let start = Instant::now();
         let mut st = OpStats::default();
+        st.timeline.start = Some(start);
         // The new identity goes into ctx and the manifest: manifest handling.
         let t = Instant::now();
         let id = ObjectId::new_version(&self.tenant, &self.bucket, key)?;
@@ -275,7 +281,7 @@ impl Store {
             }
             st.bytes_sent += len_u64(body.len());
             let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
-            let r = timed(&mut st, async {
+            let r = timed(&mut st, "PutObject", async {
                 send!(
                     self,
                     self.s3
@@ -301,7 +307,7 @@ impl Store {
         let manifest = Bytes::from(sealed.manifest);
         st.bytes_sent += len_u64(manifest.len());
         st.manifest_bytes = len_u64(manifest.len());
-        let r = timed(&mut st, async {
+        let r = timed(&mut st, "PutObject", async {
             send!(
                 self,
                 self.s3
@@ -350,6 +356,7 @@ impl Store {
     {
         let r = timed(
             st,
+            "CreateMultipartUpload",
             self.s3
                 .create_multipart_upload()
                 .bucket(&self.bucket)
@@ -419,7 +426,7 @@ impl Store {
                 let number = i32::try_from(parts.len() + 1).unwrap_or(i32::MAX);
                 st.bytes_sent += len_u64(take);
                 let len = i64::try_from(take).unwrap_or(i64::MAX);
-                let r = timed(st, async {
+                let r = timed(st, "UploadPart", async {
                     send!(
                         self,
                         self.s3
@@ -449,6 +456,7 @@ impl Store {
         }
         let r = timed(
             st,
+            "CompleteMultipartUpload",
             self.s3
                 .complete_multipart_upload()
                 .bucket(&self.bucket)
@@ -483,6 +491,7 @@ impl Store {
     {
         let start = Instant::now();
         let mut st = OpStats::default();
+        st.timeline.start = Some(start);
         // The requested identity is what the manifest is validated against: manifest handling.
         let t = Instant::now();
         let id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
@@ -495,6 +504,7 @@ impl Store {
         let data_key = layout::data_key(key, version);
         let r = timed(
             &mut st,
+            "GetObject",
             self.s3
                 .get_object()
                 .bucket(&self.bucket)
@@ -522,7 +532,7 @@ impl Store {
                 let n = (want - buf.len()).min(pending.len());
                 buf.extend_from_slice(&pending.split_to(n));
             }
-            st.storage += t.elapsed();
+            st.add_storage(t.elapsed());
             st.bytes_received += len_u64(buf.len());
             // A short chunk (truncated data) fails here, as an authentication failure.
             cpu(&mut st, Call::Chunk, || opener.open_chunk(&mut buf))?;
@@ -539,7 +549,7 @@ impl Store {
                 None => break,
             }
         }
-        st.storage += t.elapsed();
+        st.add_storage(t.elapsed());
         if !pending.is_empty() {
             return Err(envelope::Error::Decrypt.into());
         }
@@ -579,7 +589,7 @@ impl Store {
 
     async fn read_manifest(&self, key: &str, version: &str, st: &mut OpStats) -> Result<Bytes> {
         let manifest_key = layout::manifest_key(key, version);
-        let r = timed(st, async {
+        let r = timed(st, "GetObject", async {
             match self
                 .s3
                 .get_object()

@@ -74,6 +74,9 @@ pub struct ProcessInfo {
     pub cleanup_s: f64,
     /// Sampler scrape errors (at most 20).
     pub sampler_errors: Vec<String>,
+    /// Where this process's request traces went (absent: not traced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<crate::telemetry::TraceReport>,
 }
 
 /// Everything one process recorded.

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use envelope::{KeyType, Mode, SecretKey};
 use servers::{BUCKET, Kind, TestServer};
-use worker::engine::run_to_files;
+use worker::engine::{RunOptions, run_to_files};
 use worker::records::{Outcome, Phase, RECORD_SCHEMA, RunKeys, records_from_table, records_table};
 use worker::spec::{
     Cell, Credentials, KeyRef, Loop, Operation, PromSource, RunSpec, ServerMetricNames, Session,
@@ -127,7 +127,7 @@ fn records(dir: &Path) -> Vec<worker::records::Record> {
 fn closed_loop_counts(kind: Kind) {
     let env = Env::new(kind);
     let spec = env.spec("closed-put", Mode::X25519, Operation::Put, 4, Loop::Closed);
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert_valid_but_unaccounted(s);
     let recs = records(&w.dir);
@@ -199,7 +199,7 @@ fn open_loop_counts(kind: Kind) {
     spec.measured = Dur(Duration::from_secs(4));
     spec.drain = Dur(Duration::from_secs(1));
     spec.seed = 7;
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert_valid_but_unaccounted(s);
     let recs = records(&w.dir);
@@ -236,7 +236,7 @@ fn open_loop_overload(kind: Kind) {
         Loop::Open { rate: 3000.0 },
     );
     spec.drain = Dur(Duration::from_millis(500));
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert!(s.counts.not_started > 0, "{}", worker::summary::render(s));
     assert!(!s.valid, "a run with failures is invalid");
@@ -258,7 +258,7 @@ fn server_stopped_mid_run(kind: Kind) {
     let mut spec = env.spec("dies", Mode::X25519, Operation::Get, 4, Loop::Closed);
     spec.measured = Dur(Duration::from_secs(3));
     let spec2 = spec.clone();
-    let h = std::thread::spawn(move || run_to_files(&spec2, false));
+    let h = std::thread::spawn(move || run_to_files(&spec2, &RunOptions::default()));
     // Prepare takes < 1 s, start is 1 s after ready, warm-up 1 s: stop ~1 s into the window.
     std::thread::sleep(Duration::from_millis(3500));
     env.server.stop();
@@ -424,7 +424,7 @@ fn session_bounds_hold(kind: Kind) {
         max_objects: 5,
         max_age: Dur(Duration::from_secs(10)),
     });
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert_valid_but_unaccounted(s);
     let se = s.session.expect("session figures");
@@ -484,7 +484,7 @@ fn a_process_not_ready_by_start_at_fails_the_run() {
     let env = Env::new(Kind::Embedded);
     let mut spec = env.spec("late", Mode::X25519, Operation::Get, 2, Loop::Closed);
     spec.start_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
-    let err = run_to_files(&spec, false).expect_err("late");
+    let err = run_to_files(&spec, &RunOptions::default()).expect_err("late");
     assert!(matches!(err, worker::Error::NotReady { .. }), "{err}");
     assert!(err.to_string().contains("startAt"), "{err}");
     assert!(
@@ -518,7 +518,7 @@ fn samplers_read_garage_metrics_and_the_server_process() {
         max_wait: Dur(Duration::from_secs(3)),
         ..worker::spec::PauseRule::default()
     });
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert_valid_but_unaccounted(s);
     assert!(s.server.errors.is_empty(), "{:?}", s.server.errors);
@@ -547,7 +547,7 @@ fn samplers_read_garage_metrics_and_the_server_process() {
         bearer_token_env: None,
         bearer_token_file: Some(tok2),
     });
-    let w = run_to_files(&bad, false).expect("run");
+    let w = run_to_files(&bad, &RunOptions::default()).expect("run");
     assert_valid_but_unaccounted(&w.summary);
     assert!(
         w.summary.server.errors.iter().any(|e| e.contains("HTTP 4")),
@@ -571,7 +571,7 @@ mod validator {
                 max_objects: 8,
                 max_age: Dur(Duration::from_secs(10)),
             });
-            let w = run_to_files(&spec, false).expect("run");
+            let w = run_to_files(&spec, &RunOptions::default()).expect("run");
             assert_valid_but_unaccounted(&w.summary);
             // This shared machine's scheduler leaves some time outside the stage timers
             // (see `assert_valid_but_unaccounted`); the validator's unaccounted-time checks
@@ -887,7 +887,7 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
         quiet_for: Dur(Duration::from_secs(1)),
         max_wait: Dur(Duration::from_secs(10)),
     });
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert!(s.server.errors.is_empty(), "{:?}", s.server.errors);
     let p = &s.pause[0];
@@ -925,8 +925,10 @@ fn s3_output_uploads_the_run_files() {
         bucket: BUCKET.into(),
         prefix: "results/".into(),
         endpoint: None,
+        credentials: None,
+        region: None,
     };
-    let w = run_to_files(&spec, false).expect("run");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     assert_eq!(
         w.uploaded_to.as_deref(),
         Some("s3://pqbench-test/results/to-s3/p0/")
@@ -986,4 +988,144 @@ fn s3_output_uploads_the_run_files() {
         report.findings
     );
     assert_eq!(report.processes, 1);
+}
+
+/// The operator's start protocol ([`worker::spec::StartGate`]) as a Job runs it: two
+/// `pqbench-worker` processes read one spec from `PQBENCH_RUN_SPEC` and their index from
+/// `JOB_COMPLETION_INDEX`; each announces itself ready in the results bucket; this test
+/// plays the operator, writes the start instant once both are ready, and both start their
+/// warm-up at it. A gate nobody opens fails the process (exit 2) and says where it waited.
+#[test]
+fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec(
+        "gated",
+        Mode::X25519,
+        Operation::Get,
+        2,
+        Loop::Open { rate: 40.0 },
+    );
+    spec.drain = Dur(Duration::from_secs(1));
+    spec.processes.count = 2;
+    spec.output = worker::spec::Output::S3 {
+        bucket: BUCKET.into(),
+        prefix: "results/".into(),
+        endpoint: None,
+        credentials: None,
+        region: None,
+    };
+    spec.start_gate = Some(worker::spec::StartGate {
+        timeout: Dur(Duration::from_secs(60)),
+    });
+    // The key comes from the environment, as a Secret gives it to a non-root pod.
+    let kt = Mode::X25519.key_type();
+    let key_json =
+        std::fs::read_to_string(env.key_dir(Mode::X25519).join(format!("{}.key", kt.name())))
+            .expect("key file");
+    spec.recipient_key = Some(KeyRef::Env("PQBENCH_KEY_".into()));
+    let key_var = worker::spec::key_var("PQBENCH_KEY_", kt);
+    assert_eq!(key_var, "PQBENCH_KEY_X25519");
+    let json = serde_json::to_string(&spec).expect("json");
+    let spawn = |i: u32, json: &str| {
+        Command::new(env!("CARGO_BIN_EXE_pqbench-worker"))
+            .args([
+                "--quiet",
+                "--spec-env",
+                "PQBENCH_RUN_SPEC",
+                "--index-env",
+                "JOB_COMPLETION_INDEX",
+            ])
+            .env("PQBENCH_RUN_SPEC", json)
+            .env("JOB_COMPLETION_INDEX", i.to_string())
+            .env(&key_var, &key_json)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn pqbench-worker")
+    };
+    let children: Vec<_> = (0..2).map(|i| spawn(i, &json)).collect();
+    let store = env.server.store();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let start = rt.block_on(async {
+        let s3 = store.client();
+        let give_up = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let listed = s3
+                .list_objects_v2()
+                .bucket(BUCKET)
+                .prefix("results/gated/ready/")
+                .send()
+                .await
+                .expect("list");
+            let ready: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
+            if ready.len() == 2 {
+                assert_eq!(
+                    ready,
+                    [
+                        worker::spec::ready_key("results/", "gated", 0),
+                        worker::spec::ready_key("results/", "gated", 1)
+                    ]
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "processes never got ready: {ready:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let at = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(1))
+            .to_string();
+        s3.put_object()
+            .bucket(BUCKET)
+            .key(worker::spec::start_key("results/", "gated"))
+            .body(at.clone().into_bytes().into())
+            .send()
+            .await
+            .expect("put start-at");
+        at
+    });
+    for (i, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().expect("wait");
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "process {i}: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info: ProcessInfo = rt.block_on(async {
+            let o = store
+                .client()
+                .get_object()
+                .bucket(BUCKET)
+                .key(format!("results/gated/p{i}/{}", files::PROCESS))
+                .send()
+                .await
+                .expect("process.json uploaded");
+            serde_json::from_slice(&o.body.collect().await.expect("body").into_bytes())
+                .expect("parse")
+        });
+        assert_eq!(
+            info.start_at, start,
+            "process {i} started at the written instant"
+        );
+        assert!(info.ready_lead_ms > 0.0);
+        assert!(info.worker_start_ms.iter().all(|&ms| ms >= 0.0));
+    }
+
+    // Nobody opens the gate.
+    spec.run_id = "never".into();
+    spec.processes.count = 1;
+    spec.start_gate = Some(worker::spec::StartGate {
+        timeout: Dur(Duration::from_secs(2)),
+    });
+    let out = spawn(0, &serde_json::to_string(&spec).expect("json"))
+        .wait_with_output()
+        .expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no start instant at s3://pqbench-test/results/never/start-at within 2s"),
+        "{err}"
+    );
 }

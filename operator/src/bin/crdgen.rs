@@ -1,23 +1,33 @@
-//! `crdgen [--check] [PATH]`: writes the `BenchmarkCampaign` CRD (default
-//! `crds/benchmarkcampaigns.pqbench.io.yaml`); `--check` fails if the file differs.
+//! `crdgen [--check] [PATH...]`: writes the `BenchmarkCampaign` CRD to
+//! `crds/benchmarkcampaigns.pqbench.io.yaml` and the Helm chart's copy
+//! (`charts/pqbench/files/`), or to the given paths; `--check` fails if any differs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const DEFAULT: &str = "crds/benchmarkcampaigns.pqbench.io.yaml";
+const DEFAULT: [&str; 2] = [
+    "crds/benchmarkcampaigns.pqbench.io.yaml",
+    "charts/pqbench/files/benchmarkcampaigns.pqbench.io.yaml",
+];
 
 fn main() -> ExitCode {
     let mut check = false;
-    let mut path = PathBuf::from(DEFAULT);
+    let mut paths: Vec<PathBuf> = Vec::new();
     for a in std::env::args().skip(1) {
         match a.as_str() {
             "--check" => check = true,
             "-h" | "--help" => {
-                println!("crdgen [--check] [PATH]  (default {DEFAULT})");
+                println!(
+                    "crdgen [--check] [PATH...]  (default {})",
+                    DEFAULT.join(" ")
+                );
                 return ExitCode::SUCCESS;
             }
-            p => path = PathBuf::from(p),
+            p => paths.push(PathBuf::from(p)),
         }
+    }
+    if paths.is_empty() {
+        paths = DEFAULT.iter().map(PathBuf::from).collect();
     }
     let yaml = match operator::crd_yaml() {
         Ok(y) => y,
@@ -26,21 +36,29 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if check {
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current == yaml {
-            return ExitCode::SUCCESS;
+    let mut code = ExitCode::SUCCESS;
+    for path in &paths {
+        if check {
+            if std::fs::read_to_string(path).unwrap_or_default() != yaml {
+                eprintln!(
+                    "crdgen: {} is not what the Rust types generate; run `cargo run -p operator --bin crdgen`",
+                    path.display()
+                );
+                code = ExitCode::FAILURE;
+            }
+            continue;
         }
-        eprintln!(
-            "crdgen: {} is not what the Rust types generate; run `cargo run -p operator --bin crdgen`",
-            path.display()
-        );
-        return ExitCode::FAILURE;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            eprintln!("crdgen: cannot create {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+        if let Err(e) = std::fs::write(path, &yaml) {
+            eprintln!("crdgen: cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+        println!("wrote {}", path.display());
     }
-    if let Err(e) = std::fs::write(&path, yaml) {
-        eprintln!("crdgen: cannot write {}: {e}", path.display());
-        return ExitCode::from(2);
-    }
-    println!("wrote {}", path.display());
-    ExitCode::SUCCESS
+    code
 }

@@ -21,14 +21,30 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(version, about)]
 struct Args {
     /// The run spec (YAML or JSON); `-` reads it from stdin.
-    #[arg(long)]
-    spec: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "spec_env",
+        conflicts_with = "spec_env"
+    )]
+    spec: Option<PathBuf>,
+    /// Read the run spec from this environment variable instead (the operator's worker
+    /// Jobs set `PQBENCH_RUN_SPEC`).
+    #[arg(long, value_name = "VAR")]
+    spec_env: Option<String>,
+    /// Take this process's index (`processes.index`) from this environment variable (an
+    /// Indexed Job's `JOB_COMPLETION_INDEX`).
+    #[arg(long, value_name = "VAR")]
+    index_env: Option<String>,
     /// No progress on stderr.
     #[arg(long)]
     quiet: bool,
     /// Print the summary as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Serve the worker's Prometheus metrics on http://ADDR/metrics while the run goes
+    /// (the operator's worker pods use 0.0.0.0:9464).
+    #[arg(long, value_name = "ADDR", env = "PQBENCH_METRICS_ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
 }
 
 fn main() -> ExitCode {
@@ -44,16 +60,39 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> anyhow::Result<bool> {
-    let spec = if args.spec.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading the run spec from stdin")?;
-        RunSpec::parse(&text, "stdin")?
-    } else {
-        RunSpec::read(&args.spec)?
+    let mut spec = match (&args.spec, &args.spec_env) {
+        (Some(p), _) if p.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading the run spec from stdin")?;
+            RunSpec::parse(&text, "stdin")?
+        }
+        (Some(p), _) => RunSpec::read(p)?,
+        (None, Some(var)) => {
+            let text = std::env::var(var)
+                .with_context(|| format!("environment variable {var} (the run spec) is not set"))?;
+            RunSpec::parse(&text, &format!("${var}"))?
+        }
+        (None, None) => anyhow::bail!("give --spec FILE or --spec-env VAR"),
     };
-    let checked = worker::engine::run_and_validate(&spec, !args.quiet)?;
+    if let Some(var) = &args.index_env {
+        let v = std::env::var(var).with_context(|| {
+            format!("environment variable {var} (the process index) is not set")
+        })?;
+        spec.processes.index = v
+            .trim()
+            .parse()
+            .with_context(|| format!("{var}={v:?} is not a process index"))?;
+        spec.validate()?;
+    }
+    let checked = worker::engine::run_and_validate(
+        &spec,
+        &worker::engine::RunOptions {
+            progress: !args.quiet,
+            metrics_addr: args.metrics_addr,
+        },
+    )?;
     let written = &checked.written;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&written.summary)?);
@@ -66,6 +105,9 @@ fn run(args: &Args) -> anyhow::Result<bool> {
                 .clone()
                 .unwrap_or_else(|| written.dir.display().to_string())
         );
+    }
+    if let Some(t) = &written.traces {
+        eprintln!("{}", t.describe());
     }
     checked.eprint_failures();
     Ok(checked.valid())

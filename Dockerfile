@@ -1,0 +1,67 @@
+# syntax=docker/dockerfile:1.7
+# Images of the pqbench operator and worker: static musl binaries on a distroless base
+# (no shell, no package manager, uid 65532). Pick one with --target:
+#
+#   docker build --target operator -t ghcr.io/pqbench/pqbench-operator:0.1.0 \
+#       --build-arg PQBENCH_GIT_COMMIT="$(git rev-parse HEAD)" .
+#   docker build --target worker -t ghcr.io/pqbench/pqbench-worker:0.1.0 \
+#       --build-arg PQBENCH_GIT_COMMIT="$(git rev-parse HEAD)" .
+#
+# Both targets share the builder stage (one compilation of the workspace). The builder runs
+# on the image's own platform, so `docker buildx build --platform linux/arm64` (Graviton
+# clients, as the study's c7g.4xlarge) compiles natively under emulation: slow, no cross
+# toolchain needed. tests/e2e/kind/run.sh builds both for kind. Not built in CI (no Docker
+# there); hadolint checks this file (make chart-check).
+
+# The toolchain rust-toolchain.toml pins, on Debian 13.
+ARG RUST_VERSION=1.95.0
+FROM docker.io/library/rust:${RUST_VERSION}-slim-trixie AS builder
+ARG RUST_VERSION
+# The commit recorded in run summaries (worker/build.rs); there is no .git in the context.
+ARG PQBENCH_GIT_COMMIT=unknown
+ENV PQBENCH_GIT_COMMIT=${PQBENCH_GIT_COMMIT} \
+    RUSTUP_TOOLCHAIN=${RUST_VERSION} \
+    CARGO_TERM_COLOR=never
+# musl-tools: the musl C toolchain for aws-lc-sys and mimalloc; cmake, clang and perl: the
+# aws-lc build for musl targets. Versions are those of the Debian release the base pins.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        musl-tools cmake clang libclang-dev perl make pkg-config ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+# x86_64 or aarch64, from the platform the stage runs on.
+RUN echo "$(uname -m)-unknown-linux-musl" > /rust-target \
+    && rustup target add "$(cat /rust-target)"
+WORKDIR /src
+COPY . .
+# Static binaries (musl, crt-static), built once for both images; the registry and target
+# caches survive between builds.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    target="$(cat /rust-target)" \
+    && RUSTFLAGS="-C target-feature=+crt-static" \
+        cargo build --release --locked --target "$target" \
+        -p operator --bin pqbench-operator \
+        -p worker --bin pqbench-worker \
+    && mkdir -p /out \
+    && cp "target/$target/release/pqbench-operator" "target/$target/release/pqbench-worker" /out/
+
+# The operator: reconciles BenchmarkCampaigns; /metrics, /healthz, /readyz on :8080.
+FROM gcr.io/distroless/static-debian12:nonroot AS operator
+LABEL org.opencontainers.image.title="pqbench-operator" \
+      org.opencontainers.image.description="pqbench operator: runs BenchmarkCampaign resources" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=builder /out/pqbench-operator /usr/local/bin/pqbench-operator
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/pqbench-operator"]
+
+# The worker: one run's client process (`pqbench-worker --spec FILE`), started by the
+# operator's Jobs.
+FROM gcr.io/distroless/static-debian12:nonroot AS worker
+LABEL org.opencontainers.image.title="pqbench-worker" \
+      org.opencontainers.image.description="pqbench worker: the client process of one benchmark run" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=builder /out/pqbench-worker /usr/local/bin/pqbench-worker
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/pqbench-worker"]

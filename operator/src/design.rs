@@ -1,0 +1,355 @@
+//! A campaign's design placed on a cluster: where the store under test and the results
+//! bucket are, which run specs the worker pods get, which keys they need (DESIGN.md
+//! "Operator"; the plan itself is `campaign::design`). Pure: names and plain data only.
+
+use campaign::{CampaignSpec, Manifest, Plan};
+use envelope::KeyType;
+use worker::spec::{
+    Credentials, KeyRef, Output, PromSource, RunSpec, S3Target, StartGate, Telemetry,
+};
+
+use crate::api::{BenchmarkCampaign, ResultsLocation};
+use crate::resources::{NODE_EXPORTER_PORT, Owner, S3_PORT};
+use crate::{Error, Result};
+
+/// The results bucket when the spec names none.
+pub const DEFAULT_RESULTS_BUCKET: &str = "pqbench-results";
+/// The bucket under test on the campaign's own MinIO.
+pub const MINIO_BUCKET: &str = "pqbench";
+/// Prefix of the environment variables carrying the recipient keys into worker pods.
+pub const KEY_ENV_PREFIX: &str = "PQBENCH_KEY_";
+/// Environment variables of the results store's own credentials in worker pods.
+pub const RESULTS_ACCESS_KEY_VAR: &str = "PQBENCH_RESULTS_ACCESS_KEY_ID";
+/// See [`RESULTS_ACCESS_KEY_VAR`].
+pub const RESULTS_SECRET_KEY_VAR: &str = "PQBENCH_RESULTS_SECRET_ACCESS_KEY";
+
+/// The manifest of a campaign object (what `pqbench plan` would read).
+pub fn manifest(c: &BenchmarkCampaign) -> Manifest {
+    Manifest {
+        api_version: "pqbench.io/v1alpha1".into(),
+        kind: "BenchmarkCampaign".into(),
+        metadata: campaign::spec::Metadata {
+            name: c.metadata.name.clone().unwrap_or_default(),
+            namespace: c.metadata.namespace.clone(),
+            labels: Default::default(),
+            annotations: Default::default(),
+        },
+        spec: c.spec.campaign.clone(),
+    }
+}
+
+/// Whether the store under test is reached with the pods' identity (an external server
+/// without a credentials Secret).
+pub fn server_uses_identity(spec: &CampaignSpec) -> bool {
+    spec.server
+        .external
+        .as_ref()
+        .is_some_and(|e| e.credentials_secret.is_none())
+}
+
+/// Whether the results store is reached with the pods' identity (its own endpoint without
+/// a credentials Secret, or the server's endpoint reached that way).
+pub fn results_use_identity(spec: &CampaignSpec) -> bool {
+    match &spec.results {
+        Some(r) if r.credentials_secret.is_some() => false,
+        Some(r) if r.endpoint.is_some() => true,
+        _ => server_uses_identity(spec),
+    }
+}
+
+/// What the API server's schema cannot check but the operator cannot run.
+pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
+    let identity = server_uses_identity(spec) || results_use_identity(spec);
+    if identity && spec.clients.service_account_name.is_none() {
+        return Some(
+            "an external server or results store without credentialsSecret is reached with the pods' identity: set clients.serviceAccountName to a ServiceAccount with that access (IRSA: annotated with eks.amazonaws.com/role-arn), or give credentialsSecret"
+                .into(),
+        );
+    }
+    None
+}
+
+/// The signing region of the results store: `results.region`, else the server's.
+pub fn results_region(spec: &CampaignSpec) -> String {
+    spec.results
+        .as_ref()
+        .and_then(|r| r.region.clone())
+        .or_else(|| spec.server.external.as_ref().map(|e| e.region.clone()))
+        .unwrap_or_else(|| "us-east-1".to_owned())
+}
+
+/// The endpoint under test.
+pub fn server_endpoint(owner: &Owner, spec: &CampaignSpec) -> String {
+    spec.server
+        .external
+        .as_ref()
+        .map_or_else(|| owner.minio_endpoint(), |e| e.endpoint.clone())
+}
+
+/// The Secret holding the keys of the store under test (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`); `None`: the pods' identity.
+pub fn server_credentials_secret(owner: &Owner, spec: &CampaignSpec) -> Option<String> {
+    match &spec.server.external {
+        Some(e) => e.credentials_secret.clone(),
+        None => Some(owner.credentials_secret()),
+    }
+}
+
+/// The Secret holding the results store's keys; `None`: the pods' identity.
+pub fn results_credentials_secret(owner: &Owner, spec: &CampaignSpec) -> Option<String> {
+    if results_use_identity(spec) {
+        return None;
+    }
+    spec.results
+        .as_ref()
+        .and_then(|r| r.credentials_secret.clone())
+        .or_else(|| server_credentials_secret(owner, spec))
+}
+
+/// Where the run files and the report go: `<namespace>/<name>/<uid>/` in the results
+/// bucket, so that a campaign recreated under the same name never mixes with the old one.
+pub fn results_location(owner: &Owner, spec: &CampaignSpec) -> ResultsLocation {
+    let r = spec.results.clone().unwrap_or_default();
+    ResultsLocation {
+        endpoint: r.endpoint.unwrap_or_else(|| server_endpoint(owner, spec)),
+        bucket: r
+            .bucket
+            .unwrap_or_else(|| DEFAULT_RESULTS_BUCKET.to_owned()),
+        prefix: format!(
+            "{}/{}/{}/",
+            owner.namespace, owner.name, owner.reference.uid
+        ),
+    }
+}
+
+/// The key types the plan's arms need (one recipient key each).
+pub fn key_types(plan: &Plan) -> Vec<KeyType> {
+    let mut out: Vec<KeyType> = Vec::new();
+    for kt in plan.arms.iter().map(|a| a.mode.key_type()) {
+        if kt != KeyType::None && !out.contains(&kt) {
+            out.push(kt);
+        }
+    }
+    out
+}
+
+/// Telemetry of the worker pods: MinIO's own metrics and the node-exporter sidecar in
+/// its pod (host-wide memory, disk and CPU: `/proc/meminfo`, `/proc/diskstats` and
+/// `/proc/stat` are not namespaced), which the pause rule reads. An external server
+/// gives neither, so its campaigns run without the pause.
+pub fn telemetry(owner: &Owner, spec: &CampaignSpec) -> Telemetry {
+    if spec.server.external.is_some() {
+        return Telemetry::default();
+    }
+    let host = format!("{}.{}.svc", owner.minio(), owner.namespace);
+    Telemetry {
+        server_metrics: Some(PromSource {
+            url: format!("http://{host}:{S3_PORT}/minio/v2/metrics/node"),
+            bearer_token_env: None,
+            bearer_token_file: None,
+        }),
+        node_exporter: Some(PromSource {
+            url: format!("http://{host}:{NODE_EXPORTER_PORT}/metrics"),
+            bearer_token_env: None,
+            bearer_token_file: None,
+        }),
+        ..Telemetry::default()
+    }
+}
+
+/// The run specs' environment on the cluster.
+pub fn environment(owner: &Owner, spec: &CampaignSpec) -> worker::plan::Environment {
+    let results = results_location(owner, spec);
+    let own_results_keys = spec
+        .results
+        .as_ref()
+        .is_some_and(|r| r.credentials_secret.is_some());
+    let results_identity =
+        results_use_identity(spec) && spec.results.as_ref().is_some_and(|r| r.endpoint.is_some());
+    let (endpoint, region, bucket) = match &spec.server.external {
+        Some(e) => (e.endpoint.clone(), e.region.clone(), e.bucket.clone()),
+        None => (
+            owner.minio_endpoint(),
+            "us-east-1".to_owned(),
+            MINIO_BUCKET.to_owned(),
+        ),
+    };
+    worker::plan::Environment {
+        s3: S3Target {
+            endpoint: endpoint.clone(),
+            region,
+            bucket,
+            credentials: if server_uses_identity(spec) {
+                Credentials::Identity
+            } else {
+                Credentials::default()
+            },
+        },
+        keys: KeyRef::Env(KEY_ENV_PREFIX.to_owned()),
+        output: Output::S3 {
+            bucket: results.bucket,
+            prefix: results.prefix,
+            endpoint: (results.endpoint != endpoint).then_some(results.endpoint),
+            credentials: if own_results_keys {
+                Some(Credentials::Env {
+                    access_key_var: RESULTS_ACCESS_KEY_VAR.to_owned(),
+                    secret_key_var: RESULTS_SECRET_KEY_VAR.to_owned(),
+                })
+            } else {
+                results_identity.then_some(Credentials::Identity)
+            },
+            region: spec.results.as_ref().and_then(|r| r.region.clone()),
+        },
+        telemetry: telemetry(owner, spec),
+        traces: spec
+            .telemetry
+            .as_ref()
+            .map(|t| worker::telemetry::TraceSpec {
+                endpoint: Some(t.otlp_endpoint.clone()),
+                protocol: t.otlp_protocol,
+                sample_ratio: Some(t.sample_ratio),
+            }),
+    }
+}
+
+/// The run spec of a planned run as a worker Job gets it: one spec for every pod (each
+/// takes its index from `JOB_COMPLETION_INDEX`), started by the start gate.
+pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<RunSpec> {
+    let run = plan.runs.get(index as usize).ok_or(Error::Invalid {
+        what: "run index beyond the plan",
+    })?;
+    let env = environment(owner, &m.spec);
+    let mut specs = worker::plan::run_specs(m, plan, run, &env).map_err(|e| Error::Spec {
+        detail: e.to_string(),
+    })?;
+    let mut s = specs.swap_remove(0);
+    s.start_gate = Some(StartGate::default());
+    s.validate().map_err(|e| Error::Spec {
+        detail: e.to_string(),
+    })?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn owner() -> Owner {
+        crate::resources::tests::owner()
+    }
+
+    use crate::fixtures::quick;
+
+    #[test]
+    fn run_specs_point_at_minio_and_the_results_prefix_and_wait_at_the_gate() {
+        let m = quick();
+        let plan = campaign::design::plan(&m);
+        let s = run_spec(&m, &plan, 0, &owner()).unwrap();
+        assert_eq!(s.s3.endpoint, "http://quick-minio.bench.svc:9000");
+        assert_eq!(s.s3.bucket, MINIO_BUCKET);
+        assert_eq!(s.s3.credentials, Credentials::default());
+        assert_eq!(
+            s.output,
+            Output::S3 {
+                bucket: DEFAULT_RESULTS_BUCKET.into(),
+                prefix: "bench/quick/0000-1111/".into(),
+                endpoint: None,
+                credentials: None,
+                region: None,
+            }
+        );
+        assert!(s.start_gate.is_some());
+        assert!(s.start_at.is_none());
+        assert_eq!(s.run_id, plan.runs[0].run_id);
+        assert_eq!(s.processes.count, m.spec.clients.processes);
+        assert_eq!(
+            s.recipient_key,
+            (s.cell.mode != envelope::Mode::Plaintext).then(|| KeyRef::Env(KEY_ENV_PREFIX.into()))
+        );
+        let t = s.telemetry.node_exporter.unwrap();
+        assert_eq!(t.url, "http://quick-minio.bench.svc:9100/metrics");
+        // The pause rule applies because the node exporter is there.
+        assert_eq!(s.pause.is_some(), m.spec.pause.enabled);
+    }
+
+    #[test]
+    fn external_servers_and_results_stores_use_their_own_endpoints_and_keys() {
+        let mut m = quick();
+        m.spec.server.external = Some(campaign::cluster::ExternalServer {
+            endpoint: "https://s3.eu-west-1.amazonaws.com".into(),
+            credentials_secret: Some("aws-keys".into()),
+            region: "eu-west-1".into(),
+            bucket: "bench-data".into(),
+        });
+        m.spec.results = Some(campaign::cluster::Results {
+            bucket: Some("bench-results".into()),
+            endpoint: Some("https://results.example".into()),
+            credentials_secret: Some("results-keys".into()),
+            region: Some("ap-southeast-2".into()),
+        });
+        assert_eq!(unsupported(&m.spec), None);
+        let plan = campaign::design::plan(&m);
+        let o = owner();
+        let s = run_spec(&m, &plan, 1, &o).unwrap();
+        assert_eq!(s.s3.endpoint, "https://s3.eu-west-1.amazonaws.com");
+        assert_eq!(s.s3.region, "eu-west-1");
+        assert_eq!(s.telemetry, Telemetry::default());
+        assert!(s.pause.is_none(), "no view of an external server's host");
+        let Output::S3 {
+            endpoint,
+            credentials,
+            bucket,
+            ..
+        } = &s.output
+        else {
+            panic!("S3 output");
+        };
+        assert_eq!(bucket, "bench-results");
+        assert_eq!(endpoint.as_deref(), Some("https://results.example"));
+        let Output::S3 { region, .. } = &s.output else {
+            panic!("S3 output");
+        };
+        assert_eq!(region.as_deref(), Some("ap-southeast-2"));
+        assert_eq!(results_region(&m.spec), "ap-southeast-2");
+        assert!(
+            matches!(credentials, Some(Credentials::Env { access_key_var, .. }) if access_key_var == RESULTS_ACCESS_KEY_VAR)
+        );
+        assert_eq!(
+            server_credentials_secret(&o, &m.spec).as_deref(),
+            Some("aws-keys")
+        );
+        assert_eq!(
+            results_credentials_secret(&o, &m.spec).as_deref(),
+            Some("results-keys")
+        );
+        // Without Secrets: the pods' identity, which needs a ServiceAccount.
+        m.spec.server.external.as_mut().unwrap().credentials_secret = None;
+        m.spec.results.as_mut().unwrap().credentials_secret = None;
+        assert!(
+            unsupported(&m.spec)
+                .unwrap()
+                .contains("clients.serviceAccountName")
+        );
+        m.spec.clients.service_account_name = Some("pqbench-irsa".into());
+        assert_eq!(unsupported(&m.spec), None);
+        assert_eq!(server_credentials_secret(&o, &m.spec), None);
+        assert_eq!(results_credentials_secret(&o, &m.spec), None);
+        let s = run_spec(&m, &plan, 1, &o).unwrap();
+        assert_eq!(s.s3.credentials, Credentials::Identity);
+        let Output::S3 { credentials, .. } = &s.output else {
+            panic!("S3 output");
+        };
+        assert_eq!(credentials, &Some(Credentials::Identity));
+    }
+
+    #[test]
+    fn key_types_are_those_of_the_arms() {
+        let m = quick();
+        let plan = campaign::design::plan(&m);
+        let kts = key_types(&plan);
+        assert!(!kts.is_empty());
+        assert!(!kts.contains(&KeyType::None));
+    }
+}

@@ -1,0 +1,180 @@
+//! `pqbench-operator`: reconciles `BenchmarkCampaign` resources, serves `/metrics`,
+//! `/healthz` and `/readyz`, and holds a Lease so that one replica reconciles at a time.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context as _;
+use clap::Parser;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Request, Response, StatusCode};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
+use operator::metrics::Metrics;
+use operator::reconcile::{Config, Context};
+use tracing::{error, info, warn};
+
+/// The pqbench operator.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Address of `/metrics`, `/healthz` and `/readyz`.
+    #[arg(long, env = "PQBENCH_METRICS_ADDR", default_value = "0.0.0.0:8080")]
+    metrics_addr: SocketAddr,
+    /// Worker image for campaigns that name none.
+    #[arg(long, env = "PQBENCH_WORKER_IMAGE", default_value = concat!("ghcr.io/pqbench/pqbench-worker:", env!("CARGO_PKG_VERSION")))]
+    worker_image: String,
+    /// Image of the node-exporter sidecar beside MinIO.
+    #[arg(long, env = "PQBENCH_NODE_EXPORTER_IMAGE", default_value = operator::resources::DEFAULT_NODE_EXPORTER_IMAGE)]
+    node_exporter_image: String,
+    /// Watch only this namespace (all when empty).
+    #[arg(long, env = "PQBENCH_WATCH_NAMESPACE", default_value = "")]
+    watch_namespace: String,
+    /// Hold the Lease before reconciling (one active replica).
+    #[arg(long, default_value_t = true, overrides_with = "no_leader_election")]
+    leader_election: bool,
+    /// Reconcile without a Lease (a single replica, or tests).
+    #[arg(long)]
+    no_leader_election: bool,
+    /// Name of the Lease.
+    #[arg(long, default_value = "pqbench-operator")]
+    lease_name: String,
+    /// Where the analysis downloads run files.
+    #[arg(long, env = "PQBENCH_TMP", default_value = "/tmp")]
+    tmp: PathBuf,
+}
+
+struct Health {
+    metrics: Arc<Metrics>,
+    ready: AtomicBool,
+}
+
+async fn serve(addr: SocketAddr, health: Arc<Health>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (--metrics-addr)"))?;
+    info!(%addr, "serving /metrics, /healthz, /readyz");
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let health = health.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let health = health.clone();
+                async move {
+                    let text = "text/plain; charset=utf-8";
+                    let (code, ct, body) = match req.uri().path() {
+                        "/metrics" => {
+                            let accept = req
+                                .headers()
+                                .get(hyper::header::ACCEPT)
+                                .and_then(|v| v.to_str().ok());
+                            let (ct, body) = health.metrics.render(accept);
+                            (StatusCode::OK, ct, body)
+                        }
+                        "/healthz" => (StatusCode::OK, text, "ok\n".to_owned()),
+                        "/readyz" if health.ready.load(Ordering::Relaxed) => {
+                            (StatusCode::OK, text, "ready\n".to_owned())
+                        }
+                        "/readyz" => (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            text,
+                            "not ready\n".to_owned(),
+                        ),
+                        _ => (StatusCode::NOT_FOUND, text, "not found\n".to_owned()),
+                    };
+                    let mut r = Response::new(Full::new(Bytes::from(body)));
+                    *r.status_mut() = code;
+                    if let Ok(v) = hyper::header::HeaderValue::from_str(ct) {
+                        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+                    }
+                    Ok::<_, Infallible>(r)
+                }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, svc)
+                .await
+            {
+                warn!(error = %e, "metrics connection");
+            }
+        });
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let telemetry = operator::telemetry::init()?;
+    if let Some(t) = &telemetry.traces {
+        info!(endpoint = %t.endpoint, protocol = %t.protocol, sample_ratio = t.sample_ratio, "exporting reconcile traces");
+    }
+    let args = Args::parse();
+    let client = Client::try_default()
+        .await
+        .context("cannot reach the Kubernetes API (in-cluster config or KUBECONFIG)")?;
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health {
+        metrics: metrics.clone(),
+        ready: AtomicBool::new(false),
+    });
+    // Ready once the API is reachable: a standby replica waiting for the Lease is ready
+    // too (it serves /metrics and takes over when the leader goes).
+    health.ready.store(true, Ordering::Relaxed);
+    let server = tokio::spawn(serve(args.metrics_addr, health.clone()));
+    let identity = std::env::var("POD_NAME")
+        .unwrap_or_else(|_| format!("pqbench-operator-{}", std::process::id()));
+    if args.leader_election && !args.no_leader_election {
+        let ns = std::env::var("POD_NAMESPACE").unwrap_or_else(|_| "default".into());
+        let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+        info!(lease = %args.lease_name, namespace = %ns, %identity, "waiting for the Lease");
+        loop {
+            match operator::lease::try_hold(&leases, &args.lease_name, &identity).await {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => warn!(error = %e, "Lease"),
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        }
+        metrics.leader.set(1);
+        info!("holding the Lease");
+        let name = args.lease_name.clone();
+        let id = identity.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(operator::lease::RENEW).await;
+                match operator::lease::try_hold(&leases, &name, &id).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        error!("lost the Lease; exiting so that one replica reconciles");
+                        std::process::exit(1);
+                    }
+                    Err(e) => warn!(error = %e, "renewing the Lease"),
+                }
+            }
+        });
+    }
+    let ctx = Arc::new(Context::new(
+        client,
+        Config {
+            worker_image: args.worker_image,
+            node_exporter_image: args.node_exporter_image,
+            tmp: args.tmp,
+            instance: identity,
+        },
+        metrics,
+    ));
+    let ns = (!args.watch_namespace.is_empty()).then_some(args.watch_namespace.as_str());
+    tokio::select! {
+        () = operator::reconcile::run(ctx, ns) => info!("controller stopped"),
+        r = server => match r {
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(())) => {}
+            Err(e) => return Err(e.into()),
+        },
+    }
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
+    Ok(())
+}

@@ -1,0 +1,641 @@
+//! The executor around [`crate::step::decide`] (controller-rs shape): observe the campaign's
+//! children and results bucket, decide, write the status (server-side apply on `/status`),
+//! then act; a finalizer deletes the children when the campaign is deleted.
+//!
+//! The status is written before the actions, so an action cut short by a crash is decided
+//! again on the next pass; every action is idempotent (create-if-absent Secrets, applied
+//! Service/StatefulSet/Job, delete-if-present, a start instant written once per attempt).
+//! Secret data is generated here and goes only into the API server: never into a log,
+//! an event or the status.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action as Requeue, Controller};
+use kube::runtime::events::{Event as KEvent, EventType, Recorder, Reporter};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::watcher;
+use kube::{Client, Resource as _, ResourceExt as _};
+use serde_json::json;
+use tracing::{info, instrument, warn};
+use worker::S3Settings;
+
+use crate::api::{BenchmarkCampaign, Phase};
+use crate::design;
+use crate::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
+use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, Placement, SECRET_KEY};
+use crate::results::ResultsStore;
+use crate::step::{self, Action, Decision, Facts, JobState};
+use crate::{Error, Result};
+
+/// The finalizer the operator puts on every campaign.
+pub const FINALIZER: &str = "pqbench.io/cleanup";
+/// The server-side-apply field manager.
+pub const MANAGER: &str = "pqbench-operator";
+
+/// The operator's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Worker image when a campaign names none.
+    pub worker_image: String,
+    /// Image of the node-exporter sidecar beside MinIO.
+    pub node_exporter_image: String,
+    /// Where the analysis downloads run files.
+    pub tmp: PathBuf,
+    /// Reporter instance for events (the pod name).
+    pub instance: String,
+}
+
+/// Shared state of the reconcilers.
+#[derive(Clone)]
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Settings.
+    pub config: Config,
+}
+
+impl Context {
+    /// A context for a client and settings.
+    pub fn new(client: Client, config: Config, metrics: Arc<Metrics>) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: MANAGER.to_owned(),
+                instance: Some(config.instance.clone()),
+            },
+        );
+        Self {
+            client,
+            recorder,
+            metrics,
+            config,
+        }
+    }
+}
+
+/// Reconciles one campaign (wrapped in the finalizer).
+#[instrument(skip(c, ctx), fields(campaign = %c.name_any(), namespace = c.namespace().unwrap_or_default()))]
+pub async fn reconcile(c: Arc<BenchmarkCampaign>, ctx: Arc<Context>) -> Result<Requeue> {
+    let started = Instant::now();
+    let ns = c.namespace().ok_or(Error::Invalid {
+        what: "campaign without a namespace",
+    })?;
+    let api: Api<BenchmarkCampaign> = Api::namespaced(ctx.client.clone(), &ns);
+    let out = finalizer(&api, FINALIZER, c, |event| async {
+        match event {
+            Finalizer::Apply(c) => apply(&c, &ctx).await,
+            Finalizer::Cleanup(c) => cleanup(&c, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    ctx.metrics.reconcile_duration.observe(
+        started.elapsed().as_secs_f64(),
+        crate::telemetry::trace_id().map(|trace_id| TraceLabel { trace_id }),
+        None,
+    );
+    ctx.metrics.reconciliations.inc();
+    if let Err(e) = &out {
+        ctx.metrics
+            .failures
+            .get_or_create(&ErrorLabel { error: e.kind() })
+            .inc();
+    }
+    out
+}
+
+/// After a failed pass: log it (the error names what failed) and look again in 15 s.
+pub fn error_policy(c: Arc<BenchmarkCampaign>, e: &Error, _ctx: Arc<Context>) -> Requeue {
+    warn!(campaign = %c.name_any(), error = %e, "reconcile failed; retrying in 15s");
+    Requeue::requeue(Duration::from_secs(15))
+}
+
+fn settings(endpoint: &str, region: &str, secret: &Secret, name: &str) -> Result<S3Settings> {
+    let get = |k: &str| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(k))
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .ok_or(Error::Spec {
+                detail: format!("Secret {name} has no {k}"),
+            })
+    };
+    let mut s = S3Settings::new(endpoint, &get(ACCESS_KEY)?, &get(SECRET_KEY)?);
+    region.clone_into(&mut s.region);
+    Ok(s)
+}
+
+/// The campaign's results store, from its credentials Secret.
+async fn results_store(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+) -> Result<ResultsStore> {
+    let spec = &c.spec.campaign;
+    let loc = design::results_location(owner, spec);
+    let region = design::results_region(spec);
+    let settings = match design::results_credentials_secret(owner, spec) {
+        Some(name) => {
+            let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+            let secret = secrets.get_opt(&name).await?.ok_or_else(|| Error::Spec {
+                detail: format!("Secret {name} (results store credentials) does not exist"),
+            })?;
+            settings(&loc.endpoint, &region, &secret, &name)?
+        }
+        // The operator's own identity (IRSA on its ServiceAccount).
+        None => {
+            let mut s = S3Settings::with_identity(&loc.endpoint);
+            s.region = region;
+            s
+        }
+    };
+    ResultsStore::new(&settings, &loc.bucket, &loc.prefix)
+}
+
+async fn observe_server(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+) -> Result<(bool, Option<String>)> {
+    if c.spec.server.external.is_some() {
+        return Ok((true, None));
+    }
+    let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    Ok(match sets.get_opt(&owner.minio()).await? {
+        None => (
+            false,
+            Some(format!("StatefulSet {} not created yet", owner.minio())),
+        ),
+        Some(s) => {
+            let ready = s.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+            (
+                ready >= 1,
+                Some(format!(
+                    "StatefulSet {}: {ready}/1 pods ready",
+                    owner.minio()
+                )),
+            )
+        }
+    })
+}
+
+async fn minio_settings(ctx: &Context, owner: &Owner) -> Result<Option<S3Settings>> {
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let name = owner.credentials_secret();
+    secrets
+        .get_opt(&name)
+        .await?
+        .map(|s| settings(&owner.minio_endpoint(), "us-east-1", &s, &name))
+        .transpose()
+}
+
+/// Whether MinIO's bucket under test exists (false also when MinIO cannot be asked).
+async fn minio_bucket_exists(ctx: &Context, owner: &Owner) -> bool {
+    let Ok(Some(st)) = minio_settings(ctx, owner).await else {
+        return false;
+    };
+    let Ok(client) = st.client() else {
+        return false;
+    };
+    client
+        .head_bucket()
+        .bucket(design::MINIO_BUCKET)
+        .send()
+        .await
+        .is_ok()
+}
+
+async fn observe_job(ctx: &Context, ns: &str, name: &str) -> Result<JobState> {
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), ns);
+    let Some(job) = jobs.get_opt(name).await? else {
+        return Ok(JobState::Absent);
+    };
+    let conds = job.status.and_then(|s| s.conditions).unwrap_or_default();
+    let is = |t: &str| conds.iter().find(|c| c.type_ == t && c.status == "True");
+    if let Some(f) = is("Failed") {
+        return Ok(JobState::Failed(
+            f.message
+                .clone()
+                .or_else(|| f.reason.clone())
+                .unwrap_or_else(|| "failed".into()),
+        ));
+    }
+    if is("Complete").is_some() {
+        return Ok(JobState::Succeeded);
+    }
+    Ok(JobState::Active)
+}
+
+fn time_of(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> SystemTime {
+    t.map_or_else(SystemTime::now, |t| SystemTime::from(t.0))
+}
+
+/// `namespace/name`: a campaign in the phase gauge.
+fn campaign_key(c: &BenchmarkCampaign) -> String {
+    format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any())
+}
+
+async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
+    let owner = Owner::of(c)?;
+    let m = design::manifest(c);
+    let plan = campaign::design::plan(&m);
+    let invalid = m.validate().err().or_else(|| design::unsupported(&m.spec));
+    let status = c.status.clone().unwrap_or_default();
+    let results = design::results_location(&owner, &m.spec);
+    let phase = status.phase;
+    ctx.metrics.campaign_phase(&campaign_key(c), Some(phase));
+    let (server_ready, server_detail) = if matches!(phase, Phase::Provisioning | Phase::Running) {
+        observe_server(ctx, &owner, c).await?
+    } else {
+        (false, None)
+    };
+    let store = results_store(ctx, &owner, c).await;
+    let bucket = if server_ready && matches!(phase, Phase::Provisioning | Phase::Running) {
+        match &store {
+            Ok(s) => s
+                .observe(m.spec.clients.processes)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    } else {
+        Err("not looked at in this phase".into())
+    };
+    let server_bucket = if c.spec.server.external.is_some() || !server_ready {
+        c.spec.server.external.is_some()
+    } else {
+        minio_bucket_exists(ctx, &owner).await
+    };
+    let job = match (&status.current, phase) {
+        (Some(cur), Phase::Running) => observe_job(ctx, &owner.namespace, &cur.job).await?,
+        _ => JobState::NotLooked,
+    };
+    let facts = Facts {
+        now: SystemTime::now(),
+        created: time_of(c.metadata.creation_timestamp.as_ref()),
+        generation: c.metadata.generation,
+        spec: &m.spec,
+        plan: &plan,
+        status: &status,
+        results: &results,
+        server_ready,
+        server_detail,
+        server_bucket,
+        bucket,
+        job,
+        invalid,
+    };
+    let mut d = step::decide(&facts);
+    let mut last = status.clone();
+    loop {
+        write_status(ctx, c, &last, &d).await?;
+        last = d.status.clone();
+        let mut next: Option<Decision> = None;
+        for a in std::mem::take(&mut d.actions) {
+            if let Some(after) = act(ctx, c, &owner, &m, &plan, &store, &facts, &d, a).await? {
+                next = Some(after);
+            }
+        }
+        match next {
+            Some(after) => d = after,
+            None => break,
+        }
+    }
+    Ok(d.requeue
+        .map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+async fn write_status(
+    ctx: &Context,
+    c: &BenchmarkCampaign,
+    before: &crate::api::CampaignStatus,
+    d: &Decision,
+) -> Result<()> {
+    if *before == d.status && c.status.is_some() {
+        return Ok(());
+    }
+    ctx.metrics
+        .campaign_phase(&campaign_key(c), Some(d.status.phase));
+    if before.phase != d.status.phase {
+        ctx.metrics
+            .transitions
+            .get_or_create(&PhaseLabel {
+                phase: d.status.phase.as_str(),
+            })
+            .inc();
+        info!(
+            from = before.phase.as_str(),
+            to = d.status.phase.as_str(),
+            "phase"
+        );
+    }
+    let api: Api<BenchmarkCampaign> =
+        Api::namespaced(ctx.client.clone(), &c.namespace().unwrap_or_default());
+    let patch = json!({
+        "apiVersion": "pqbench.io/v1alpha1",
+        "kind": "BenchmarkCampaign",
+        "status": d.status,
+    });
+    api.patch_status(
+        &c.name_any(),
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
+fn random_token(bytes: usize) -> String {
+    let mut b = zeroize::Zeroizing::new(vec![0u8; bytes]);
+    rand_core::Rng::fill_bytes(&mut envelope::os_rng(), &mut b);
+    hex::encode(&*b)
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the executor's whole context, passed once"
+)]
+async fn act(
+    ctx: &Context,
+    c: &BenchmarkCampaign,
+    owner: &Owner,
+    m: &campaign::Manifest,
+    plan: &campaign::Plan,
+    store: &Result<ResultsStore>,
+    facts: &Facts<'_>,
+    d: &Decision,
+    a: Action,
+) -> Result<Option<Decision>> {
+    let ns = &owner.namespace;
+    let client = ctx.client.clone();
+    let store = || {
+        store.as_ref().map_err(|e| Error::Spec {
+            detail: e.to_string(),
+        })
+    };
+    let ssa = PatchParams::apply(MANAGER).force();
+    match a {
+        Action::Provision => {
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+            if c.spec.server.external.is_none()
+                && secrets
+                    .get_opt(&owner.credentials_secret())
+                    .await?
+                    .is_none()
+            {
+                let s = resources::credentials_secret(owner, &random_token(10), &random_token(20));
+                create_if_absent(&secrets, &s).await?;
+            }
+            if secrets.get_opt(&owner.keys_secret()).await?.is_none() {
+                let mut keys = Vec::new();
+                for kt in design::key_types(plan) {
+                    let sk = envelope::SecretKey::generate(kt, &mut envelope::os_rng()).map_err(
+                        |e| Error::Spec {
+                            detail: format!("generating a {kt} key: {e}"),
+                        },
+                    )?;
+                    let json = sk.to_file_json().map_err(|e| Error::Spec {
+                        detail: format!("encoding a {kt} key: {e}"),
+                    })?;
+                    keys.push((kt, json));
+                }
+                create_if_absent(&secrets, &resources::keys_secret(owner, &keys)).await?;
+            }
+            if let Some(minio) = c
+                .spec
+                .server
+                .external
+                .is_none()
+                .then(|| c.spec.server.minio.clone().unwrap_or_default())
+            {
+                let sp = &c.spec.server;
+                let placement = Placement::new(
+                    &sp.node_group,
+                    sp.node_selector.as_ref(),
+                    &sp.tolerations,
+                    sp.affinity.as_ref(),
+                    "spec.server.affinity",
+                )?;
+                let svc: Api<Service> = Api::namespaced(client.clone(), ns);
+                svc.patch(
+                    &owner.minio(),
+                    &ssa,
+                    &Patch::Apply(resources::minio_service(owner)),
+                )
+                .await?;
+                let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+                let set = resources::minio_statefulset(
+                    owner,
+                    &minio,
+                    placement,
+                    &ctx.config.node_exporter_image,
+                );
+                sets.patch(&owner.minio(), &ssa, &Patch::Apply(set)).await?;
+            }
+        }
+        Action::CreateBuckets => {
+            store()?.create_bucket().await?;
+            if c.spec.server.external.is_none()
+                && let Some(st) = minio_settings(ctx, owner).await?
+            {
+                worker::Store::new(&st, design::MINIO_BUCKET, &plan.campaign)?
+                    .create_bucket()
+                    .await?;
+            }
+        }
+        Action::StartJob { index, attempt } => {
+            let name = step::job_name(&plan.campaign, index, attempt);
+            let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+            if jobs.get_opt(&name).await?.is_none() {
+                let spec = design::run_spec(m, plan, index, owner)?;
+                let cleared = store()?.clear_run(&spec.run_id).await?;
+                if cleared > 0 {
+                    info!(run = %spec.run_id, objects = cleared, "cleared an earlier attempt's objects");
+                }
+                let cl = &c.spec.clients;
+                let placement = Placement::new(
+                    &cl.node_group,
+                    cl.node_selector.as_ref(),
+                    &cl.tolerations,
+                    cl.affinity.as_ref(),
+                    "spec.clients.affinity",
+                )?;
+                let key_types = design::key_types(plan);
+                let spec_ = &c.spec.campaign;
+                let pods = resources::WorkerPods {
+                    image: cl.image.as_deref().unwrap_or(&ctx.config.worker_image),
+                    processes: cl.processes,
+                    resources: cl.resources.as_ref(),
+                    image_pull_secrets: &cl.image_pull_secrets,
+                    server_credentials: design::server_credentials_secret(owner, spec_),
+                    service_account_name: cl.service_account_name.clone(),
+                    results_credentials: spec_
+                        .results
+                        .as_ref()
+                        .and_then(|r| r.credentials_secret.clone()),
+                    key_types: &key_types,
+                    active_deadline_seconds: i64::try_from(step::run_deadline(spec_).as_secs())
+                        .unwrap_or(i64::MAX),
+                };
+                let job =
+                    resources::worker_job(owner, &name, &spec, attempt, index, &pods, placement)?;
+                jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
+            }
+        }
+        Action::DeleteJob { name } => {
+            let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+            delete_if_present(&jobs, &name).await?;
+        }
+        Action::OpenGate { run_id, at } => store()?.open_gate(&run_id, &at).await?,
+        Action::Analyze => {
+            let outcome = store()?.analyze(m, plan, &ctx.config.tmp).await;
+            return Ok(Some(match outcome {
+                Ok(a) => step::analyzed(facts, &d.status, &a),
+                Err((why, fatal)) => step::analysis_failed(facts, &d.status, &why, fatal),
+            }));
+        }
+        Action::StopJobs => stop_jobs(ctx, owner).await?,
+        Action::CleanUp => delete_children(ctx, owner).await?,
+        Action::Event(e) => {
+            let run_outcome = match e.reason {
+                "RunCompleted" => Some("completed"),
+                "RunRetried" => Some("retried"),
+                "RunFailed" => Some("failed"),
+                _ => None,
+            };
+            if let Some(o) = run_outcome {
+                ctx.metrics
+                    .runs
+                    .get_or_create(&Outcome { outcome: o })
+                    .inc();
+            }
+            let ev = KEvent {
+                type_: if e.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: e.reason.to_owned(),
+                note: Some(e.note.chars().take(1000).collect()),
+                action: e.reason.to_owned(),
+                secondary: None,
+            };
+            if let Err(err) = ctx.recorder.publish(&ev, &c.object_ref(&())).await {
+                // An event that cannot be recorded does not stop the campaign.
+                warn!(reason = e.reason, error = %err, "cannot record an event");
+            }
+        }
+    }
+    Ok(None)
+}
+
+async fn create_if_absent(api: &Api<Secret>, s: &Secret) -> Result<()> {
+    match api.create(&PostParams::default(), s).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn selector(owner: &Owner, component: &str) -> ListParams {
+    ListParams::default().labels(&format!(
+        "{CAMPAIGN_LABEL}={},app.kubernetes.io/component={component}",
+        owner.name
+    ))
+}
+
+async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    for j in jobs.list(&selector(owner, "worker")).await? {
+        delete_if_present(&jobs, &j.name_any()).await?;
+    }
+    Ok(())
+}
+
+/// Deletes every child: worker Jobs, MinIO's StatefulSet and Service, the credentials
+/// and keys Secrets. Owner references would let the garbage collector do it; doing it
+/// here stops running workers at once and works where no collector runs.
+async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {
+    stop_jobs(ctx, owner).await?;
+    let ns = &owner.namespace;
+    let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
+    delete_if_present(&sets, &owner.minio()).await?;
+    let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+    delete_if_present(&svc, &owner.minio()).await?;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    delete_if_present(&secrets, &owner.credentials_secret()).await?;
+    delete_if_present(&secrets, &owner.keys_secret()).await?;
+    Ok(())
+}
+
+async fn cleanup(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
+    let owner = Owner::of(c)?;
+    delete_children(ctx, &owner).await?;
+    ctx.metrics.campaign_phase(&campaign_key(c), None);
+    let ev = KEvent {
+        type_: EventType::Normal,
+        reason: "Deleted".into(),
+        note: Some(
+            "deleted the campaign's server, Secrets and Jobs; the results bucket is kept".into(),
+        ),
+        action: "Deleted".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &c.object_ref(&())).await {
+        warn!(error = %e, "cannot record an event");
+    }
+    Ok(Requeue::await_change())
+}
+
+/// Runs the controller until a termination signal: campaigns in `namespace` (all when
+/// `None`), woken by changes to the Jobs and StatefulSets they own.
+pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
+    let client = ctx.client.clone();
+    let (campaigns, jobs, sets) = match namespace {
+        Some(ns) => (
+            Api::<BenchmarkCampaign>::namespaced(client.clone(), ns),
+            Api::<Job>::namespaced(client.clone(), ns),
+            Api::<StatefulSet>::namespaced(client.clone(), ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client),
+        ),
+    };
+    let owned = watcher::Config::default().labels("app.kubernetes.io/managed-by=pqbench-operator");
+    Controller::new(campaigns, watcher::Config::default().any_semantic())
+        .owns(jobs, owned.clone())
+        .owns(sets, owned)
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                warn!(error = %e, "controller");
+            }
+        })
+        .await;
+}

@@ -1,0 +1,1162 @@
+//! The reconciler's decision, as a pure function (STYLE.md "Use the type system for
+//! states"; DESIGN.md "Operator"): from what the executor observed ([`Facts`]) to the new
+//! status and the [`Action`]s that bring the cluster there ([`decide`]).
+//!
+//! ```text
+//! Pending ─▶ Provisioning ─▶ Running ─▶ Analyzing ─▶ Succeeded
+//!               │ deadline      │ deadline   │ deadline
+//!               ▼               ▼ (per run)  ▼
+//!             Failed     retry, then FailedRun and go on        Failed
+//! ```
+//!
+//! - Provisioning: the credentials and keys Secrets (created once), MinIO's StatefulSet
+//!   and headless Service; done when the server is ready and the results bucket exists.
+//! - Running: the plan's runs in order, one worker Job per attempt. A run is done when
+//!   every process's `SHA256SUMS` is in the results bucket (valid or not: the analysis
+//!   judges validity). Once every pod of the attempt announced itself ready in the bucket,
+//!   the operator writes the start instant (the worker's start gate). A failed Job, a Job
+//!   that succeeded without its files, or the run deadline fails the attempt; the run is
+//!   retried `runRetries` times (default 2) and then recorded in `failedRuns`, and the
+//!   campaign goes on (condition `Degraded`).
+//! - Restart: the state is the status (phase, current run and attempt, failed runs) plus
+//!   the results bucket (which runs are complete), so a restarted operator neither repeats
+//!   nor loses a run. The executor writes the status before it acts, so an action that did
+//!   not happen is decided again, and every action is idempotent.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+use campaign::{CampaignSpec, Plan};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::api::{CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation};
+
+/// Attempts after the first when the spec does not say.
+pub const DEFAULT_RUN_RETRIES: u32 = 2;
+/// How long after the last pod is ready the start instant lies (the pods poll every
+/// 200 ms).
+pub const START_LEAD: Duration = Duration::from_secs(2);
+
+/// What the executor observed of the results bucket.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketView {
+    /// Whether the bucket exists.
+    pub exists: bool,
+    /// Runs whose every process has its `SHA256SUMS` in the bucket.
+    pub completed: BTreeSet<String>,
+    /// Ready markers per run.
+    pub ready: BTreeMap<String, u32>,
+    /// Runs whose start instant is written.
+    pub started: BTreeSet<String>,
+}
+
+/// The state of the current attempt's Job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// No run in progress, so no Job looked at.
+    NotLooked,
+    /// The Job does not exist.
+    Absent,
+    /// Its pods are pending or running.
+    Active,
+    /// Every index completed.
+    Succeeded,
+    /// The Job failed (the reason from its condition).
+    Failed(String),
+}
+
+/// Everything [`decide`] needs.
+#[derive(Clone, Debug)]
+pub struct Facts<'a> {
+    /// Now.
+    pub now: SystemTime,
+    /// The campaign's creation time on the API server.
+    pub created: SystemTime,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The spec.
+    pub spec: &'a CampaignSpec,
+    /// Its plan.
+    pub plan: &'a Plan,
+    /// The status as stored.
+    pub status: &'a CampaignStatus,
+    /// Where results go.
+    pub results: &'a ResultsLocation,
+    /// Whether the server answers (MinIO ready, or external).
+    pub server_ready: bool,
+    /// Why the server is not ready, when it is not.
+    pub server_detail: Option<String>,
+    /// Whether the bucket under test exists (MinIO's, made by the operator; an external
+    /// server's bucket is the user's and taken as given).
+    pub server_bucket: bool,
+    /// The results bucket; `Err` when it could not be read.
+    pub bucket: Result<BucketView, String>,
+    /// The current attempt's Job.
+    pub job: JobState,
+    /// A spec error the API server's schema could not catch.
+    pub invalid: Option<String>,
+}
+
+/// An event to record (PascalCase reason, fixed set).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Warning rather than Normal.
+    pub warning: bool,
+    /// The reason.
+    pub reason: &'static str,
+    /// What happened, for people.
+    pub note: String,
+}
+
+/// What the executor does, in order, after writing the new status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Create the credentials and keys Secrets if absent; apply MinIO's Service and
+    /// StatefulSet.
+    Provision,
+    /// Create the results bucket (and, on MinIO, the bucket under test).
+    CreateBuckets,
+    /// Apply the Job of an attempt. If the Job does not exist yet, first delete whatever
+    /// an earlier attempt left under the run's prefix (ready markers, start instant,
+    /// partial files).
+    StartJob {
+        /// Plan index of the run.
+        index: u32,
+        /// Attempt, from 1.
+        attempt: u32,
+    },
+    /// Delete a Job and its pods.
+    DeleteJob {
+        /// Job name.
+        name: String,
+    },
+    /// Write the run's start instant to the results bucket.
+    OpenGate {
+        /// Run id.
+        run_id: String,
+        /// The instant (RFC 3339).
+        at: String,
+    },
+    /// Download the run files, compute the verdicts, upload the report; then
+    /// [`analyzed`] or [`analysis_failed`] gives the status.
+    Analyze,
+    /// Delete every worker Job of the campaign.
+    StopJobs,
+    /// Delete the server, Secrets and Jobs (the TTL after the end).
+    CleanUp,
+    /// Record an event.
+    Event(Event),
+}
+
+/// The outcome of [`decide`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The status to write.
+    pub status: CampaignStatus,
+    /// What to do, in order.
+    pub actions: Vec<Action>,
+    /// When to look again (`None`: only on a change).
+    pub requeue: Option<Duration>,
+}
+
+/// RFC 3339 with milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn parse_time(s: Option<&str>) -> Option<SystemTime> {
+    s.and_then(|s| humantime::parse_rfc3339_weak(s).ok())
+}
+
+/// The name of an attempt's Job: `<campaign>-r<index>-a<attempt>` (a campaign name is
+/// shortened so that the name stays within 63 characters).
+pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
+    let suffix = format!("-r{index:04}-a{attempt}");
+    let room = 63 - suffix.len();
+    let base = if campaign.len() <= room {
+        campaign.to_owned()
+    } else {
+        let h = campaign.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let keep = room - 7;
+        format!(
+            "{}-{:06x}",
+            campaign[..keep].trim_end_matches('-'),
+            h & 0xff_ffff
+        )
+    };
+    format!("{base}{suffix}")
+}
+
+/// The run deadline: the spec's, else the pause's longest wait + warm-up + window + drain
+/// + 5 minutes for scheduling and image pulls.
+pub fn run_deadline(spec: &CampaignSpec) -> Duration {
+    spec.deadlines.as_ref().and_then(|d| d.run).map_or_else(
+        || {
+            let pause = if spec.pause.enabled {
+                spec.pause.max_wait.0
+            } else {
+                Duration::ZERO
+            };
+            pause + spec.warmup.0 + spec.measured.0 + spec.drain.0 + Duration::from_secs(300)
+        },
+        |d| d.0,
+    )
+}
+
+fn deadlines(spec: &CampaignSpec) -> campaign::cluster::Deadlines {
+    spec.deadlines.clone().unwrap_or_default()
+}
+
+/// Sets a condition, keeping its transition time when its status does not change.
+pub fn set_condition(
+    conds: &mut Vec<Condition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: SystemTime,
+) {
+    let time = Time(jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH));
+    if let Some(c) = conds.iter_mut().find(|c| c.type_ == type_) {
+        if c.status != status {
+            c.last_transition_time = time;
+        }
+        c.status = status.to_owned();
+        reason.clone_into(&mut c.reason);
+        message.clone_into(&mut c.message);
+        c.observed_generation = generation;
+        return;
+    }
+    conds.push(Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        observed_generation: generation,
+        last_transition_time: time,
+    });
+}
+
+struct Step<'f, 'a> {
+    f: &'f Facts<'a>,
+    st: CampaignStatus,
+    actions: Vec<Action>,
+    requeue: Option<Duration>,
+}
+
+impl Step<'_, '_> {
+    fn cond(&mut self, type_: &str, status: &str, reason: &str, message: &str) {
+        set_condition(
+            &mut self.st.conditions,
+            type_,
+            status,
+            reason,
+            message,
+            self.f.generation,
+            self.f.now,
+        );
+    }
+
+    fn event(&mut self, warning: bool, reason: &'static str, note: String) {
+        self.actions.push(Action::Event(Event {
+            warning,
+            reason,
+            note,
+        }));
+    }
+
+    fn enter(&mut self, phase: Phase) {
+        self.st.phase = phase;
+        self.st.phase_since = Some(rfc3339(self.f.now));
+    }
+
+    fn since(&self) -> SystemTime {
+        parse_time(self.st.phase_since.as_deref()).unwrap_or(self.f.now)
+    }
+
+    fn past(&self, deadline: Duration) -> bool {
+        self.f
+            .now
+            .duration_since(self.since())
+            .is_ok_and(|d| d > deadline)
+    }
+
+    fn requeue(&mut self, d: Duration) {
+        self.requeue = Some(self.requeue.map_or(d, |r| r.min(d)));
+    }
+
+    /// Ends the campaign as failed.
+    fn fail(&mut self, reason: &'static str, message: String) {
+        self.enter(Phase::Failed);
+        self.st.finished_at = Some(rfc3339(self.f.now));
+        self.st.message = Some(message.clone());
+        self.st.current = None;
+        self.cond("Ready", "False", reason, &message);
+        self.cond("Running", "False", reason, &message);
+        if !self.f.spec.keep_on_failure {
+            self.actions.push(Action::StopJobs);
+        }
+        self.event(true, reason, message);
+        self.ttl();
+    }
+
+    fn progress(&mut self, done: u32, current: Option<&CurrentRun>) {
+        let total = u32::try_from(self.f.plan.runs.len()).unwrap_or(u32::MAX);
+        let eta = (done > 0 && done < total && self.st.phase == Phase::Running)
+            .then(|| {
+                let spent = self.f.now.duration_since(self.since()).ok()?;
+                let per = spent / done;
+                Some(rfc3339(self.f.now + per * (total - done)))
+            })
+            .flatten();
+        self.st.progress = Some(Progress {
+            done,
+            total,
+            summary: format!("{done}/{total}"),
+            current_run: current.map(|c| c.run_id.clone()),
+            attempt: current.map(|c| c.attempt),
+            eta,
+        });
+    }
+
+    fn pending(&mut self) {
+        let f = self.f;
+        if let Some(why) = &f.invalid {
+            self.fail("InvalidSpec", format!("the campaign is invalid: {why}"));
+            return;
+        }
+        self.st.prereg_hash = Some(f.plan.prereg_hash.clone());
+        self.st.registered_at = Some(humantime::format_rfc3339_seconds(f.created).to_string());
+        self.st.results = Some(f.results.clone());
+        self.enter(Phase::Provisioning);
+        self.progress(0, None);
+        self.st.message = Some("provisioning the server, Secrets and results bucket".into());
+        self.cond(
+            "Provisioned",
+            "False",
+            "Provisioning",
+            "creating the server, Secrets and results bucket",
+        );
+        self.cond(
+            "Running",
+            "False",
+            "NotStarted",
+            "runs start once provisioned",
+        );
+        self.cond(
+            "Analyzed",
+            "False",
+            "NotStarted",
+            "the analysis follows the runs",
+        );
+        self.cond("Degraded", "False", "NoFailedRuns", "no run has failed");
+        self.cond(
+            "Ready",
+            "Unknown",
+            "InProgress",
+            "the campaign is in progress",
+        );
+        self.event(
+            false,
+            "Accepted",
+            format!(
+                "pre-registration {} ({} runs in {} blocks)",
+                &f.plan.prereg_hash[..f.plan.prereg_hash.len().min(16)],
+                f.plan.runs.len(),
+                f.plan.blocks
+            ),
+        );
+        self.actions.push(Action::Provision);
+        self.requeue(Duration::from_secs(2));
+    }
+
+    fn provisioning(&mut self) {
+        let f = self.f;
+        let limit = deadlines(f.spec).provisioning.0;
+        let waiting = if !f.server_ready {
+            Some(format!(
+                "waiting for the server: {}",
+                f.server_detail.as_deref().unwrap_or("not ready")
+            ))
+        } else {
+            match &f.bucket {
+                Err(e) => Some(format!("the results bucket cannot be read: {e}")),
+                Ok(b) if !b.exists || !f.server_bucket => {
+                    self.actions.push(Action::CreateBuckets);
+                    Some("creating the buckets".into())
+                }
+                Ok(_) => None,
+            }
+        };
+        match waiting {
+            Some(why) if self.past(limit) => {
+                self.actions.clear();
+                self.fail(
+                    "ProvisioningDeadlineExceeded",
+                    format!(
+                        "not provisioned within {}: {why}",
+                        campaign::units::format_duration(limit)
+                    ),
+                );
+            }
+            Some(why) => {
+                self.actions.insert(0, Action::Provision);
+                self.cond("Provisioned", "False", "Provisioning", &why);
+                self.st.message = Some(why);
+                self.requeue(Duration::from_secs(5));
+            }
+            None => {
+                self.actions.push(Action::Provision);
+                self.cond(
+                    "Provisioned",
+                    "True",
+                    "Provisioned",
+                    "server, Secrets and results bucket ready",
+                );
+                self.cond("Running", "True", "Running", "running the plan");
+                self.event(
+                    false,
+                    "Provisioned",
+                    "server, Secrets and results bucket ready".into(),
+                );
+                self.enter(Phase::Running);
+                self.running();
+            }
+        }
+    }
+
+    fn running(&mut self) {
+        let f = self.f;
+        let b = match &f.bucket {
+            Ok(b) => b,
+            Err(e) => {
+                // The runs cannot be judged without the bucket; a run in progress still
+                // meets its deadline on a later pass.
+                self.st.message = Some(format!("the results bucket cannot be read: {e}"));
+                self.cond(
+                    "Running",
+                    "True",
+                    "ResultsUnreachable",
+                    &format!("the results bucket cannot be read: {e}"),
+                );
+                self.requeue(Duration::from_secs(10));
+                return;
+            }
+        };
+        let failed: BTreeSet<String> = self
+            .st
+            .failed_runs
+            .iter()
+            .map(|r| r.run_id.clone())
+            .collect();
+        if let Some(cur) = self.st.current.clone()
+            && b.completed.contains(&cur.run_id)
+        {
+            self.event(
+                false,
+                "RunCompleted",
+                format!(
+                    "run {} (attempt {}) has its files in the results bucket",
+                    cur.run_id, cur.attempt
+                ),
+            );
+            self.st.current = None;
+        }
+        let next = f
+            .plan
+            .runs
+            .iter()
+            .find(|r| !b.completed.contains(&r.run_id) && !failed.contains(&r.run_id));
+        let done = f
+            .plan
+            .runs
+            .iter()
+            .filter(|r| b.completed.contains(&r.run_id) || failed.contains(&r.run_id))
+            .count();
+        let done = u32::try_from(done).unwrap_or(u32::MAX);
+        let Some(next) = next else {
+            self.progress(done, None);
+            self.st.current = None;
+            self.cond("Running", "False", "RunsComplete", "every run is done");
+            self.event(
+                false,
+                "RunsComplete",
+                format!("{done} runs done; analysing"),
+            );
+            self.enter(Phase::Analyzing);
+            self.st.message = Some("analysing".into());
+            self.analyzing();
+            return;
+        };
+        let retries = f.spec.run_retries.unwrap_or(DEFAULT_RUN_RETRIES);
+        let processes = f.spec.clients.processes;
+        match self.st.current.clone() {
+            Some(mut cur) if cur.run_id == next.run_id => {
+                let created = parse_time(Some(&cur.created_at)).unwrap_or(f.now);
+                let limit = run_deadline(f.spec);
+                let late = f.now.duration_since(created).is_ok_and(|d| d > limit);
+                let failure = match &f.job {
+                    JobState::Failed(why) => Some(format!("Job {} failed: {why}", cur.job)),
+                    JobState::Succeeded => Some(format!(
+                        "Job {} succeeded but not every process's files are in the results bucket",
+                        cur.job
+                    )),
+                    _ if late => Some(format!(
+                        "run deadline of {} exceeded",
+                        campaign::units::format_duration(limit)
+                    )),
+                    _ => None,
+                };
+                if let Some(why) = failure {
+                    self.actions.push(Action::DeleteJob {
+                        name: cur.job.clone(),
+                    });
+                    if cur.attempt <= retries {
+                        let attempt = cur.attempt + 1;
+                        self.event(
+                            true,
+                            "RunRetried",
+                            format!(
+                                "run {} attempt {} failed ({why}); attempt {attempt} of {}",
+                                cur.run_id,
+                                cur.attempt,
+                                retries + 1
+                            ),
+                        );
+                        let c = CurrentRun {
+                            run_id: cur.run_id.clone(),
+                            index: cur.index,
+                            attempt,
+                            job: job_name(&f.plan.campaign, cur.index, attempt),
+                            created_at: rfc3339(f.now),
+                            start_at: None,
+                        };
+                        self.actions.push(Action::StartJob {
+                            index: cur.index,
+                            attempt,
+                        });
+                        self.progress(done, Some(&c));
+                        self.st.current = Some(c);
+                        self.requeue(Duration::from_secs(5));
+                    } else {
+                        let reason = format!("{why} (attempt {} of {})", cur.attempt, retries + 1);
+                        self.st.failed_runs.push(FailedRun {
+                            run_id: cur.run_id.clone(),
+                            attempts: cur.attempt,
+                            reason: why.clone(),
+                        });
+                        let n = self.st.failed_runs.len();
+                        self.cond(
+                            "Degraded",
+                            "True",
+                            "RunsFailed",
+                            &format!(
+                                "{n} run(s) failed every attempt; the analysis leaves them out"
+                            ),
+                        );
+                        self.event(
+                            true,
+                            "RunFailed",
+                            format!("run {}: {reason}; going on without it", cur.run_id),
+                        );
+                        self.st.current = None;
+                        self.progress(done + 1, None);
+                        // The next run starts on the next pass.
+                        self.requeue(Duration::from_millis(200));
+                    }
+                    return;
+                }
+                if f.job == JobState::Absent {
+                    // Deleted behind our back, or the create did not happen: apply again.
+                    self.actions.push(Action::StartJob {
+                        index: cur.index,
+                        attempt: cur.attempt,
+                    });
+                }
+                let ready = b.ready.get(&cur.run_id).copied().unwrap_or(0);
+                if ready >= processes && !b.started.contains(&cur.run_id) {
+                    let at = rfc3339(f.now + START_LEAD);
+                    self.actions.push(Action::OpenGate {
+                        run_id: cur.run_id.clone(),
+                        at: at.clone(),
+                    });
+                    cur.start_at = Some(at);
+                }
+                self.st.message = Some(match (&cur.start_at, ready) {
+                    (Some(at), _) => format!("run {} measuring (started {at})", cur.run_id),
+                    (None, r) => {
+                        format!("run {} preparing: {r}/{processes} pods ready", cur.run_id)
+                    }
+                });
+                self.progress(done, Some(&cur));
+                self.st.current = Some(cur);
+                self.requeue(Duration::from_secs(2));
+            }
+            _ => {
+                let c = CurrentRun {
+                    run_id: next.run_id.clone(),
+                    index: next.index,
+                    attempt: 1,
+                    job: job_name(&f.plan.campaign, next.index, 1),
+                    created_at: rfc3339(f.now),
+                    start_at: None,
+                };
+                self.actions.push(Action::StartJob {
+                    index: next.index,
+                    attempt: 1,
+                });
+                self.event(
+                    false,
+                    "RunStarted",
+                    format!(
+                        "run {} ({}/{}) in Job {}",
+                        c.run_id,
+                        next.index + 1,
+                        f.plan.runs.len(),
+                        c.job
+                    ),
+                );
+                self.st.message = Some(format!("run {} starting", c.run_id));
+                self.progress(done, Some(&c));
+                self.st.current = Some(c);
+                self.requeue(Duration::from_secs(2));
+            }
+        }
+    }
+
+    fn analyzing(&mut self) {
+        let limit = deadlines(self.f.spec).analysis.0;
+        if self.past(limit) {
+            self.fail(
+                "AnalysisDeadlineExceeded",
+                format!(
+                    "the analysis did not finish within {}",
+                    campaign::units::format_duration(limit)
+                ),
+            );
+            return;
+        }
+        self.actions.push(Action::Analyze);
+        self.requeue(Duration::from_secs(10));
+    }
+
+    /// The TTL after the end.
+    fn ttl(&mut self) {
+        let f = self.f;
+        let Some(ttl) = f.spec.ttl_seconds_after_finished else {
+            return;
+        };
+        if self.st.cleaned_up_at.is_some()
+            || (self.st.phase == Phase::Failed && f.spec.keep_on_failure)
+        {
+            return;
+        }
+        let end = parse_time(self.st.finished_at.as_deref()).unwrap_or(f.now)
+            + Duration::from_secs(u64::from(ttl));
+        match end.duration_since(f.now) {
+            Ok(left) if !left.is_zero() => self.requeue(left),
+            _ => {
+                self.actions.push(Action::CleanUp);
+                self.st.cleaned_up_at = Some(rfc3339(f.now));
+                self.event(
+                    false,
+                    "CleanedUp",
+                    format!("deleted the server, Secrets and Jobs {ttl}s after the end; the results bucket is kept"),
+                );
+            }
+        }
+    }
+}
+
+/// Decides the next status and actions from what was observed.
+pub fn decide(f: &Facts<'_>) -> Decision {
+    let mut st = f.status.clone();
+    st.observed_generation = f.generation;
+    let mut s = Step {
+        f,
+        st,
+        actions: Vec::new(),
+        requeue: None,
+    };
+    match s.st.phase {
+        Phase::Pending => s.pending(),
+        Phase::Provisioning => s.provisioning(),
+        Phase::Running => s.running(),
+        Phase::Analyzing => s.analyzing(),
+        Phase::Succeeded | Phase::Failed => s.ttl(),
+    }
+    Decision {
+        status: s.st,
+        actions: s.actions,
+        requeue: s.requeue,
+    }
+}
+
+/// What the analysis found, in compact form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analyzed {
+    /// One row per comparison.
+    pub verdicts: Vec<crate::api::VerdictRow>,
+    /// Runs left out as invalid, with why.
+    pub excluded: Vec<(String, String)>,
+}
+
+/// The status after a successful analysis: Succeeded, verdicts in status.
+pub fn analyzed(f: &Facts<'_>, status: &CampaignStatus, a: &Analyzed) -> Decision {
+    let mut st = status.clone();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for v in &a.verdicts {
+        *counts
+            .entry(v.verdict.as_deref().unwrap_or("None"))
+            .or_default() += 1;
+    }
+    let summary = counts
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let summary = if summary.is_empty() {
+        "no comparison".to_owned()
+    } else {
+        summary
+    };
+    st.verdicts.clone_from(&a.verdicts);
+    st.verdict_summary = Some(summary.clone());
+    let mut s = Step {
+        f,
+        st,
+        actions: Vec::new(),
+        requeue: None,
+    };
+    let where_ = f.results.clone();
+    let note = format!(
+        "{summary}; report at s3://{}/{}report.md{}",
+        where_.bucket,
+        where_.prefix,
+        if a.excluded.is_empty() {
+            String::new()
+        } else {
+            format!("; {} invalid run(s) left out", a.excluded.len())
+        }
+    );
+    if !a.excluded.is_empty() {
+        let n = a.excluded.len() + s.st.failed_runs.len();
+        s.cond(
+            "Degraded",
+            "True",
+            "RunsLeftOut",
+            &format!("{n} run(s) failed or were invalid and are left out of the analysis"),
+        );
+    }
+    s.cond("Analyzed", "True", "Analyzed", &note);
+    s.cond("Ready", "True", "Succeeded", &note);
+    s.enter(Phase::Succeeded);
+    s.st.finished_at = Some(rfc3339(f.now));
+    s.st.message = Some(note.clone());
+    s.event(false, "Analyzed", note);
+    s.ttl();
+    Decision {
+        status: s.st,
+        actions: s.actions,
+        requeue: s.requeue,
+    }
+}
+
+/// The status after a failed analysis: Failed when the data cannot give verdicts
+/// (`fatal`), else unchanged with the error in `message` (tried again until the deadline).
+pub fn analysis_failed(f: &Facts<'_>, status: &CampaignStatus, why: &str, fatal: bool) -> Decision {
+    let mut s = Step {
+        f,
+        st: status.clone(),
+        actions: Vec::new(),
+        requeue: None,
+    };
+    if fatal {
+        s.cond("Analyzed", "False", "AnalysisFailed", why);
+        s.fail("AnalysisFailed", format!("the analysis failed: {why}"));
+    } else {
+        s.st.message = Some(format!("the analysis failed, trying again: {why}"));
+        s.requeue(Duration::from_secs(15));
+    }
+    Decision {
+        status: s.st,
+        actions: s.actions,
+        requeue: s.requeue,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// The table's scenarios: every transition, failure path and restart of [`decide`].
+    struct Fixture {
+        m: campaign::Manifest,
+        plan: Plan,
+        results: ResultsLocation,
+        now: SystemTime,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let m = crate::fixtures::quick();
+            let plan = campaign::design::plan(&m);
+            Self {
+                m,
+                plan,
+                results: ResultsLocation {
+                    endpoint: "http://minio:9000".into(),
+                    bucket: "pqbench-results".into(),
+                    prefix: "ns/quick/uid/".into(),
+                },
+                now: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            }
+        }
+
+        fn facts<'a>(
+            &'a self,
+            st: &'a CampaignStatus,
+            bucket: BucketView,
+            job: JobState,
+        ) -> Facts<'a> {
+            Facts {
+                now: self.now,
+                created: self.now - Duration::from_secs(60),
+                generation: Some(1),
+                spec: &self.m.spec,
+                plan: &self.plan,
+                status: st,
+                results: &self.results,
+                server_ready: true,
+                server_detail: None,
+                server_bucket: true,
+                bucket: Ok(bucket),
+                job,
+                invalid: None,
+            }
+        }
+
+        fn completed(&self, n: usize) -> BucketView {
+            BucketView {
+                exists: true,
+                completed: self.plan.runs[..n]
+                    .iter()
+                    .map(|r| r.run_id.clone())
+                    .collect(),
+                ..BucketView::default()
+            }
+        }
+
+        fn running(&self, current: Option<(u32, u32)>) -> CampaignStatus {
+            CampaignStatus {
+                phase: Phase::Running,
+                phase_since: Some(rfc3339(self.now - Duration::from_secs(30))),
+                current: current.map(|(index, attempt)| CurrentRun {
+                    run_id: self.plan.runs[index as usize].run_id.clone(),
+                    index,
+                    attempt,
+                    job: job_name(&self.plan.campaign, index, attempt),
+                    created_at: rfc3339(self.now - Duration::from_secs(10)),
+                    start_at: None,
+                }),
+                ..CampaignStatus::default()
+            }
+        }
+    }
+
+    fn reasons(d: &Decision) -> Vec<&'static str> {
+        d.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Event(e) => Some(e.reason),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pending_records_the_preregistration_and_provisions() {
+        let f = Fixture::new();
+        let st = CampaignStatus::default();
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        assert_eq!(
+            d.status.prereg_hash.as_deref(),
+            Some(f.plan.prereg_hash.as_str())
+        );
+        assert_eq!(
+            d.status.progress.as_ref().unwrap().summary,
+            format!("0/{}", f.plan.runs.len())
+        );
+        assert!(d.actions.contains(&Action::Provision));
+        assert_eq!(reasons(&d), ["Accepted"]);
+        for t in ["Provisioned", "Running", "Analyzed", "Degraded", "Ready"] {
+            assert!(d.status.conditions.iter().any(|c| c.type_ == t), "{t}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_spec_fails_at_once() {
+        let f = Fixture::new();
+        let st = CampaignStatus::default();
+        let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+        facts.invalid = Some("server.external.credentialsSecret is required".into());
+        let d = decide(&facts);
+        assert_eq!(d.status.phase, Phase::Failed);
+        assert_eq!(reasons(&d), ["InvalidSpec"]);
+    }
+
+    #[test]
+    fn provisioning_waits_creates_buckets_then_starts_the_first_run() {
+        let f = Fixture::new();
+        let st = CampaignStatus {
+            phase: Phase::Provisioning,
+            phase_since: Some(rfc3339(f.now - Duration::from_secs(5))),
+            ..CampaignStatus::default()
+        };
+        let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+        facts.server_ready = false;
+        facts.server_detail = Some("StatefulSet quick-minio: 0/1 pods ready".into());
+        let d = decide(&facts);
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        assert!(d.status.message.unwrap().contains("0/1 pods ready"));
+
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert!(d.actions.contains(&Action::CreateBuckets));
+        assert_eq!(d.status.phase, Phase::Provisioning);
+
+        let d = decide(&f.facts(&st, f.completed(0), JobState::NotLooked));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert!(d.actions.contains(&Action::StartJob {
+            index: 0,
+            attempt: 1
+        }));
+        assert_eq!(reasons(&d), ["Provisioned", "RunStarted"]);
+        assert_eq!(d.status.current.unwrap().attempt, 1);
+    }
+
+    #[test]
+    fn provisioning_past_its_deadline_fails_and_says_why() {
+        let f = Fixture::new();
+        let st = CampaignStatus {
+            phase: Phase::Provisioning,
+            phase_since: Some(rfc3339(f.now - Duration::from_secs(601))),
+            ..CampaignStatus::default()
+        };
+        let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+        facts.server_ready = false;
+        facts.server_detail = Some("StatefulSet quick-minio: 0/1 pods ready".into());
+        let d = decide(&facts);
+        assert_eq!(d.status.phase, Phase::Failed);
+        assert!(
+            d.status
+                .message
+                .as_ref()
+                .unwrap()
+                .starts_with("not provisioned within")
+        );
+        assert!(d.actions.contains(&Action::StopJobs));
+        assert_eq!(reasons(&d), ["ProvisioningDeadlineExceeded"]);
+    }
+
+    #[test]
+    fn the_gate_opens_once_every_pod_is_ready() {
+        let f = Fixture::new();
+        let st = f.running(Some((0, 1)));
+        let run = f.plan.runs[0].run_id.clone();
+        let mut b = f.completed(0);
+        b.ready.insert(run.clone(), f.m.spec.clients.processes);
+        let d = decide(&f.facts(&st, b.clone(), JobState::Active));
+        let at = rfc3339(f.now + START_LEAD);
+        assert!(d.actions.contains(&Action::OpenGate {
+            run_id: run.clone(),
+            at: at.clone()
+        }));
+        assert_eq!(d.status.current.unwrap().start_at, Some(at));
+        // Opened already: not again.
+        b.started.insert(run);
+        let d = decide(&f.facts(&st, b, JobState::Active));
+        assert!(
+            !d.actions
+                .iter()
+                .any(|a| matches!(a, Action::OpenGate { .. }))
+        );
+    }
+
+    #[test]
+    fn a_completed_run_moves_on_to_the_next() {
+        let f = Fixture::new();
+        let st = f.running(Some((0, 1)));
+        let d = decide(&f.facts(&st, f.completed(1), JobState::Active));
+        assert_eq!(reasons(&d), ["RunCompleted", "RunStarted"]);
+        assert!(d.actions.contains(&Action::StartJob {
+            index: 1,
+            attempt: 1
+        }));
+        assert_eq!(d.status.progress.unwrap().done, 1);
+    }
+
+    #[test]
+    fn a_failed_job_is_retried_then_recorded_and_the_campaign_goes_on() {
+        let f = Fixture::new();
+        let st = f.running(Some((0, 1)));
+        let d = decide(&f.facts(
+            &st,
+            f.completed(0),
+            JobState::Failed("BackoffLimitExceeded".into()),
+        ));
+        assert_eq!(reasons(&d), ["RunRetried"]);
+        assert!(d.actions.contains(&Action::DeleteJob {
+            name: job_name(&f.plan.campaign, 0, 1)
+        }));
+        assert!(d.actions.contains(&Action::StartJob {
+            index: 0,
+            attempt: 2
+        }));
+        // The last attempt (1 + default 2 retries) fails: recorded, Degraded, next run.
+        let st = f.running(Some((0, 3)));
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Failed("x".into())));
+        assert_eq!(reasons(&d), ["RunFailed"]);
+        assert_eq!(d.status.failed_runs.len(), 1);
+        assert_eq!(d.status.failed_runs[0].attempts, 3);
+        assert!(d.status.current.is_none());
+        let degraded = d
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Degraded")
+            .unwrap();
+        assert_eq!(degraded.status, "True");
+        let d2 = decide(&f.facts(&d.status, f.completed(0), JobState::NotLooked));
+        assert!(d2.actions.contains(&Action::StartJob {
+            index: 1,
+            attempt: 1
+        }));
+    }
+
+    #[test]
+    fn a_run_past_its_deadline_or_done_without_files_fails_its_attempt() {
+        let f = Fixture::new();
+        let mut st = f.running(Some((0, 1)));
+        st.current.as_mut().unwrap().created_at =
+            rfc3339(f.now - run_deadline(&f.m.spec) - Duration::from_secs(1));
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Active));
+        assert_eq!(reasons(&d), ["RunRetried"]);
+        let st = f.running(Some((0, 1)));
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Succeeded));
+        assert_eq!(reasons(&d), ["RunRetried"]);
+    }
+
+    #[test]
+    fn a_restarted_operator_resumes_without_repeating_or_losing_a_run() {
+        let f = Fixture::new();
+        // Status says run 2 attempt 1 is in progress; its Job still exists.
+        let st = f.running(Some((2, 1)));
+        let d = decide(&f.facts(&st, f.completed(2), JobState::Active));
+        assert!(
+            !d.actions
+                .iter()
+                .any(|a| matches!(a, Action::StartJob { .. }))
+        );
+        assert_eq!(d.status.current.as_ref().unwrap().index, 2);
+        // Its Job is gone (the create never happened): applied again, same attempt.
+        let d = decide(&f.facts(&st, f.completed(2), JobState::Absent));
+        assert!(d.actions.contains(&Action::StartJob {
+            index: 2,
+            attempt: 1
+        }));
+        // Status lagged behind the bucket (run 2 finished while the operator was down).
+        let d = decide(&f.facts(&st, f.completed(3), JobState::Active));
+        assert!(d.actions.contains(&Action::StartJob {
+            index: 3,
+            attempt: 1
+        }));
+        // The bucket cannot be read: nothing is decided about runs.
+        let mut facts = f.facts(&st, f.completed(0), JobState::Active);
+        facts.bucket = Err("connection refused".into());
+        let d = decide(&facts);
+        assert!(d.actions.is_empty());
+        assert_eq!(d.status.phase, Phase::Running);
+    }
+
+    #[test]
+    fn after_the_last_run_the_campaign_analyses_then_succeeds() {
+        let f = Fixture::new();
+        let st = f.running(None);
+        let d = decide(&f.facts(&st, f.completed(f.plan.runs.len()), JobState::NotLooked));
+        assert_eq!(d.status.phase, Phase::Analyzing);
+        assert!(d.actions.contains(&Action::Analyze));
+        let facts = f.facts(
+            &d.status,
+            f.completed(f.plan.runs.len()),
+            JobState::NotLooked,
+        );
+        let a = Analyzed {
+            verdicts: vec![crate::api::VerdictRow {
+                cell: "get-64KiB-c1".into(),
+                mode: "ml-kem-768".into(),
+                baseline: "x25519".into(),
+                pairs: 3,
+                ratio: Some("0.9950".into()),
+                ci90: None,
+                tost_p_adjusted: None,
+                verdict: Some("Inconclusive".into()),
+                flags: vec![],
+            }],
+            excluded: vec![],
+        };
+        let done = analyzed(&facts, &d.status, &a);
+        assert_eq!(done.status.phase, Phase::Succeeded);
+        assert_eq!(
+            done.status.verdict_summary.as_deref(),
+            Some("1 Inconclusive")
+        );
+        assert_eq!(reasons(&done), ["Analyzed"]);
+        let failed = analysis_failed(&facts, &d.status, "no valid run", true);
+        assert_eq!(failed.status.phase, Phase::Failed);
+        let again = analysis_failed(&facts, &d.status, "store down", false);
+        assert_eq!(again.status.phase, Phase::Analyzing);
+    }
+
+    #[test]
+    fn the_ttl_cleans_up_once_unless_a_failure_is_kept() {
+        let mut f = Fixture::new();
+        f.m.spec.ttl_seconds_after_finished = Some(60);
+        let st = CampaignStatus {
+            phase: Phase::Succeeded,
+            finished_at: Some(rfc3339(f.now - Duration::from_secs(30))),
+            ..CampaignStatus::default()
+        };
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert_eq!(d.requeue, Some(Duration::from_secs(30)));
+        let st = CampaignStatus {
+            finished_at: Some(rfc3339(f.now - Duration::from_secs(61))),
+            ..st
+        };
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert!(d.actions.contains(&Action::CleanUp));
+        let d = decide(&f.facts(&d.status, BucketView::default(), JobState::NotLooked));
+        assert!(d.actions.is_empty(), "once");
+        f.m.spec.keep_on_failure = true;
+        let st = CampaignStatus {
+            phase: Phase::Failed,
+            ..st
+        };
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert!(d.actions.is_empty());
+    }
+
+    #[test]
+    fn job_names_fit_in_63_characters() {
+        let long = "a".repeat(63);
+        let n = job_name(&long, 12, 3);
+        assert!(n.len() <= 63, "{n}");
+        assert!(n.ends_with("-r0012-a3"));
+        assert_eq!(job_name("quick", 0, 1), "quick-r0000-a1");
+    }
+}

@@ -1,0 +1,465 @@
+//! The controller against a real Kubernetes API server (`../shared/tools/k8s-test-apiserver`,
+//! started by `make test`) and a real S3 server (the embedded one).
+//!
+//! - A MinIO campaign: the controller adds its finalizer, records the pre-registration,
+//!   creates the credentials and keys Secrets, MinIO's Service and StatefulSet on the
+//!   server node group, all owned by the campaign, and waits for MinIO (no pod runs here);
+//!   deleting the campaign runs the finalizer, which deletes the children.
+//! - An external-server campaign driven to `Succeeded`: pods never run on this API
+//!   server, so the test plays the worker pods. For every Job the controller creates it
+//!   checks the pod template (client node group, owner reference, Secrets by reference,
+//!   no secret value), then runs `pqbench-worker`'s engine with the Job's run spec, each
+//!   process with its index, the credentials and keys read from the Secrets the Job
+//!   names. The workers announce themselves ready in the results bucket, the controller
+//!   opens the start gate, the runs upload their files, and the controller analyses them
+//!   and writes the verdicts into status and the report into the results bucket.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+#[path = "support/k8s.rs"]
+mod k8s;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s::{client_or_skip, install_crd, namespace};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use operator::reconcile::{Config, Context};
+use operator::{BenchmarkCampaign, Phase};
+use worker::spec::{Credentials, KeyRef, RunSpec};
+
+/// Starts the controller for one namespace; it stops when the test ends.
+fn controller(client: &Client, ns: &str, tmp: &std::path::Path) {
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        Config {
+            worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
+            node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
+            tmp: tmp.to_path_buf(),
+            instance: "test".into(),
+        },
+        Arc::new(operator::metrics::Metrics::default()),
+    ));
+    let ns = ns.to_owned();
+    tokio::spawn(async move { operator::reconcile::run(ctx, Some(&ns)).await });
+}
+
+fn campaign(yaml: &str) -> BenchmarkCampaign {
+    serde_yaml_ng::from_str(yaml).unwrap()
+}
+
+fn owned_by(meta: &kube::api::ObjectMeta, c: &BenchmarkCampaign) -> bool {
+    meta.owner_references.as_ref().is_some_and(|refs| {
+        refs.iter().any(|r| {
+            r.uid == c.uid().unwrap() && r.controller == Some(true) && r.kind == "BenchmarkCampaign"
+        })
+    })
+}
+
+async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let until = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let client = Client::try_default().await.unwrap();
+    install_crd(&client).await;
+    let ns = namespace("minio");
+    let tmp = tempfile::tempdir().unwrap();
+    controller(&client, &ns, tmp.path());
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+    let c = campaign(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/cluster-minio.yaml"
+        ))
+        .unwrap(),
+    );
+    let name = c.name_any();
+    api.create(&PostParams::default(), &c).await.unwrap();
+    let c = wait_for("Provisioning with a finalizer", 60, async || {
+        let c = api.get(&name).await.ok()?;
+        (c.status.as_ref()?.phase == Phase::Provisioning && !c.finalizers().is_empty()).then_some(c)
+    })
+    .await;
+    let st = c.status.clone().unwrap();
+    let m = operator::design::manifest(&c);
+    assert_eq!(
+        st.prereg_hash.as_deref(),
+        Some(campaign::design::prereg_hash(&m.spec).as_str())
+    );
+    assert_eq!(st.progress.as_ref().unwrap().done, 0);
+    assert!(st.registered_at.is_some());
+    assert_eq!(c.finalizers(), ["pqbench.io/cleanup"]);
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let set = wait_for("MinIO's StatefulSet", 30, async || {
+        sets.get_opt(&format!("{name}-minio")).await.ok()?
+    })
+    .await;
+    assert!(owned_by(&set.metadata, &c));
+    let pod = set.spec.unwrap().template.spec.unwrap();
+    let group = m.spec.server.node_group.clone();
+    assert_eq!(
+        pod.node_selector
+            .unwrap()
+            .get("eks.amazonaws.com/nodegroup"),
+        Some(&group)
+    );
+    assert_eq!(
+        pod.containers
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["minio", "node-exporter"]
+    );
+    let svc: Api<Service> = Api::namespaced(client.clone(), &ns);
+    assert!(owned_by(
+        &svc.get(&format!("{name}-minio")).await.unwrap().metadata,
+        &c
+    ));
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let creds = secrets
+        .get(&format!("{name}-s3-credentials"))
+        .await
+        .unwrap();
+    assert!(owned_by(&creds.metadata, &c));
+    let keys = secrets.get(&format!("{name}-keys")).await.unwrap();
+    assert!(owned_by(&keys.metadata, &c));
+    let entries: BTreeSet<String> = keys.data.unwrap().into_keys().collect();
+    let want: BTreeSet<String> = operator::design::key_types(&campaign::design::plan(&m))
+        .iter()
+        .map(|k| k.name().to_owned())
+        .collect();
+    assert_eq!(entries, want);
+    // No pod runs here: the controller waits for MinIO and says so.
+    let msg = wait_for("the waiting message", 30, async || {
+        let m = api.get(&name).await.ok()?.status?.message?;
+        m.contains("0/1 pods ready").then_some(m)
+    })
+    .await;
+    assert!(msg.starts_with("waiting for the server"), "{msg}");
+    // Secrets stay out of status.
+    let status_json = serde_json::to_string(&api.get(&name).await.unwrap().status).unwrap();
+    for v in creds.data.unwrap().values() {
+        assert!(!status_json.contains(&*String::from_utf8_lossy(&v.0)));
+    }
+
+    api.delete(&name, &DeleteParams::default()).await.unwrap();
+    wait_for("the campaign to be gone", 60, async || {
+        api.get_opt(&name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        sets.get_opt(&format!("{name}-minio"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        svc.get_opt(&format!("{name}-minio"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        secrets
+            .get_opt(&format!("{name}-keys"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        secrets
+            .get_opt(&format!("{name}-s3-credentials"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Plays the pods of one Job: every process of the run, with the Job's spec and the
+/// Secrets it references.
+fn play_job(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let spec = job.spec.as_ref().unwrap();
+    let pod = spec.template.spec.as_ref().unwrap();
+    let c = &pod.containers[0];
+    let env = c.env.as_ref().unwrap();
+    let value = |name: &str| -> String {
+        let e = env
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("env {name}"));
+        if let Some(v) = &e.value {
+            return v.clone();
+        }
+        let r = e
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        let s = &secrets[&r.name];
+        String::from_utf8(s.data.as_ref().unwrap()[&r.key].0.clone()).unwrap()
+    };
+    let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
+    // The pod's environment, as files (a test may not set process-wide variables).
+    let creds = dir.join(format!("{}.env", run.run_id));
+    std::fs::write(
+        &creds,
+        format!(
+            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+            value("AWS_ACCESS_KEY_ID"),
+            value("AWS_SECRET_ACCESS_KEY")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let keys = dir.join(format!("{}-keys", run.run_id));
+    std::fs::create_dir_all(&keys).unwrap();
+    let mode = run.cell.mode;
+    if let Some(KeyRef::Env(prefix)) = &run.recipient_key {
+        let kt = mode.key_type();
+        let p = keys.join(format!("{}.key", kt.name()));
+        std::fs::write(&p, value(&worker::spec::key_var(prefix, kt))).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        run.recipient_key = Some(KeyRef::Dir(keys));
+    }
+    run.s3.credentials = Credentials::File(creds);
+    let n = spec.completions.unwrap();
+    (0..u32::try_from(n).unwrap())
+        .map(|i| {
+            let mut s = run.clone();
+            s.processes.index = i;
+            std::thread::spawn(move || {
+                if let Err(e) =
+                    worker::engine::run_to_files(&s, &worker::engine::RunOptions::default())
+                {
+                    eprintln!("played worker {} p{i}: {e}", s.run_id);
+                }
+            })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let client = Client::try_default().await.unwrap();
+    install_crd(&client).await;
+    let ns = namespace("ext");
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = worker::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
+    s3.create_bucket("under-test").unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("s3-keys".into()),
+                    ..Default::default()
+                },
+                // `data`, not `stringData`: this API server does not convert built-in kinds.
+                data: Some(BTreeMap::from([
+                    (
+                        "AWS_ACCESS_KEY_ID".into(),
+                        k8s_openapi::ByteString(s3.access_key().as_bytes().to_vec()),
+                    ),
+                    (
+                        "AWS_SECRET_ACCESS_KEY".into(),
+                        k8s_openapi::ByteString(s3.secret_key().as_bytes().to_vec()),
+                    ),
+                ])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let tmp = dir.path().join("operator-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    controller(&client, &ns, &tmp);
+    let yaml = format!(
+        r"
+apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata:
+  name: ext
+spec:
+  modes: [x25519, ml-kem-768]
+  baseline: x25519
+  cells:
+    - operation: [get]
+      objectSize: [256KiB]
+      loop: {{type: open, rates: [20], threads: 2}}
+  repetitions: 4
+  warmup: 1s
+  measured: 2s
+  drain: 1s
+  fixtures: 8
+  seed: 7
+  pause:
+    enabled: false
+  server:
+    external:
+      endpoint: {}
+      bucket: under-test
+      credentialsSecret: s3-keys
+  clients:
+    processes: 2
+  deadlines:
+    run: 90s
+",
+        s3.endpoint()
+    );
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+    let c = api
+        .create(&PostParams::default(), &campaign(&yaml))
+        .await
+        .unwrap();
+    let plan = campaign::design::plan(&operator::design::manifest(&c));
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let mut played: BTreeSet<String> = BTreeSet::new();
+    let mut threads = Vec::new();
+    let until = std::time::Instant::now() + Duration::from_secs(300);
+    let last = loop {
+        let now = api.get("ext").await.unwrap();
+        let phase = now.status.as_ref().map(|s| s.phase);
+        if matches!(phase, Some(Phase::Succeeded | Phase::Failed)) {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the campaign did not finish: {:?}",
+            now.status
+        );
+        for job in jobs.list(&Default::default()).await.unwrap() {
+            let name = job.name_any();
+            if !played.insert(name.clone()) {
+                continue;
+            }
+            assert!(
+                owned_by(&job.metadata, &c),
+                "Job {name} is owned by the campaign"
+            );
+            let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+            assert_eq!(
+                pod.node_selector
+                    .as_ref()
+                    .unwrap()
+                    .get("eks.amazonaws.com/nodegroup"),
+                Some(&"clients".to_owned())
+            );
+            assert_eq!(job.spec.as_ref().unwrap().completions, Some(2));
+            assert_eq!(
+                job.spec.as_ref().unwrap().completion_mode.as_deref(),
+                Some("Indexed")
+            );
+            let env = pod.containers[0].env.as_ref().unwrap();
+            assert!(
+                env.iter()
+                    .filter(|e| e.name.starts_with("AWS_") || e.name.starts_with("PQBENCH_KEY_"))
+                    .all(|e| e.value.is_none() && e.value_from.is_some()),
+                "credentials and keys come from Secrets by reference"
+            );
+            let all: BTreeMap<String, Secret> = secrets
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| (s.name_any(), s))
+                .collect();
+            threads.extend(play_job(&job, &all, dir.path()));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    for t in threads {
+        t.join().unwrap();
+    }
+    let st = last.status.unwrap();
+    assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
+    assert_eq!(
+        played.len(),
+        plan.runs.len(),
+        "one Job per run, none repeated: {played:?}"
+    );
+    let p = st.progress.unwrap();
+    assert_eq!((p.done, p.total), (8, 8));
+    let loc = st.results.unwrap();
+    assert_eq!(loc.bucket, "pqbench-results");
+    // The report and the run files are in the results bucket; status holds no raw data.
+    let store = s3.settings().client().unwrap();
+    let report = store
+        .get_object()
+        .bucket(&loc.bucket)
+        .key(format!("{}report.json", loc.prefix))
+        .send()
+        .await
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&report.body.collect().await.unwrap().into_bytes()).unwrap();
+    assert_eq!(report["prereg_hash"], plan.prereg_hash);
+    assert_eq!(
+        st.verdicts.len(),
+        1,
+        "{:?}; excluded: {}",
+        st.message,
+        report["excluded_runs"]
+    );
+    let v = &st.verdicts[0];
+    // A debug build on a shared machine may fail a run's unaccounted-time check; the
+    // analysis leaves such a run out, so at least 2 of the 4 pairs remain.
+    assert_eq!(
+        (v.mode.as_str(), v.baseline.as_str()),
+        ("ml-kem-768", "x25519")
+    );
+    assert!(v.pairs >= 2, "{v:?}");
+    assert!(v.verdict.is_some() && v.ratio.is_some());
+    assert!(st.verdict_summary.is_some());
+    let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.status, "True");
+    let size = serde_json::to_vec(&api.get("ext").await.unwrap())
+        .unwrap()
+        .len();
+    assert!(
+        size < 64 * 1024,
+        "the campaign object stays small ({size} bytes)"
+    );
+    api.delete("ext", &DeleteParams::default()).await.unwrap();
+    wait_for("the campaign to be gone", 60, async || {
+        api.get_opt("ext").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        jobs.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    s3.stop();
+}

@@ -1,0 +1,58 @@
+//! What every test against the real API server needs: the skip rule, the CRD installed
+//! and Established, and a fresh namespace name.
+
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+
+/// `None` (after saying so loudly) when `PQBENCH_K8S_SKIP` holds the reason the server
+/// could not be built; fails with instructions when no server is configured.
+pub(crate) fn client_or_skip() -> Option<()> {
+    if let Ok(reason) = std::env::var("PQBENCH_K8S_SKIP") {
+        eprintln!("\n*** SKIPPED: the Kubernetes API-server tier did not run: {reason} ***\n");
+        return None;
+    }
+    assert!(
+        std::env::var_os("KUBECONFIG").is_some(),
+        "KUBECONFIG is not set: start the test API server (`make test` does; or \
+         `bash ../shared/tools/k8s-test-apiserver/build.sh && bash ../shared/tools/k8s-test-apiserver/start.sh` \
+         and export the KUBECONFIG it prints), or set PQBENCH_K8S_SKIP to the reason it cannot run"
+    );
+    Some(())
+}
+
+/// Applies the generated CRD and waits until it is Established.
+pub(crate) async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = operator::crd();
+    crds.patch(
+        &crd.name_any(),
+        &PatchParams::apply("pqbench-test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("the generated CRD installs");
+    for _ in 0..120 {
+        let c = crds.get(&crd.name_any()).await.expect("read the CRD back");
+        let established = c.status.and_then(|s| s.conditions).is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        if established {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("the CRD never became Established");
+}
+
+/// A namespace name no other test run uses (`<tag>-<pid>-<ms>`).
+pub(crate) fn namespace(tag: &str) -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis();
+    format!("{tag}-{}-{t}", std::process::id())
+}
