@@ -316,7 +316,7 @@ spec:
     - operation: [get]
       objectSize: [256KiB]
       loop: {{type: open, rates: [20], threads: 2}}
-  repetitions: 4
+  repetitions: 6
   warmup: 1s
   measured: 2s
   drain: 1s
@@ -408,7 +408,7 @@ spec:
         "one Job per run, none repeated: {played:?}"
     );
     let p = st.progress.unwrap();
-    assert_eq!((p.done, p.total), (8, 8));
+    assert_eq!((p.done, p.total), (12, 12));
     let loc = st.results.unwrap();
     assert_eq!(loc.bucket, "pqbench-results");
     // The report and the run files are in the results bucket; status holds no raw data.
@@ -420,26 +420,60 @@ spec:
         .send()
         .await
         .unwrap();
-    let report: serde_json::Value =
-        serde_json::from_slice(&report.body.collect().await.unwrap().into_bytes()).unwrap();
-    assert_eq!(report["prereg_hash"], plan.prereg_hash);
-    assert_eq!(
-        st.verdicts.len(),
-        1,
-        "{:?}; excluded: {}",
-        st.message,
-        report["excluded_runs"]
+    let report = report.body.collect().await.unwrap().into_bytes();
+    let json: serde_json::Value = serde_json::from_slice(&report).unwrap();
+    assert_eq!(json["prereg_hash"], plan.prereg_hash);
+    // Status holds exactly the report's verdicts, in compact form.
+    let analysis: campaign::analysis::Report = serde_json::from_slice(&report).unwrap();
+    assert_eq!(st.verdicts, operator::results::verdict_rows(&analysis));
+    // Every run is either analysed or left out with its reason: none is lost.
+    let excluded = json["excluded_runs"].as_array().unwrap();
+    let analysed: usize = analysis.comparisons.iter().map(|e| 2 * e.pairs).sum();
+    assert!(
+        excluded
+            .iter()
+            .all(|x| x["run"].as_str().is_some_and(|r| r.starts_with('r'))
+                && x["reason"].as_str().is_some_and(|r| !r.is_empty())),
+        "{excluded:?}"
     );
-    let v = &st.verdicts[0];
-    // A debug build on a shared machine may fail a run's unaccounted-time check; the
-    // analysis leaves such a run out, so at least 2 of the 4 pairs remain.
-    assert_eq!(
-        (v.mode.as_str(), v.baseline.as_str()),
-        ("ml-kem-768", "x25519")
-    );
-    assert!(v.pairs >= 2, "{v:?}");
-    assert!(v.verdict.is_some() && v.ratio.is_some());
-    assert!(st.verdict_summary.is_some());
+    // A debug build on a shared machine may fail a run's unaccounted-time check (the p99
+    // of time outside the stage timers, which a preemption between two timers decides);
+    // the analysis leaves such a run out and its pair with it. A comparison needs 2 valid
+    // pairs of the 6; CI has been seen to lose 3 of 4 runs of one mode.
+    let left_out: BTreeSet<&str> = excluded.iter().filter_map(|x| x["run"].as_str()).collect();
+    let valid_pairs = (0..6)
+        .filter(|&rep| {
+            plan.runs
+                .iter()
+                .filter(|r| r.repetition == rep)
+                .all(|r| !left_out.contains(r.run_id.as_str()))
+        })
+        .count();
+    if valid_pairs >= 2 {
+        assert_eq!(analysed, 2 * valid_pairs, "{excluded:?}");
+        assert_eq!(st.verdicts.len(), 1, "{:?}", st.message);
+        let v = &st.verdicts[0];
+        assert_eq!(
+            (v.mode.as_str(), v.baseline.as_str()),
+            ("ml-kem-768", "x25519")
+        );
+        assert_eq!(v.pairs as usize, valid_pairs, "{v:?}");
+        assert!(v.verdict.is_some() && v.ratio.is_some());
+        assert!(st.verdict_summary.is_some());
+    } else {
+        // Too few valid pairs: no comparison, and the status says why.
+        eprintln!(
+            "*** {} of 12 runs failed their validity checks on this machine, too many for a \
+             comparison; status checked against the report only: {excluded:?} ***",
+            left_out.len()
+        );
+        assert!(st.verdicts.is_empty());
+        let msg = st.message.as_deref().unwrap_or_default();
+        assert!(
+            msg.contains("no comparison") && msg.contains("invalid run(s) left out"),
+            "{msg}"
+        );
+    }
     let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(ready.status, "True");
     let size = serde_json::to_vec(&api.get("ext").await.unwrap())

@@ -907,6 +907,18 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
     assert!(s.server.cpu_cores_used.is_none());
 }
 
+/// Output to the test server's results bucket under `results/`, with the spec's own
+/// endpoint and credentials.
+fn results_output() -> worker::spec::Output {
+    worker::spec::Output::S3 {
+        bucket: BUCKET.into(),
+        prefix: "results/".into(),
+        endpoint: None,
+        credentials: None,
+        region: None,
+    }
+}
+
 /// With S3 output, the files are uploaded to the results bucket under
 /// `<prefix><runId>/p<index>/`, the checksum manifest last, and they validate once
 /// downloaded.
@@ -921,13 +933,7 @@ fn s3_output_uploads_the_run_files() {
         Loop::Open { rate: 20.0 },
     );
     spec.drain = Dur(Duration::from_secs(1));
-    spec.output = worker::spec::Output::S3 {
-        bucket: BUCKET.into(),
-        prefix: "results/".into(),
-        endpoint: None,
-        credentials: None,
-        region: None,
-    };
+    spec.output = results_output();
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     assert_eq!(
         w.uploaded_to.as_deref(),
@@ -1007,13 +1013,7 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     );
     spec.drain = Dur(Duration::from_secs(1));
     spec.processes.count = 2;
-    spec.output = worker::spec::Output::S3 {
-        bucket: BUCKET.into(),
-        prefix: "results/".into(),
-        endpoint: None,
-        credentials: None,
-        region: None,
-    };
+    spec.output = results_output();
     spec.start_gate = Some(worker::spec::StartGate {
         timeout: Dur(Duration::from_secs(60)),
     });
