@@ -50,21 +50,8 @@ pub fn init() -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("PQBENCH_LOG_FORMAT").is_ok_and(|v| v == "json");
     let config = trace_config(&|v| std::env::var(v).ok())?;
-    let provider = match &config {
-        Some(c) => Some(
-            worker::telemetry::provider(
-                c,
-                "pqbench-operator",
-                Vec::new(),
-                Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(c.sample_ratio))),
-            )?
-            .0,
-        ),
-        None => None,
-    };
-    let otel = provider
-        .as_ref()
-        .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("pqbench-operator")));
+    let provider = config.as_ref().map(provider).transpose()?;
+    let otel = provider.as_ref().map(layer);
     let registry = tracing_subscriber::registry().with(filter).with(otel);
     if json {
         registry
@@ -77,6 +64,25 @@ pub fn init() -> anyhow::Result<Telemetry> {
         provider,
         traces: config,
     })
+}
+
+/// The operator's span exporter for `config` (batched OTLP, parent-based ratio sampling).
+pub fn provider(config: &TraceConfig) -> worker::Result<SdkTracerProvider> {
+    Ok(worker::telemetry::provider(
+        config,
+        "pqbench-operator",
+        Vec::new(),
+        Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(config.sample_ratio))),
+    )?
+    .0)
+}
+
+/// The `tracing` layer that turns the operator's spans into OpenTelemetry spans.
+pub fn layer<S>(provider: &SdkTracerProvider) -> impl tracing_subscriber::Layer<S> + use<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    tracing_opentelemetry::layer().with_tracer(provider.tracer("pqbench-operator"))
 }
 
 /// The trace id of the current span, if it is being traced (32 hex digits).
