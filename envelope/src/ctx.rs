@@ -1,8 +1,8 @@
 //! Object identity and the context `ctx` (study section III, Algorithm 1; FORMAT.md §3).
 //!
 //! `ctx` is the RFC 8785 (JSON Canonicalization Scheme) serialization of a JSON object whose
-//! members are all strings, non-negative integers below 2^53, or (for sessions) an object of
-//! such integers. It is bound into the data key (HKDF info) and into every chunk (AEAD
+//! members are all strings, integers in 0 ..= 2^53 − 1 ([`MAX_CTX_INTEGER`]; bounded on
+//! both the writing and the reading side), or (for sessions) an object of such integers. It is bound into the data key (HKDF info) and into every chunk (AEAD
 //! associated data).
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -13,8 +13,13 @@ use crate::{Error, Mode, Result};
 pub const CHUNK_SIZE: u64 = 4 * 1024 * 1024;
 /// `ctx.format` of format v1 (format constant).
 pub const FORMAT_VERSION: u64 = 1;
-/// Largest plaintext size: 2^53 − 1, the largest integer JSON carries exactly (RFC 8785 §3.2.2.3).
-pub const MAX_PLAINTEXT_SIZE: u64 = (1 << 53) - 1;
+/// Largest integer anywhere in ctx (every member of ctx and of `ctx.session`): 2^53 − 1,
+/// the largest integer an RFC 8785 implementation carries exactly, since JCS serializes
+/// numbers through IEEE 754 doubles (RFC 8785 §3.2.2.3). A larger value would have two
+/// canonical forms, so readers refuse it and writers never produce it (FORMAT.md §3).
+pub const MAX_CTX_INTEGER: u64 = (1 << 53) - 1;
+/// Largest plaintext size: [`MAX_CTX_INTEGER`].
+pub const MAX_PLAINTEXT_SIZE: u64 = MAX_CTX_INTEGER;
 /// Largest length of tenant, bucket and key in bytes (S3's key limit).
 const MAX_NAME_LEN: usize = 1024;
 
@@ -132,13 +137,29 @@ pub(crate) fn validate_version(v: &str) -> std::result::Result<(), String> {
 #[serde(deny_unknown_fields)]
 pub struct SessionCtx {
     /// Age of the session root, in milliseconds, when this object was sealed.
+    #[serde(deserialize_with = "ctx_integer")]
     pub age_ms: u64,
     /// 0-based position of this object in its session.
+    #[serde(deserialize_with = "ctx_integer")]
     pub index: u64,
     /// T_max in milliseconds.
+    #[serde(deserialize_with = "ctx_integer")]
     pub max_age_ms: u64,
     /// B_max.
+    #[serde(deserialize_with = "ctx_integer")]
     pub max_objects: u64,
+}
+
+/// A ctx integer as a reader accepts it: a JSON integer (no fraction, exponent or sign;
+/// serde_json refuses `1.0`, `1e3` and `-0` for a `u64`) of at most [`MAX_CTX_INTEGER`].
+fn ctx_integer<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n > MAX_CTX_INTEGER {
+        return Err(serde::de::Error::custom(format!(
+            "integer {n} is above 2^53 - 1, the largest ctx integer (FORMAT.md §3)"
+        )));
+    }
+    Ok(n)
 }
 
 /// The context `ctx`. Field names and order are those of the canonical serialization
@@ -154,10 +175,13 @@ pub struct Context {
     /// when the mode has no `C`).
     pub c_sha256: String,
     /// Number of chunks.
+    #[serde(deserialize_with = "ctx_integer")]
     pub chunk_count: u64,
     /// Chunk size: 4,194,304.
+    #[serde(deserialize_with = "ctx_integer")]
     pub chunk_size: u64,
     /// Format version: 1.
+    #[serde(deserialize_with = "ctx_integer")]
     pub format: u64,
     /// KDF name: `HKDF-SHA256` (`none` for plaintext).
     pub kdf: String,
@@ -168,6 +192,7 @@ pub struct Context {
     /// Mode name.
     pub mode: String,
     /// Plaintext size in bytes.
+    #[serde(deserialize_with = "ctx_integer")]
     pub plaintext_size: u64,
     /// Lowercase hex key id of the recipient key (empty for plaintext).
     pub recipient_key_id: String,
@@ -228,9 +253,42 @@ impl Context {
     /// does (quote, backslash, `\b \f \n \r \t`, other controls as lowercase `\u00xx`,
     /// everything else literal). It is several times faster than a generic JCS serializer,
     /// and a test checks the equivalence against the `serde_jcs` crate.
+    ///
+    /// Refuses a ctx holding an integer above [`MAX_CTX_INTEGER`]: a writer never produces
+    /// a ctx that readers (and other JCS implementations) would not read back the same.
     pub fn canonical_bytes(&self) -> Result<Vec<u8>> {
+        self.check_integers()?;
         serde_json::to_vec(self)
             .map_err(|e| Error::Manifest(format!("cannot canonicalize ctx: {e}")))
+    }
+
+    /// Every integer of ctx and `ctx.session`, by member name.
+    fn integers(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        let top = [
+            ("chunk_count", self.chunk_count),
+            ("chunk_size", self.chunk_size),
+            ("format", self.format),
+            ("plaintext_size", self.plaintext_size),
+        ];
+        let session = self.session.map(|s| {
+            [
+                ("session.age_ms", s.age_ms),
+                ("session.index", s.index),
+                ("session.max_age_ms", s.max_age_ms),
+                ("session.max_objects", s.max_objects),
+            ]
+        });
+        top.into_iter().chain(session.into_iter().flatten())
+    }
+
+    /// The writer's side of the integer bound (the reader's is in deserialization).
+    pub(crate) fn check_integers(&self) -> Result<()> {
+        match self.integers().find(|&(_, n)| n > MAX_CTX_INTEGER) {
+            Some((name, n)) => Err(Error::Usage(format!(
+                "ctx.{name} would be {n}, above 2^53 - 1, the largest ctx integer (FORMAT.md §3)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Checks that this ctx names exactly `id` (field by field, so the error says which).

@@ -7,7 +7,7 @@
 
 use crate::mlkem::{self, Params};
 use crate::symmetric::{self, Aead};
-use crate::{Backend, Error, Result, rsa_oaep, x25519, xwing};
+use crate::{Backend, Error, Mode, PublicKey, Result, SealKey, Sender, rsa_oaep, x25519, xwing};
 
 fn params(level: u16) -> Result<Params> {
     match level {
@@ -97,6 +97,21 @@ pub fn x_wing_decaps(backend: Backend, seed: &[u8; 32], c: &[u8]) -> Result<[u8;
 /// X25519(scalar, u) as the modes compute it (all-zero outputs rejected).
 pub fn x25519(backend: Backend, scalar: &[u8; 32], u: &[u8; 32]) -> Result<[u8; 32]> {
     Ok(*x25519::StaticKey::new(backend, scalar)?.agree(u)?)
+}
+
+/// The sending side's ephemeral X25519 exchange with a recipient's `peer` key, as modes
+/// `x25519`, `x25519-padded` and `concat-hybrid` (and X-Wing on `aws-lc`) run it: returns
+/// (ephemeral public key, shared secret).
+pub fn x25519_ephemeral(backend: Backend, peer: &[u8; 32]) -> Result<([u8; 32], [u8; 32])> {
+    let (epub, ss) = x25519::ephemeral_agree(backend, peer, &mut crate::os_rng())?;
+    Ok((epub, *ss))
+}
+
+/// A [`Sender`] for `mode` to recipient key bytes that did not go through the checks of
+/// [`PublicKey::from_bytes`], so that tests reach the checks the sender makes itself.
+pub fn sender_unchecked(mode: Mode, backend: Backend, public: Vec<u8>) -> Result<Sender> {
+    let pk = PublicKey::unchecked(mode.key_type(), public);
+    Sender::new(mode, backend, SealKey::Public(&pk))
 }
 
 /// X25519 public key of a scalar.

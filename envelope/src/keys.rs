@@ -49,7 +49,9 @@ impl fmt::Debug for PublicKey {
 }
 
 impl PublicKey {
-    /// Wraps encoded public key bytes after checking their length (RSA: parses the DER).
+    /// Wraps encoded public key bytes after checking them: the length; RSA keys parse as
+    /// DER with the modulus size of their type and e = 65537; an X25519 part is not a
+    /// small-order point.
     pub fn from_bytes(key_type: KeyType, bytes: Vec<u8>) -> Result<Self> {
         match key_type {
             KeyType::None | KeyType::Psk => {
@@ -69,7 +71,19 @@ impl PublicKey {
                 }
             }
         }
+        if let Some(at) = key_type.x25519_public_offset() {
+            let u: &[u8; 32] = bytes
+                .get(at..at + 32)
+                .and_then(|u| u.try_into().ok())
+                .ok_or_else(|| Error::Key(format!("{key_type} public key is too short")))?;
+            x25519::check_public(u)?;
+        }
         Ok(Self { key_type, bytes })
+    }
+
+    /// Wraps bytes without any check (for [`crate::kat::sender_unchecked`] only).
+    pub(crate) fn unchecked(key_type: KeyType, bytes: Vec<u8>) -> Self {
+        Self { key_type, bytes }
     }
 
     /// The key type.

@@ -76,11 +76,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use ctx::{
-    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, ObjectId, SessionCtx, chunk_count,
-    chunk_len, new_version,
+    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_CTX_INTEGER, MAX_PLAINTEXT_SIZE, ObjectId, SessionCtx,
+    chunk_count, chunk_len, new_version,
 };
 pub use keys::{PublicKey, SecretKey};
-pub use manifest::{MANIFEST_FORMAT, Manifest};
+pub use manifest::{MANIFEST_FORMAT, MAX_MANIFEST_LEN, Manifest};
 pub use mode::{Backend, KeyType, Mode, SessionBounds};
 pub use open::{Opened, Opener, Receiver};
 pub use seal::{SealKey, Sealed, Sealer, Sender};

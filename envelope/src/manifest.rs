@@ -6,14 +6,13 @@
 //! match `ctx.c_sha256` are all rejected, and the reader must name the mode it expects.
 
 use std::borrow::Cow;
+use std::io::Read as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde::{Deserialize, Serialize};
 
-use crate::ctx::{
-    CHUNK_SIZE, Context, FORMAT_VERSION, MAX_PLAINTEXT_SIZE, chunk_count, validate_identity,
-};
+use crate::ctx::{CHUNK_SIZE, Context, FORMAT_VERSION, chunk_count, validate_identity};
 use crate::symmetric::sha256;
 use crate::{Backend, Error, Mode, Result};
 
@@ -23,8 +22,10 @@ pub const MANIFEST_FORMAT: &str = "pqbench-envelope/1";
 pub(crate) const SALT_LEN: usize = 32;
 /// Nonce prefix length (format constant).
 pub(crate) const PREFIX_LEN: usize = 4;
-/// Manifests larger than this are refused before parsing.
-const MAX_MANIFEST_LEN: usize = 64 * 1024;
+/// Manifests larger than this are refused before parsing (FORMAT.md §5, reader check 1).
+/// Readers that fetch a manifest (the object store, the CLI) stop reading past this many
+/// bytes instead of reading the whole object first.
+pub const MAX_MANIFEST_LEN: usize = 64 * 1024;
 
 /// The manifest as it appears on the wire (RFC 8785 canonical JSON). The encoded byte
 /// strings are borrowed from the input when it has no escapes (it never does when canonical).
@@ -59,6 +60,10 @@ fn bad(msg: impl Into<String>) -> Error {
     Error::Manifest(msg.into())
 }
 
+fn len_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
 fn is_lower_hex(s: &str, len: usize) -> bool {
     s.len() == len
         && s.bytes()
@@ -66,8 +71,9 @@ fn is_lower_hex(s: &str, len: usize) -> bool {
 }
 
 impl Manifest {
-    /// Serializes to canonical JSON bytes.
+    /// Serializes to canonical JSON bytes. Refuses a ctx with an integer above 2^53 − 1.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.ctx.check_integers()?;
         let wire = Wire {
             c: B64.encode(&self.c).into(),
             ctx: self.ctx.clone(),
@@ -89,10 +95,7 @@ impl Manifest {
     /// [`Manifest::parse`], hashing `C` with `backend`.
     pub(crate) fn parse_with(bytes: &[u8], expected: Mode, backend: Backend) -> Result<Self> {
         if bytes.len() > MAX_MANIFEST_LEN {
-            return Err(bad(format!(
-                "{} bytes, more than the {MAX_MANIFEST_LEN}-byte limit",
-                bytes.len()
-            )));
+            return Err(Self::too_large(len_u64(bytes.len())));
         }
         let wire: Wire =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("not a v1 manifest: {e}")))?;
@@ -134,9 +137,8 @@ impl Manifest {
                 ctx.chunk_size
             )));
         }
-        if ctx.plaintext_size > MAX_PLAINTEXT_SIZE {
-            return Err(bad("ctx.plaintext_size is above 2^53 - 1"));
-        }
+        // Every ctx integer, plaintext_size included, is at most 2^53 − 1: deserialization
+        // refused anything larger (`ctx::ctx_integer`).
         if ctx.chunk_count != chunk_count(ctx.plaintext_size) {
             return Err(bad(format!(
                 "ctx.chunk_count is {}, but {} bytes make {} chunks",
@@ -215,6 +217,29 @@ impl Manifest {
             salt,
             nonce_prefix,
         })
+    }
+
+    /// The error for a manifest of at least `seen` bytes, above [`MAX_MANIFEST_LEN`]; what a
+    /// reader returns once it has seen that many bytes (or a length header saying so),
+    /// without reading further.
+    pub fn too_large(seen: u64) -> Error {
+        bad(format!(
+            "{seen} bytes or more, above the {MAX_MANIFEST_LEN}-byte limit"
+        ))
+    }
+
+    /// Reads a manifest from `r`, stopping as soon as it is longer than
+    /// [`MAX_MANIFEST_LEN`] (at most one byte more is read): a huge object never reaches
+    /// memory.
+    pub fn read_bounded(r: impl std::io::Read) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        r.take(len_u64(MAX_MANIFEST_LEN) + 1)
+            .read_to_end(&mut bytes)
+            .map_err(Error::Io)?;
+        if bytes.len() > MAX_MANIFEST_LEN {
+            return Err(Self::too_large(len_u64(bytes.len())));
+        }
+        Ok(bytes)
     }
 
     /// Peeks at the mode a manifest claims, without validating it (for `inspect`).

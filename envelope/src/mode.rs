@@ -255,6 +255,16 @@ impl KeyType {
         }
     }
 
+    /// Where the X25519 u-coordinate sits in the encoded public key, for key types that
+    /// carry one (`x25519`, `ml-kem-768+x25519`, `x-wing`).
+    pub const fn x25519_public_offset(self) -> Option<usize> {
+        match self {
+            KeyType::X25519 => Some(0),
+            KeyType::ConcatHybrid | KeyType::XWing => Some(1184),
+            _ => None,
+        }
+    }
+
     /// RSA modulus size in bits, for RSA key types.
     pub const fn rsa_bits(self) -> Option<usize> {
         match self {

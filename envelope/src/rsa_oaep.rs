@@ -1,7 +1,8 @@
 //! RSA-OAEP key transport (RFC 8017 section 7.1, SHA-256 with MGF1-SHA-256, empty label)
 //! on both backends. The sender transports a fresh random 32-byte secret; the recipient
 //! accepts exactly 32 bytes back. Keys: SubjectPublicKeyInfo DER (public) and PKCS#8 DER
-//! (private).
+//! (private), with the public exponent e = 65537 (FORMAT.md §7); any other exponent is
+//! refused when a key is loaded, on both backends.
 
 use aws_lc_rs::encoding::{AsDer, Pkcs8V1Der, PublicKeyX509Der};
 use aws_lc_rs::rsa as lc;
@@ -12,6 +13,45 @@ use zeroize::Zeroizing;
 
 use crate::symmetric::Secret32;
 use crate::{Backend, Error, Result};
+
+/// The only public exponent FORMAT.md §7 allows, 65537, as a minimal big-endian DER
+/// integer (format constant).
+const EXPONENT: [u8; 3] = [0x01, 0x00, 0x01];
+
+fn check_exponent(e: &[u8]) -> Result<()> {
+    if e == EXPONENT {
+        return Ok(());
+    }
+    let shown = if e.len() <= 8 {
+        e.iter()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+            .to_string()
+    } else {
+        format!("a {}-byte number", e.len())
+    };
+    Err(Error::Key(format!(
+        "RSA public exponent is {shown}; pqbench keys use e = 65537 (FORMAT.md §7)"
+    )))
+}
+
+/// The public exponent of an SPKI DER key must be 65537 (read from the DER, the same on
+/// both backends; AWS-LC's encryption keys do not expose it).
+fn check_spki_exponent(spki: &[u8]) -> Result<()> {
+    let bad = || Error::Key("invalid RSA public key (expected SubjectPublicKeyInfo DER)".into());
+    let info = rsa::pkcs8::SubjectPublicKeyInfoRef::try_from(spki).map_err(|_| bad())?;
+    let key = info.subject_public_key.as_bytes().ok_or_else(bad)?;
+    let key = rsa::pkcs1::RsaPublicKeyRef::try_from(key).map_err(|_| bad())?;
+    check_exponent(key.public_exponent.as_bytes())
+}
+
+/// The public exponent of a PKCS#8 DER private key must be 65537.
+fn check_pkcs8_exponent(pkcs8: &[u8]) -> Result<()> {
+    let bad = || Error::Key("invalid RSA private key (expected PKCS#8 DER)".into());
+    let info = rsa::pkcs8::PrivateKeyInfoRef::try_from(pkcs8).map_err(|_| bad())?;
+    let key =
+        rsa::pkcs1::RsaPrivateKeyRef::try_from(info.private_key.as_bytes()).map_err(|_| bad())?;
+    check_exponent(key.public_exponent.as_bytes())
+}
 
 /// Generates an RSA key pair of `bits` with AWS-LC (fast on both backends; key generation is
 /// not on the measured path). Returns (SPKI DER, PKCS#8 DER).
@@ -53,10 +93,11 @@ pub(crate) enum PublicKey {
 }
 
 impl PublicKey {
-    /// Parses SPKI DER and checks the modulus size.
+    /// Parses SPKI DER and checks the modulus size and the exponent.
     pub(crate) fn parse(backend: Backend, bits: usize, spki: &[u8]) -> Result<Self> {
         let bad =
             || Error::Key("invalid RSA public key (expected SubjectPublicKeyInfo DER)".into());
+        check_spki_exponent(spki)?;
         let key = match backend {
             Backend::AwsLc => {
                 let k = lc::PublicEncryptingKey::from_der(spki).map_err(|_| bad())?;
@@ -110,9 +151,10 @@ pub(crate) enum SecretKey {
 }
 
 impl SecretKey {
-    /// Parses PKCS#8 DER and checks the modulus size.
+    /// Parses PKCS#8 DER and checks the modulus size and the exponent.
     pub(crate) fn parse(backend: Backend, bits: usize, pkcs8: &[u8]) -> Result<Self> {
         let bad = || Error::Key("invalid RSA private key (expected PKCS#8 DER)".into());
+        check_pkcs8_exponent(pkcs8)?;
         let key = match backend {
             Backend::AwsLc => {
                 let k = lc::PrivateDecryptingKey::from_pkcs8(pkcs8).map_err(|_| bad())?;

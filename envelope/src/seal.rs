@@ -47,10 +47,13 @@ pub struct Sender {
     sessions: Option<SenderSessions>,
 }
 
+/// A recipient's X25519 public key (or the X25519 half of one): 32 bytes, not of small order.
 fn x25519_pub(bytes: &[u8]) -> Result<[u8; 32]> {
-    bytes
+    let u = bytes
         .try_into()
-        .map_err(|_| Error::Key("X25519 public key must be 32 bytes".into()))
+        .map_err(|_| Error::Key("X25519 public key must be 32 bytes".into()))?;
+    x25519::check_public(&u)?;
+    Ok(u)
 }
 
 impl Sender {

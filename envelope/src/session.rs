@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::ctx::MAX_CTX_INTEGER;
 use crate::symmetric::Secret32;
 use crate::{Error, Result, SessionBounds};
 
@@ -54,6 +55,19 @@ impl SenderSessions {
             return Err(Error::Usage(
                 "session bound max_age (T_max) must be positive".into(),
             ));
+        }
+        // Both bounds are written into every object's ctx, whose integers stop at 2^53 − 1.
+        if bounds.max_objects > MAX_CTX_INTEGER {
+            return Err(Error::Usage(format!(
+                "session bound max_objects (B_max) {} is above 2^53 - 1",
+                bounds.max_objects
+            )));
+        }
+        if bounds.max_age.as_millis() > u128::from(MAX_CTX_INTEGER) {
+            return Err(Error::Usage(format!(
+                "session bound max_age (T_max) {:?} is above 2^53 - 1 milliseconds",
+                bounds.max_age
+            )));
         }
         Ok(Self {
             bounds,

@@ -1,16 +1,81 @@
 //! X25519 (RFC 7748) on both backends: the ephemeral-static exchange of modes `x25519`,
 //! `x25519-padded` and `concat-hybrid`, and the X25519 half of X-Wing.
 //!
-//! A Diffie–Hellman output of all zeros (a low-order peer point) is rejected on both
-//! backends (RFC 7748 section 6.1 "MAY check"; AWS-LC always does), so the backends agree.
+//! Small-order points are refused everywhere a peer's u-coordinate enters (FORMAT.md §6):
+//! a recipient public key is checked against [`SMALL_ORDER`] when it is loaded and when a
+//! sender parses it, on both backends; and a Diffie–Hellman output of all zeros (which is
+//! what any small-order peer point gives with a clamped scalar) is rejected on both
+//! backends, on the sending and the receiving side (RFC 7748 section 6.1 "MAY check";
+//! AWS-LC always does), so the backends agree.
 
 use aws_lc_rs::agreement as lc;
 use rand_core::CryptoRng;
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 use zeroize::Zeroizing;
 
 use crate::symmetric::Secret32;
 use crate::{Backend, Error, Result};
+
+/// The u-coordinates of every point of order dividing 8 on Curve25519 and on its twist, as
+/// 255-bit little-endian strings: 0, 1, the two points of order 8, p − 1, and the
+/// non-canonical encodings p (≡ 0) and p + 1 (≡ 1), p = 2^255 − 19. The list is
+/// libsodium's `has_small_order` table (crypto_scalarmult/curve25519/ref10/x25519_ref10.c).
+/// RFC 7748 §5 ignores bit 255 of an encoding, so each entry also stands for itself with
+/// bit 255 set: 14 encodings in all. No other 32-byte string decodes to a small-order point
+/// (p − 1, the two order-8 points and every u ≥ 19 have no second 255-bit encoding).
+pub(crate) const SMALL_ORDER: [[u8; 32]; 7] = [
+    [0; 32],
+    [
+        1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0,
+    ],
+    [
+        0xe0, 0xeb, 0x7a, 0x7c, 0x3b, 0x41, 0xb8, 0xae, 0x16, 0x56, 0xe3, 0xfa, 0xf1, 0x9f, 0xc4,
+        0x6a, 0xda, 0x09, 0x8d, 0xeb, 0x9c, 0x32, 0xb1, 0xfd, 0x86, 0x62, 0x05, 0x16, 0x5f, 0x49,
+        0xb8, 0x00,
+    ],
+    [
+        0x5f, 0x9c, 0x95, 0xbc, 0xa3, 0x50, 0x8c, 0x24, 0xb1, 0xd0, 0xb1, 0x55, 0x9c, 0x83, 0xef,
+        0x5b, 0x04, 0x44, 0x5c, 0xc4, 0x58, 0x1c, 0x8e, 0x86, 0xd8, 0x22, 0x4e, 0xdd, 0xd0, 0x9f,
+        0x11, 0x57,
+    ],
+    ff_tail(0xec),
+    ff_tail(0xed),
+    ff_tail(0xee),
+];
+
+/// `first ‖ 0xff × 30 ‖ 0x7f`: p − 1, p and p + 1 for `first` = 0xec, 0xed, 0xee.
+const fn ff_tail(first: u8) -> [u8; 32] {
+    let mut u = [0xff; 32];
+    u[0] = first;
+    u[31] = 0x7f;
+    u
+}
+
+/// Whether `u` encodes a point of small order (bit 255 ignored, as RFC 7748 §5 decodes).
+/// Constant time, though public keys and ciphertexts are public.
+pub(crate) fn is_small_order(u: &[u8; 32]) -> bool {
+    let mut low = *u;
+    low[31] &= 0x7f;
+    SMALL_ORDER
+        .iter()
+        .fold(Choice::from(0), |any, s| any | low.ct_eq(s))
+        .into()
+}
+
+/// Refuses a recipient's X25519 public key (or X25519 half of one) of small order: every
+/// shared secret with it is all zeros, so an object sealed to it would be keyed by public
+/// data.
+pub(crate) fn check_public(u: &[u8; 32]) -> Result<()> {
+    if is_small_order(u) {
+        return Err(Error::Key(
+            "the X25519 public key is a small-order point (every shared secret with it is \
+             zero); it is refused (FORMAT.md §6)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
 
 /// Computes the public key of a 32-byte X25519 scalar.
 pub(crate) fn public_from_secret(secret: &[u8; 32]) -> [u8; 32] {
@@ -32,6 +97,7 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
     peer: &[u8; 32],
     rng: &mut R,
 ) -> Result<([u8; 32], Secret32)> {
+    check_public(peer)?;
     let invalid = || Error::Key("invalid X25519 public key".into());
     let (epub, ss) = match backend {
         Backend::AwsLc => {
@@ -62,8 +128,8 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
             (epub, ss.to_bytes())
         }
     };
-    // A low-order recipient key gives an all-zero secret on RustCrypto (AWS-LC already
-    // refused it above): the same error on both backends.
+    // Belt and braces: an all-zero secret (which only a small-order key, refused above, can
+    // give) is the same error on both backends.
     Ok((epub, reject_zero(ss).map_err(|_| invalid())?))
 }
 

@@ -75,7 +75,7 @@ pub(crate) enum EncapKey {
 }
 
 impl EncapKey {
-    /// Parses `pk_M ‖ pk_X`.
+    /// Parses `pk_M ‖ pk_X`, refusing a small-order `pk_X`.
     pub(crate) fn parse(backend: Backend, bytes: &[u8]) -> Result<Self> {
         if bytes.len() != PUBLIC_LEN {
             return Err(Error::Key(format!(
@@ -83,16 +83,17 @@ impl EncapKey {
                 bytes.len()
             )));
         }
+        let (m, x) = bytes.split_at(MLKEM_PK_LEN);
+        let mut pk_x = [0u8; 32];
+        pk_x.copy_from_slice(x);
+        // The `x-wing` crate accepts a small-order X25519 share (its shared secret is then
+        // the ML-KEM half alone); pqbench refuses it on both backends.
+        x25519::check_public(&pk_x)?;
         Ok(match backend {
-            Backend::AwsLc => {
-                let (m, x) = bytes.split_at(MLKEM_PK_LEN);
-                let mut pk_x = [0u8; 32];
-                pk_x.copy_from_slice(x);
-                EncapKey::Aws {
-                    pk_m: mlkem::EncapKey::parse(backend, Params::K768, m)?,
-                    pk_x,
-                }
-            }
+            Backend::AwsLc => EncapKey::Aws {
+                pk_m: mlkem::EncapKey::parse(backend, Params::K768, m)?,
+                pk_x,
+            },
             Backend::RustCrypto => EncapKey::Rc(Box::new(
                 x_wing::EncapsulationKey::try_from(bytes)
                     .map_err(|_| Error::Key("invalid X-Wing public key".into()))?,

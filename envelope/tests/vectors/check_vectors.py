@@ -24,6 +24,7 @@ What is checked
                           seed, decapsulate, X25519) + hashlib (SHAKE256, SHA3-256).
   hkdf-sha256-rfc5869.json cryptography HKDF, HKDF.extract, HKDFExpand.
   aes-256-gcm-nist.json   cryptography AESGCM encrypt / decrypt / InvalidTag on FAIL.
+  rsa-exponent.json       cryptography: each key pair loads, matches, and has the stated e != 65537.
 """
 
 from __future__ import annotations
@@ -217,6 +218,19 @@ def aes_gcm():
     return len(data["testCases"])
 
 
+def rsa_exponent():
+    from cryptography.hazmat.primitives import serialization
+    data = load("rsa-exponent.json")
+    for t in data["cases"]:
+        tag = f"rsa-exponent {t['bits']} e={t['e']}"
+        sk = serialization.load_der_private_key(bytes.fromhex(t["pkcs8"]), password=None)
+        pk = serialization.load_der_public_key(bytes.fromhex(t["spki"]))
+        T.check(sk.key_size == t["bits"] and pk.key_size == t["bits"], f"{tag}: size")
+        T.check(sk.public_key().public_numbers() == pk.public_numbers(), f"{tag}: pair")
+        T.check(pk.public_numbers().e == t["e"] != 65537, f"{tag}: exponent")
+    return len(data["cases"])
+
+
 def main():
     import cryptography
     counts = {}
@@ -224,7 +238,8 @@ def main():
                      ("ml-kem-encapdecap.json", mlkem_encapdecap),
                      ("x-wing.json", xwing),
                      ("hkdf-sha256-rfc5869.json", hkdf),
-                     ("aes-256-gcm-nist.json", aes_gcm)]:
+                     ("aes-256-gcm-nist.json", aes_gcm),
+                     ("rsa-exponent.json", rsa_exponent)]:
         try:
             counts[name] = fn()
         except Exception as e:  # a crash in one file is a failure, keep going
