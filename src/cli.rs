@@ -406,14 +406,19 @@ fn open(a: OpenArgs) -> Result<()> {
     let receiver = a.receiver.receiver()?;
     let dir = layout::version_dir(&a.input, &id.key, &id.version)?;
     let manifest_path = dir.join(MANIFEST);
-    let manifest = fs::read(&manifest_path).with_context(|| {
-        format!(
-            "version {} of {:?} is not committed (no {})",
-            id.version,
-            id.key,
-            manifest_path.display()
-        )
-    })?;
+    let manifest = fs::File::open(&manifest_path)
+        .with_context(|| {
+            format!(
+                "version {} of {:?} is not committed (no {})",
+                id.version,
+                id.key,
+                manifest_path.display()
+            )
+        })
+        .and_then(|f| {
+            Manifest::read_bounded(f)
+                .with_context(|| format!("reading {}", manifest_path.display()))
+        })?;
     let data_path = dir.join(DATA);
     let data = fs::File::open(&data_path)
         .with_context(|| format!("cannot open {}", data_path.display()))?;
@@ -432,7 +437,9 @@ fn open(a: OpenArgs) -> Result<()> {
 
 fn inspect(a: InspectArgs) -> Result<()> {
     let manifest_path = a.path.join(MANIFEST);
-    let bytes = fs::read(&manifest_path)
+    let bytes = fs::File::open(&manifest_path)
+        .map_err(envelope::Error::Io)
+        .and_then(Manifest::read_bounded)
         .with_context(|| format!("cannot read {}", manifest_path.display()))?;
     let data_len = fs::metadata(a.path.join(DATA)).map(|m| m.len()).ok();
     let mode = Manifest::peek_mode(&bytes)?;

@@ -105,7 +105,8 @@ pub(crate) struct GetArgs {
     s3: S3Args,
     #[command(flatten)]
     object: ObjectArgs,
-    /// Version to read; the newest committed one if omitted (costs one LIST).
+    /// Version to read; if omitted, the newest committed one that is not future-dated
+    /// (FORMAT.md §1; costs one LIST).
     #[arg(long)]
     version: Option<String>,
     #[command(flatten)]
@@ -297,12 +298,24 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
     runtime()?.block_on(async {
         let version = match a.version {
             Some(v) => v,
-            None => store.latest(&a.object.key).await?.with_context(|| {
-                format!(
-                    "s3://{}/{} has no committed version",
-                    a.object.bucket, a.object.key
-                )
-            })?,
+            None => {
+                let versions = store.versions(&a.object.key).await?;
+                let future = versions.iter().filter(|v| v.future_dated).count();
+                let latest = worker::latest_of(&versions).map(|v| v.version.clone());
+                latest.with_context(|| {
+                    let k = format!("s3://{}/{}", a.object.bucket, a.object.key);
+                    if future > 0 {
+                        format!(
+                            "{k} has no committed version to take as latest: its {future} \
+                             version(s) are future-dated (see `pqbench ls --key {}`); name one \
+                             with --version to read it anyway",
+                            a.object.key
+                        )
+                    } else {
+                        format!("{k} has no committed version")
+                    }
+                })?
+            }
         };
         let mut out = Staged::create(&a.out)?;
         let file = tokio::fs::File::from_std(out.file().try_clone().context("output file")?);
@@ -337,11 +350,19 @@ pub(crate) fn ls(a: LsArgs) -> Result<()> {
             if versions.is_empty() {
                 println!("s3://{}/{key}: no committed version", a.bucket);
             }
-            for v in versions {
+            let latest = worker::latest_of(&versions).map(|v| v.version.clone());
+            for v in &versions {
                 let data = v
                     .data_size
                     .map_or_else(|| "data MISSING".to_owned(), |n| format!("{n} B"));
-                println!("{}  {data}  manifest {} B", v.version, v.manifest_size);
+                let mark = if Some(&v.version) == latest.as_ref() {
+                    "  (latest)".to_owned()
+                } else if v.future_dated {
+                    format!("  {}", future_dated_note(v))
+                } else {
+                    String::new()
+                };
+                println!("{}  {data}  manifest {} B{mark}", v.version, v.manifest_size);
             }
             return Ok(());
         }
@@ -349,16 +370,44 @@ pub(crate) fn ls(a: LsArgs) -> Result<()> {
         if keys.is_empty() {
             println!("s3://{}/{}: no pqbench objects", a.bucket, a.prefix);
         }
-        for (key, versions, uncommitted) in keys {
-            let latest = versions.last().map_or("-", String::as_str);
-            print!("{key}  {} version(s), latest {latest}", versions.len());
-            if uncommitted > 0 {
-                print!(", {uncommitted} uncommitted (see `pqbench gc`)");
+        for k in keys {
+            let latest = k.latest().map_or("-", |v| v.version.as_str());
+            print!("{}  {} version(s), latest {latest}", k.key, k.versions.len());
+            let future = k.versions.iter().filter(|v| v.future_dated).count();
+            if future > 0 {
+                print!(
+                    ", {future} FUTURE-DATED (not taken as latest; `pqbench ls --key {}` shows them)",
+                    k.key
+                );
+            }
+            if k.uncommitted > 0 {
+                print!(", {} uncommitted (see `pqbench gc`)", k.uncommitted);
             }
             println!();
         }
         Ok(())
     })
+}
+
+/// What `ls` says of a future-dated version (FORMAT.md §1).
+fn future_dated_note(v: &worker::VersionInfo) -> String {
+    // RFC 3339 stops at 9999-12-31; a planted version may claim far later.
+    const YEAR_10000_MS: u64 = 253_402_300_800_000;
+    let stamped = envelope::layout::version_time_ms(&v.version).map(|ms| {
+        if ms < YEAR_10000_MS {
+            humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+                .to_string()
+        } else {
+            format!("{ms} ms after 1970 (after the year 9999)")
+        }
+    });
+    let committed = v.committed_at.map(humantime::format_rfc3339_seconds);
+    match (stamped, committed) {
+        (Some(s), Some(c)) => format!(
+            "FUTURE-DATED: its version says {s}, the server stored it at {c}; not taken as latest (anyone who can write the bucket can plant one)"
+        ),
+        _ => "FUTURE-DATED: the server gave no time for its manifest; not taken as latest".into(),
+    }
 }
 
 pub(crate) fn rm(a: RmArgs) -> Result<()> {
@@ -386,6 +435,13 @@ pub(crate) fn gc(a: GcArgs) -> Result<()> {
         }
         for k in &r.broken_versions {
             println!("BROKEN: {k} has no data.enc (left in place; delete it with `pqbench rm`)");
+        }
+        for k in &r.future_dated {
+            println!(
+                "FUTURE-DATED: {k}: its UUIDv7 time is more than {} after the server stored it; \
+                 never taken as latest (left in place; check who wrote it, delete it with `pqbench rm`)",
+                humantime::format_duration(envelope::layout::MAX_VERSION_SKEW)
+            );
         }
         println!(
             "{} uncommitted object(s), {} upload(s); {} younger than the grace period kept",

@@ -265,6 +265,103 @@ fn open_failures_are_clean() {
     assert_eq!(std::fs::read(&out).expect("out").len(), 5 * 1024 * 1024);
 }
 
+/// A `recipient.pub` as a user (or an attacker) would write it: the key bytes with a key id
+/// that matches them.
+fn public_key_file(path: &Path, key_type: &str, key: &[u8]) {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let text = serde_json::json!({
+        "format": "pqbench-public-key/1",
+        "key_id": hex::encode(sha2::Sha256::digest(key)),
+        "key_type": key_type,
+        "key": base64::engine::general_purpose::STANDARD.encode(key),
+    });
+    std::fs::write(path, text.to_string()).expect("write key file");
+}
+
+/// Issue 16 items 2 and 3 as a user meets them: `seal --mode x-wing --backend rustcrypto`
+/// to a `recipient.pub` whose X25519 part is u = 1 used to commit an object; an RSA-3072
+/// key with e = 3 round-tripped. Both are refused at key load, on both backends, and no
+/// version is written.
+#[test]
+fn seal_refuses_small_order_and_weak_exponent_recipient_keys() {
+    let _one_at_a_time = one_at_a_time();
+    let t = tempfile::tempdir().expect("tmp");
+    let t = t.path();
+    let input = t.join("in.bin");
+    std::fs::write(&input, b"hello").expect("write");
+    ok(
+        &pqbench(&["keygen", "--mode", "x-wing", "--out", s(&t.join("xw"))]),
+        "keygen",
+    );
+    let real: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.join("xw/recipient.pub")).expect("pub"))
+            .expect("json");
+    use base64::Engine as _;
+    let mut key = base64::engine::general_purpose::STANDARD
+        .decode(real["key"].as_str().expect("key"))
+        .expect("b64");
+    key[1184..].copy_from_slice(&[
+        1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0,
+    ]);
+    let xw = t.join("xw-u1.pub");
+    public_key_file(&xw, "x-wing", &key);
+
+    let vectors: serde_json::Value =
+        serde_json::from_str(include_str!("../envelope/tests/vectors/rsa-exponent.json"))
+            .expect("json");
+    let e3 = &vectors["cases"][0];
+    assert_eq!(
+        (e3["bits"].as_u64(), e3["e"].as_u64()),
+        (Some(3072), Some(3))
+    );
+    let rsa = t.join("rsa-e3.pub");
+    public_key_file(
+        &rsa,
+        "rsa-3072",
+        &hex::decode(e3["spki"].as_str().expect("spki")).expect("hex"),
+    );
+
+    for (mode, file, says) in [
+        ("x-wing", &xw, "small-order point"),
+        ("rsa-oaep-3072", &rsa, "RSA public exponent is 3"),
+    ] {
+        for backend in ["rustcrypto", "aws-lc"] {
+            let out = t.join(format!("out-{mode}-{backend}"));
+            let o = pqbench(&[
+                "seal",
+                "--mode",
+                mode,
+                "--backend",
+                backend,
+                "--recipient",
+                s(file),
+                "--tenant",
+                "t",
+                "--bucket",
+                "b",
+                "--key",
+                "k",
+                "--in",
+                s(&input),
+                "--out",
+                s(&out),
+            ]);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success(),
+                "{mode} on {backend}: sealed to a refused key"
+            );
+            assert!(stderr.contains(says), "{mode} on {backend}: {stderr}");
+            assert!(
+                !out.join("k.pqcs").exists(),
+                "{mode} on {backend}: wrote a version"
+            );
+        }
+    }
+}
+
 #[test]
 fn helpful_errors_for_bad_input() {
     let _one_at_a_time = one_at_a_time();
@@ -527,6 +624,139 @@ fn s3_commands_against_serve_s3() {
     assert!(gc.contains("0 uncommitted object(s)"), "{gc}");
     let ls = ok(&with_env(&srv, &["ls", "--bucket", "cli-bucket"]), "ls");
     assert!(ls.contains("no pqbench objects"), "{ls}");
+}
+
+/// Issue 16 item 6: latest was the largest writer-chosen UUIDv7, so a version
+/// `ffffffff-ffff-7fff-bfff-ffffffffffff` (a valid object sealed to the public key) planted
+/// by anyone who can write the bucket stayed newest forever, and `get` returned it with
+/// exit 0. The planted object is sealed by `pqbench seal` straight into the server's bucket
+/// directory (serve-s3 stores the same layout on disk).
+#[test]
+fn a_planted_future_version_does_not_become_latest() {
+    let _one_at_a_time = one_at_a_time();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let s3dir = t.join("s3");
+    let srv = serve(&s3dir, &t.join("s3.env"));
+    let k = keys(&t.join("keys"), "x25519");
+    std::fs::write(t.join("real.txt"), b"the real object").expect("write");
+    std::fs::write(t.join("planted.txt"), b"planted by a writer").expect("write");
+
+    let mut put = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "doc",
+        "--mode",
+        "x25519",
+    ];
+    put.extend(k.seal.iter().map(String::as_str));
+    let real_in = t.join("real.txt");
+    put.extend(["--in", s(&real_in)]);
+    let real = ok(&with_env(&srv, &put), "put");
+    let real = real.lines().next().expect("version").to_owned();
+
+    let pinned = "ffffffff-ffff-7fff-bfff-ffffffffffff";
+    let bucket_dir = s3dir.join("cli-bucket");
+    let planted_in = t.join("planted.txt");
+    let mut seal = vec![
+        "seal",
+        "--mode",
+        "x25519",
+        "--tenant",
+        "default",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "doc",
+        "--version",
+        pinned,
+    ];
+    seal.extend(k.seal.iter().map(String::as_str));
+    seal.extend(["--in", s(&planted_in), "--out", s(&bucket_dir)]);
+    ok(&pqbench(&seal), "seal the planted version");
+
+    // Without --version, get reads the real version; the planted one only when named.
+    let mut get = vec![
+        "get",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "doc",
+        "--expect-mode",
+        "x25519",
+    ];
+    get.extend(k.open.iter().map(String::as_str));
+    let dest = t.join("latest.out");
+    let mut latest = get.clone();
+    latest.extend(["--out", s(&dest)]);
+    let out = ok(&with_env(&srv, &latest), "get latest");
+    assert!(out.starts_with(&real), "{out}");
+    assert_eq!(std::fs::read(&dest).expect("out"), b"the real object");
+    let named = t.join("named.out");
+    let mut by_version = get.clone();
+    by_version.extend(["--version", pinned, "--out", s(&named)]);
+    ok(
+        &with_env(&srv, &by_version),
+        "get the planted version by name",
+    );
+    assert_eq!(std::fs::read(&named).expect("out"), b"planted by a writer");
+
+    // ls and gc report it; gc leaves it in place.
+    let ls = ok(&with_env(&srv, &["ls", "--bucket", "cli-bucket"]), "ls");
+    assert!(
+        ls.contains(&format!("doc  2 version(s), latest {real}")),
+        "{ls}"
+    );
+    assert!(ls.contains("1 FUTURE-DATED"), "{ls}");
+    let ls = ok(
+        &with_env(&srv, &["ls", "--bucket", "cli-bucket", "--key", "doc"]),
+        "ls --key",
+    );
+    let line = |v: &str| {
+        ls.lines()
+            .find(|l| l.starts_with(v))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(line(&real).ends_with("(latest)"), "{ls}");
+    assert!(
+        line(pinned).contains("FUTURE-DATED: its version says"),
+        "{ls}"
+    );
+    let gc = ok(
+        &with_env(&srv, &["gc", "--bucket", "cli-bucket", "--grace", "0s"]),
+        "gc",
+    );
+    assert!(
+        gc.contains(&format!("FUTURE-DATED: doc.pqcs/{pinned}/manifest.json")),
+        "{gc}"
+    );
+    ok(
+        &with_env(&srv, &by_version),
+        "the planted version is still there after gc",
+    );
+
+    // With only the planted version left, get without --version refuses and says why.
+    let rm = [
+        "rm",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "doc",
+        "--version",
+        real.as_str(),
+    ];
+    ok(&with_env(&srv, &rm), "rm");
+    let refused = t.join("refused.out");
+    let mut only = get.clone();
+    only.extend(["--out", s(&refused)]);
+    let o = with_env(&srv, &only);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "got the planted version as latest");
+    assert!(stderr.contains("future-dated"), "{stderr}");
+    assert!(!refused.exists());
 }
 
 #[test]

@@ -5,7 +5,15 @@
 //!
 //! Pure string functions shared by the local `seal`/`open` commands and the S3 object store.
 
+use std::time::{Duration, SystemTime};
+
 use crate::ctx::validate_version;
+
+/// How far a version's UUIDv7 time may lie after the server's LastModified of its manifest
+/// before the version counts as future-dated and is skipped when choosing the latest version
+/// (FORMAT.md §1): 15 minutes, the clock skew S3 tolerates between a SigV4 request's time
+/// and the server's. Format constant of the reading protocol.
+pub const MAX_VERSION_SKEW: Duration = Duration::from_secs(15 * 60);
 
 /// Suffix appended to an object key to form its version directory.
 /// Format constant: changing it breaks existing objects.
@@ -69,11 +77,60 @@ pub fn parse_key(s3_key: &str) -> Option<LayoutKey<'_>> {
     Some(LayoutKey { key, version, part })
 }
 
+/// The writer's clock that a version carries: its UUIDv7 `unix_ts_ms` (the first 48 bits,
+/// RFC 9562 §5.7), in milliseconds since the Unix epoch; `None` if `version` is not a valid
+/// lowercase UUIDv7.
+pub fn version_time_ms(version: &str) -> Option<u64> {
+    validate_version(version).ok()?;
+    let hex: String = version.chars().filter(|&c| c != '-').take(12).collect();
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+/// Whether a committed version is future-dated (FORMAT.md §1): its UUIDv7 time is more than
+/// [`MAX_VERSION_SKEW`] after `committed_at`, the server's LastModified of its manifest, or
+/// that time is unknown. Such a version is never chosen as the latest.
+pub fn is_future_dated(version: &str, committed_at: Option<SystemTime>) -> bool {
+    let (Some(ms), Some(at)) = (version_time_ms(version), committed_at) else {
+        return true;
+    };
+    let Ok(since_epoch) = at.duration_since(SystemTime::UNIX_EPOCH) else {
+        return true;
+    };
+    let limit = (since_epoch + MAX_VERSION_SKEW).as_millis();
+    u128::from(ms) > limit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const V: &str = "0192f1d2-3c4b-7a5e-8f00-112233445566";
+
+    #[test]
+    fn version_time_and_future_dating() {
+        // 0x0192f1d23c4b ms = 2024-11-05T...: the first 12 hex digits.
+        assert_eq!(version_time_ms(V), Some(0x0192_f1d2_3c4b));
+        assert_eq!(version_time_ms("not-a-version"), None);
+        let at = |ms: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
+        let t = 0x0192_f1d2_3c4b;
+        let skew = u64::try_from(MAX_VERSION_SKEW.as_millis()).expect("small");
+        assert!(!is_future_dated(V, at(t)));
+        assert!(
+            !is_future_dated(V, at(t - skew)),
+            "exactly the skew is allowed"
+        );
+        assert!(is_future_dated(V, at(t - skew - 1)));
+        assert!(
+            !is_future_dated(V, at(t + 3_600_000)),
+            "older than its commit is fine"
+        );
+        assert!(
+            is_future_dated(V, None),
+            "no server time: not trusted as latest"
+        );
+        let pinned = "ffffffff-ffff-7fff-bfff-ffffffffffff";
+        assert!(is_future_dated(pinned, Some(SystemTime::now())));
+    }
 
     #[test]
     fn keys_round_trip() {

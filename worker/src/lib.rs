@@ -117,5 +117,6 @@ pub fn stats_for_bench(start: std::time::Instant) -> OpStats {
     st
 }
 pub use store::{
-    Event, GcReport, GetOutcome, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store, VersionInfo,
+    Event, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store,
+    VersionInfo, latest_of,
 };

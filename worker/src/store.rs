@@ -97,6 +97,10 @@ pub struct VersionInfo {
     pub manifest_size: u64,
     /// When the manifest was stored (server clock).
     pub committed_at: Option<SystemTime>,
+    /// The version's UUIDv7 time is more than [`envelope::layout::MAX_VERSION_SKEW`] after
+    /// `committed_at` (or `committed_at` is unknown): it is never chosen as the latest
+    /// (FORMAT.md §1; a writer picks its own version, so `ffff…` would pin latest forever).
+    pub future_dated: bool,
 }
 
 /// What [`Store::gc`] found and did.
@@ -115,6 +119,33 @@ pub struct GcReport {
     /// False if the server cannot list multipart uploads, so abandoned ones were not looked
     /// for.
     pub uploads_listed: bool,
+    /// Committed versions that are future-dated (their manifests' keys): skipped when
+    /// choosing the latest version, reported, never deleted.
+    pub future_dated: Vec<String>,
+}
+
+/// One key of a listing: its committed versions (oldest first) and uncommitted ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyListing {
+    /// The logical object key.
+    pub key: String,
+    /// Committed versions, in UUIDv7 order.
+    pub versions: Vec<VersionInfo>,
+    /// `data.enc` objects without a manifest.
+    pub uncommitted: usize,
+}
+
+impl KeyListing {
+    /// The version `get` without `--version` reads: see [`latest_of`].
+    pub fn latest(&self) -> Option<&VersionInfo> {
+        latest_of(&self.versions)
+    }
+}
+
+/// The latest of committed `versions` (oldest first): the greatest one that is not
+/// future-dated (FORMAT.md §1).
+pub fn latest_of(versions: &[VersionInfo]) -> Option<&VersionInfo> {
+    versions.iter().rev().find(|v| !v.future_dated)
 }
 
 #[derive(Default)]
@@ -587,10 +618,15 @@ impl Store {
             .map_err(|e| self.body_error(data_key, &e))
     }
 
+    /// Reads `manifest.json` of a version, refusing it as soon as it is known to be longer
+    /// than [`envelope::MAX_MANIFEST_LEN`]: from its Content-Length before any body byte,
+    /// else after at most one body frame past the limit (a planted 400 MiB manifest never
+    /// reaches memory; the connection is dropped with the rest unread).
     async fn read_manifest(&self, key: &str, version: &str, st: &mut OpStats) -> Result<Bytes> {
         let manifest_key = layout::manifest_key(key, version);
+        let limit = len_u64(envelope::MAX_MANIFEST_LEN);
         let r = timed(st, "GetObject", async {
-            match self
+            let out = match self
                 .s3
                 .get_object()
                 .bucket(&self.bucket)
@@ -598,22 +634,35 @@ impl Store {
                 .send()
                 .await
             {
-                Ok(out) => Ok(out.body.collect().await),
-                Err(e) => Err(e),
+                Ok(out) => out,
+                Err(e) => {
+                    let err = self.err("GetObject", &manifest_key, e);
+                    return Err(if err.s3_class() == Some(S3Class::NotFound) {
+                        self.not_committed(key, version)
+                    } else {
+                        err
+                    });
+                }
+            };
+            let announced = out.content_length().and_then(|n| u64::try_from(n).ok());
+            if let Some(n) = announced.filter(|&n| n > limit) {
+                return Err(envelope::Manifest::too_large(n).into());
             }
+            let mut body = out.body;
+            let mut buf =
+                Vec::with_capacity(usize::try_from(announced.unwrap_or(0).min(limit)).unwrap_or(0));
+            while let Some(frame) = self.next_bytes(&mut body, &manifest_key).await? {
+                if len_u64(buf.len() + frame.len()) > limit {
+                    return Err(
+                        envelope::Manifest::too_large(len_u64(buf.len() + frame.len())).into(),
+                    );
+                }
+                buf.extend_from_slice(&frame);
+            }
+            Ok(Bytes::from(buf))
         })
         .await;
-        let body = r.map_err(|e| {
-            let err = self.err("GetObject", &manifest_key, e);
-            if err.s3_class() == Some(S3Class::NotFound) {
-                self.not_committed(key, version)
-            } else {
-                err
-            }
-        })?;
-        let manifest = body
-            .map_err(|e| self.body_error(&manifest_key, &e))?
-            .into_bytes();
+        let manifest = r?;
         st.bytes_received += len_u64(manifest.len());
         st.manifest_bytes = len_u64(manifest.len());
         Ok(manifest)
@@ -658,40 +707,43 @@ impl Store {
 
     /// Committed versions of `key`, oldest first (one LIST, more pages if needed).
     pub async fn versions(&self, key: &str) -> Result<Vec<VersionInfo>> {
-        let all = self.scan(&layout::versions_prefix(key)).await?;
-        Ok(all
+        Ok(self
+            .keys(&layout::versions_prefix(key))
+            .await?
             .into_iter()
-            .filter(|((k, _), _)| k == key)
-            .filter_map(|((_, version), e)| {
-                e.manifest.map(|(manifest_size, committed_at)| VersionInfo {
-                    version,
-                    data_size: e.data.map(|d| d.0),
-                    manifest_size,
-                    committed_at,
-                })
-            })
-            .collect())
+            .find(|l| l.key == key)
+            .map(|l| l.versions)
+            .unwrap_or_default())
     }
 
-    /// The newest committed version of `key` (UUIDv7 order), or `None`.
+    /// The latest committed version of `key`: the greatest in UUIDv7 order that is not
+    /// future-dated ([`latest_of`]), or `None`.
     pub async fn latest(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.versions(key).await?.pop().map(|v| v.version))
+        Ok(latest_of(&self.versions(key).await?).map(|v| v.version.clone()))
     }
 
     /// Every key under `prefix` with its committed versions (oldest first) and the number
     /// of uncommitted ones.
-    pub async fn keys(&self, prefix: &str) -> Result<Vec<(String, Vec<String>, usize)>> {
-        let mut out: Vec<(String, Vec<String>, usize)> = Vec::new();
+    pub async fn keys(&self, prefix: &str) -> Result<Vec<KeyListing>> {
+        let mut out: Vec<KeyListing> = Vec::new();
         for ((key, version), e) in self.scan(prefix).await? {
-            if out.last().map(|l| &l.0) != Some(&key) {
-                out.push((key.clone(), Vec::new(), 0));
+            if out.last().map(|l| &l.key) != Some(&key) {
+                out.push(KeyListing {
+                    key: key.clone(),
+                    versions: Vec::new(),
+                    uncommitted: 0,
+                });
             }
-            if let Some(last) = out.last_mut() {
-                if e.manifest.is_some() {
-                    last.1.push(version);
-                } else {
-                    last.2 += 1;
-                }
+            let Some(last) = out.last_mut() else { continue };
+            match e.manifest {
+                Some((manifest_size, committed_at)) => last.versions.push(VersionInfo {
+                    future_dated: layout::is_future_dated(&version, committed_at),
+                    version,
+                    data_size: e.data.map(|d| d.0),
+                    manifest_size,
+                    committed_at,
+                }),
+                None => last.uncommitted += 1,
             }
         }
         Ok(out)
@@ -856,6 +908,13 @@ impl Store {
                     .broken_versions
                     .push(layout::manifest_key(&key, &version)),
                 _ => {}
+            }
+            if let Some((_, committed_at)) = e.manifest
+                && layout::is_future_dated(&version, committed_at)
+            {
+                report
+                    .future_dated
+                    .push(layout::manifest_key(&key, &version));
             }
         }
 

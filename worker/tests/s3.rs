@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use envelope::{Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
-use servers::{BUCKET, Kind, TestServer};
+use servers::{BUCKET, Kind, TENANT, TestServer};
 use tokio::io::{AsyncRead, ReadBuf};
 use worker::{Error, Event, S3Class, Store};
 
@@ -571,13 +571,82 @@ fn listing_deletion_and_gc_scope(kind: Kind) {
         raw_put(&store, &orphan, b"half".to_vec()).await;
 
         let keys_listed = store.keys("dir/").await.expect("keys");
-        let names: Vec<_> = keys_listed.iter().map(|k| k.0.as_str()).collect();
+        let names: Vec<_> = keys_listed.iter().map(|k| k.key.as_str()).collect();
         assert_eq!(names, ["dir/a", "dir/b", "dir/c"]);
+        let listed: Vec<_> = keys_listed[0]
+            .versions
+            .iter()
+            .map(|v| (v.version.clone(), v.future_dated))
+            .collect();
         assert_eq!(
-            keys_listed[0].1,
-            [a.id.version.clone(), b.id.version.clone()]
+            listed,
+            [(a.id.version.clone(), false), (b.id.version.clone(), false)]
         );
-        assert_eq!((keys_listed[2].1.len(), keys_listed[2].2), (0, 1));
+        assert_eq!(
+            (keys_listed[2].versions.len(), keys_listed[2].uncommitted),
+            (0, 1)
+        );
+
+        // A version planted with a far-future UUIDv7 (a valid object, sealed to the key) is
+        // listed and readable by name but never the latest, and gc reports it.
+        let pinned = "ffffffff-ffff-7fff-bfff-ffffffffffff";
+        let id = envelope::ObjectId::new(TENANT, BUCKET, "dir/a", pinned).expect("id");
+        let mut data = Vec::new();
+        let sealed = envelope::seal_stream(
+            &keys.sender(Backend::AwsLc),
+            &id,
+            7,
+            &b"planted"[..],
+            &mut data,
+            &mut envelope::os_rng(),
+        )
+        .expect("seal");
+        raw_put(&store, &envelope::layout::data_key("dir/a", pinned), data).await;
+        raw_put(
+            &store,
+            &envelope::layout::manifest_key("dir/a", pinned),
+            sealed.manifest,
+        )
+        .await;
+        let versions = store.versions("dir/a").await.expect("versions");
+        assert_eq!(versions.len(), 3);
+        assert!(versions[2].future_dated && versions[2].version == pinned);
+        assert_eq!(
+            store.latest("dir/a").await.expect("latest"),
+            Some(b.id.version.clone())
+        );
+        assert_eq!(
+            get(&store, &keys, "dir/a", pinned).await.expect("get"),
+            b"planted"
+        );
+        let report = store
+            .gc("dir/", Duration::from_secs(3600), true)
+            .await
+            .expect("gc");
+        assert_eq!(
+            report.future_dated,
+            [envelope::layout::manifest_key("dir/a", pinned)]
+        );
+        store.delete_version("dir/a", pinned).await.expect("rm");
+
+        // A manifest above the 64 KiB limit is refused from its length, before it is read.
+        let big = envelope::new_version();
+        let huge = vec![b' '; 4 << 20];
+        raw_put(
+            &store,
+            &envelope::layout::manifest_key("dir/big", &big),
+            huge,
+        )
+        .await;
+        let err = get(&store, &keys, "dir/big", &big)
+            .await
+            .expect_err("oversized manifest");
+        assert!(
+            err.to_string()
+                .contains("4194304 bytes or more, above the 65536-byte limit"),
+            "{err}"
+        );
+        store.delete_version("dir/big", &big).await.expect("rm");
 
         let versions = store.versions("dir/a").await.expect("versions");
         assert_eq!(versions.len(), 2);
