@@ -23,10 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use campaign::Manifest;
 use campaign::analysis::{self, Config};
 use campaign::design::{self, Assumptions, Plan};
 use campaign::report::Header;
+use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use serde::Serialize;
@@ -60,8 +60,21 @@ pub(crate) struct PlanArgs {
     json: bool,
 }
 
+/// Names the other objects of a multi-document campaign file, which only a cluster uses.
+fn note_others(file: &Path, f: &CampaignFile) {
+    if !f.others.is_empty() {
+        eprintln!(
+            "note: {} also holds {}; they are for the cluster (`kubectl apply -f`) and a local run ignores them",
+            file.display(),
+            f.others.join(", ")
+        );
+    }
+}
+
 pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
-    let m = Manifest::read(&a.file)?;
+    let f = CampaignFile::read(&a.file)?;
+    note_others(&a.file, &f);
+    let m = f.manifest;
     let plan = design::plan(&m);
     let assumptions = Assumptions {
         closed_rps_per_worker: a.assume_rps_per_worker,
@@ -232,10 +245,14 @@ fn bar(done: usize, total: usize) -> String {
 pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
-    let m = Manifest::parse(&text, &a.file.display().to_string())?;
-    let plan = design::plan(&m);
+    let f = CampaignFile::parse(&text, &a.file.display().to_string())?;
+    note_others(&a.file, &f);
+    let m = &f.manifest;
+    let plan = design::plan(m);
     let dir = a.out.join(&m.metadata.name);
-    prepare_dir(&dir, &text, &plan)?;
+    // The copy kept with the results is the campaign alone: the file's other objects may
+    // be Secrets.
+    prepare_dir(&dir, f.campaign_only.as_deref().unwrap_or(&text), &plan)?;
     let keys = prepare_keys(&dir, &plan)?;
     let runs_dir = dir.join("runs");
     let processes = m.spec.clients.processes;
@@ -347,7 +364,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 r.block,
                 humantime::format_duration(round_s(eta))
             );
-            let specs = worker::plan::run_specs(&m, &plan, r, &env)?;
+            let specs = worker::plan::run_specs(m, &plan, r, &env)?;
             let done = execute_run(&specs);
             // After a Ctrl-C the interruption is the news, not how the processes ended (a
             // signal, or a broken pipe if it came before a process had its spec).
@@ -361,7 +378,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         eprintln!("{} {total}/{total} runs done", bar(total, total));
     }
 
-    analyze_dir(&dir, &m, &plan)?;
+    analyze_dir(&dir, m, &plan)?;
     if let Some(t) = traces_sent(&runs_dir) {
         eprintln!("{} (all runs)", t.describe());
     }

@@ -27,7 +27,7 @@ pub mod spec;
 pub mod units;
 
 pub use design::Plan;
-pub use spec::{CampaignSpec, Manifest, Operation};
+pub use spec::{CampaignFile, CampaignSpec, Manifest, Operation};
 
 /// What can go wrong with a campaign.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +53,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// path}`) in YAML as in JSON.
 pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
     let v: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+    from_value(v)
+}
+
+/// [`from_yaml`] of a document already parsed into a JSON value.
+pub fn from_value<T: serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+) -> std::result::Result<T, String> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = e.path().to_string();
         if path == "." {

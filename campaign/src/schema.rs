@@ -2,10 +2,11 @@
 //! structural schema: the operator generates its `BenchmarkCampaign` CRD from them.
 //!
 //! The types whose serde form is custom get hand-written schemas here: sizes, durations
-//! and quantities are `x-kubernetes-int-or-string` (`64KiB` or `65536`), a one-or-many
-//! [`List`] is a list (a structural schema cannot say "a value or a list", and an untyped
-//! field would be neither checked nor visible to CEL; so on a cluster list-valued fields are
-//! written as lists), and modes and backends are string enums of their names.
+//! and quantities are `x-kubernetes-int-or-string` (`64KiB` or `65536`), a [`List`] is a
+//! list (a structural schema cannot say "a value or a list", and an untyped field would be
+//! neither checked nor visible to CEL; so list-valued fields are lists everywhere, and
+//! `pqbench run` refuses a single value as the API server does), and modes and backends
+//! are string enums of their names.
 
 use std::borrow::Cow;
 
@@ -70,11 +71,12 @@ impl<T: JsonSchema> JsonSchema for List<T> {
     }
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         // A structural schema cannot say "a value or a list", and a field it leaves untyped
-        // is invisible to CEL and unchecked: on a cluster these fields are lists.
+        // is invisible to CEL and unchecked: these fields are lists, and `List`'s
+        // deserializer refuses a single value too, so a file means one thing everywhere.
         json_schema!({
             "type": "array",
             "items": g.subschema_for::<T>(),
-            "description": "A list of values (a single value is accepted by pqbench run, not by the API server)."
+            "description": "A list of values, also for one value ([32]); a single value is refused, by pqbench run as by the API server."
         })
     }
 }

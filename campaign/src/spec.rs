@@ -15,8 +15,8 @@
 //!   baseline: x25519
 //!   cells:
 //!     - operation: [get, put]
-//!       objectSize: 64KiB
-//!       concurrency: 4
+//!       objectSize: [64KiB]
+//!       concurrency: [4]
 //!   repetitions: 3
 //!   warmup: 1s
 //!   measured: 5s
@@ -26,9 +26,11 @@
 //! ```
 //!
 //! Every key is `camelCase`, unknown keys are refused, sizes and durations are human
-//! (`64KiB`, `20s`), and a list-valued cell field (`operation`, `objectSize`,
-//! `concurrency`, `loop.rates`) may also be a single value. [`Manifest::parse`] names the
-//! field path of any error and says what is allowed.
+//! (`64KiB`, `20s`), and a list-valued field (`operation`, `objectSize`, `concurrency`,
+//! `loop.rates`, `sessions.maxObjects`, `sessions.maxAge`) is always a list, also for one
+//! value: the CRD's structural schema cannot accept "a value or a list", so a single value
+//! is refused here too, and one file means the same in `pqbench run` and on a cluster.
+//! [`Manifest::parse`] names the field path of any error and says what is allowed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -70,7 +72,11 @@ impl Operation {
     }
 }
 
-/// One value or a list of values (`concurrency: 32` or `concurrency: [1, 32, 128]`).
+/// A list of values (`concurrency: [1, 32, 128]`, also `concurrency: [32]` for one).
+///
+/// A single value without brackets is refused with a message that names the list form:
+/// the API server refuses it (the CRD types these fields as arrays), and a file must mean
+/// the same thing to `pqbench run` as to `kubectl apply`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List<T>(pub Vec<T>);
 
@@ -80,13 +86,21 @@ impl<T: Serialize> Serialize for List<T> {
     }
 }
 
+/// The error for a single value where a list belongs: `write [5m]`.
+fn scalar_for_list<E: de::Error>(shown: &str) -> E {
+    E::custom(format!(
+        "must be a list: write [{shown}] (a single value is refused, as the API server \
+         refuses it)"
+    ))
+}
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct V<T>(std::marker::PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = List<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a value or a list of values")
+                f.write_str("a list of values")
             }
             fn visit_seq<A: SeqAccess<'de>>(
                 self,
@@ -99,16 +113,16 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 Ok(List(v))
             }
             fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<Self::Value, E> {
-                T::deserialize(de::value::StrDeserializer::<E>::new(s)).map(|x| List(vec![x]))
+                Err(scalar_for_list(s))
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> std::result::Result<Self::Value, E> {
-                T::deserialize(de::value::U64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+                Err(scalar_for_list(&n.to_string()))
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> std::result::Result<Self::Value, E> {
-                T::deserialize(de::value::I64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+                Err(scalar_for_list(&n.to_string()))
             }
             fn visit_f64<E: de::Error>(self, n: f64) -> std::result::Result<Self::Value, E> {
-                T::deserialize(de::value::F64Deserializer::<E>::new(n)).map(|x| List(vec![x]))
+                Err(scalar_for_list(&n.to_string()))
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))
@@ -618,13 +632,51 @@ impl Default for ClientPlacement {
     }
 }
 
-impl Manifest {
-    /// Parses and validates a campaign file (YAML or JSON). `origin` names it in errors.
+/// A campaign file as `kubectl apply -f` takes it: one or more YAML documents, exactly one
+/// of them the `BenchmarkCampaign`; the others (a credentials Secret, say) are Kubernetes
+/// objects the cluster needs and a local run does not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CampaignFile {
+    /// The campaign, parsed and validated.
+    pub manifest: Manifest,
+    /// The other objects, as `Kind name` (`Secret unreachable-s3`), in file order.
+    pub others: Vec<String>,
+    /// The campaign's own document as YAML, when the file holds other objects too (so a
+    /// local copy of the campaign never carries those, which may be Secrets); `None` when
+    /// the campaign is the whole file.
+    pub campaign_only: Option<String>,
+}
+
+impl CampaignFile {
+    /// Parses every document of `text` (YAML or JSON). `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let m: Self = crate::from_yaml(text).map_err(|e| Error::Spec(format!("{origin}: {e}")))?;
-        m.validate()
-            .map_err(|e| Error::Spec(format!("{origin}: {e}")))?;
-        Ok(m)
+        let fail = |e: String| Error::Spec(format!("{origin}: {e}"));
+        let mut docs = Vec::new();
+        for doc in serde_yaml_ng::Deserializer::from_str(text) {
+            let v = serde_json::Value::deserialize(doc).map_err(|e| fail(e.to_string()))?;
+            // An empty document (`---` at the end) is nothing.
+            if !v.is_null() {
+                docs.push(v);
+            }
+        }
+        let (v, others) = if docs.len() == 1 {
+            // One document is the campaign, whatever it says: the parser names what is wrong.
+            (docs.remove(0), Vec::new())
+        } else {
+            split_documents(docs).map_err(fail)?
+        };
+        let campaign_only = if others.is_empty() {
+            None
+        } else {
+            Some(serde_yaml_ng::to_string(&v).map_err(|e| fail(e.to_string()))?)
+        };
+        let manifest: Manifest = crate::from_value(v).map_err(fail)?;
+        manifest.validate().map_err(fail)?;
+        Ok(Self {
+            manifest,
+            others,
+            campaign_only,
+        })
     }
 
     /// Reads and parses a campaign file.
@@ -633,6 +685,62 @@ impl Manifest {
             Error::Spec(format!("cannot read campaign file {}: {e}", path.display()))
         })?;
         Self::parse(&text, &path.display().to_string())
+    }
+}
+
+/// Of several documents, the one `BenchmarkCampaign` and the others (`Kind name`).
+fn split_documents(
+    docs: Vec<serde_json::Value>,
+) -> std::result::Result<(serde_json::Value, Vec<String>), String> {
+    let mut campaigns = Vec::new();
+    let mut others = Vec::new();
+    for (i, v) in docs.into_iter().enumerate() {
+        let field = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        match (field("apiVersion"), field("kind")) {
+            (_, Some(kind)) if kind == KIND => campaigns.push(v),
+            (Some(_), Some(kind)) => {
+                let name = v
+                    .pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("(unnamed)");
+                others.push(format!("{kind} {name}"));
+            }
+            _ => {
+                return Err(format!(
+                    "document {} is not a Kubernetes object (it needs apiVersion and kind)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    match campaigns.len() {
+        1 => Ok((campaigns.remove(0), others)),
+        0 if others.is_empty() => Err("the file holds no YAML document".into()),
+        0 => Err(format!(
+            "no {KIND} document among the file's {} ({})",
+            others.len(),
+            others.join(", ")
+        )),
+        n => Err(format!(
+            "{n} {KIND} documents; a campaign file holds one (put each in its own file)"
+        )),
+    }
+}
+
+impl Manifest {
+    /// Parses and validates a campaign file (YAML or JSON; several documents as
+    /// [`CampaignFile::parse`] takes them). `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        CampaignFile::parse(text, origin).map(|f| f.manifest)
+    }
+
+    /// Reads and parses a campaign file.
+    pub fn read(path: &std::path::Path) -> Result<Self> {
+        CampaignFile::read(path).map(|f| f.manifest)
     }
 
     /// Cross-field rules serde cannot express. The message names the field path.
@@ -854,7 +962,7 @@ impl CellGrid {
         }
         match (&self.arrival, &self.concurrency) {
             (LoopGrid::Closed, None) => {
-                Err("concurrency: a closed-loop cell needs concurrency (a number or a list)".into())
+                Err("concurrency: a closed-loop cell needs concurrency (a list, e.g. [4])".into())
             }
             (LoopGrid::Closed, Some(c)) => {
                 if c.0.is_empty() {

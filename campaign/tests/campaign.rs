@@ -112,13 +112,29 @@ fn malformed_files_name_the_field() {
         ),
         (
             "concurrency: [1]",
-            "concurrency: two",
-            "spec.cells[0].concurrency",
+            "concurrency: [two]",
+            "spec.cells[0].concurrency[0]",
         ),
         (
             "objectSize: [64KiB]",
-            "objectSize: 64 parsecs",
-            "spec.cells[0].objectSize",
+            "objectSize: [64 parsecs]",
+            "spec.cells[0].objectSize[0]",
+        ),
+        // A single value where the CRD wants a list: refused, naming the list form.
+        (
+            "concurrency: [1]",
+            "concurrency: 1",
+            "spec.cells[0].concurrency: must be a list: write [1]",
+        ),
+        (
+            "objectSize: [64KiB]",
+            "objectSize: 64KiB",
+            "spec.cells[0].objectSize: must be a list: write [64KiB]",
+        ),
+        (
+            "operation: [get, put]",
+            "operation: get",
+            "spec.cells[0].operation: must be a list: write [get]",
         ),
         (
             "repetitions: 3",

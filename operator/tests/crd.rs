@@ -79,10 +79,8 @@ fn examples_deserialize_as_the_custom_resource_and_the_invalid_one_is_refused() 
         let name = path.file_name().unwrap().to_string_lossy();
         let parsed = campaign::Manifest::parse(text, &name);
         if name.starts_with("invalid-") {
-            let err = parsed
-                .expect_err("the invalid example must be refused")
-                .to_string();
-            assert!(err.contains("is not one of modes"), "{err}");
+            // What each says, here and on the API server, is checked by tests/examples.rs.
+            assert!(parsed.is_err(), "{name} must be refused");
             continue;
         }
         let manifest = parsed.unwrap_or_else(|e| panic!("{e}"));
