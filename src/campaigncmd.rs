@@ -4,7 +4,10 @@
 //! Layout of a campaign directory (`<out>/<name>/`):
 //! - `campaign.yaml` (the file as given) and `plan.json` (the design with its
 //!   pre-registration hash), written before the first run;
-//! - `keys/` (0700) with one recipient key per key type, made once;
+//! - no secrets: the recipient keys (one per key type, made once) and the embedded server's
+//!   credentials live in a keys directory outside it (`--keys-dir`, by default
+//!   `$XDG_STATE_HOME/pqbench/keys/<campaign>-<pre-registration hash prefix>/`, 0700), which
+//!   is refused if it lies inside a git working tree;
 //! - `runs/<runId>/p<index>/`: each run's files, as `pqbench-worker` writes them;
 //! - `incomplete/`: runs cut off by an interruption, moved aside (never analysed, never
 //!   deleted);
@@ -169,6 +172,11 @@ pub(crate) struct RunArgs {
     /// Results root; the campaign goes to OUT/NAME/.
     #[arg(long, default_value = "pqbench-results")]
     out: PathBuf,
+    /// Where the campaign's secrets go (recipient keys, the embedded server's credentials):
+    /// never inside a git working tree. Default: $XDG_STATE_HOME/pqbench/keys/NAME-HASH
+    /// (XDG_STATE_HOME defaults to ~/.local/state).
+    #[arg(long)]
+    keys_dir: Option<PathBuf>,
     /// Node exporter of the server host (for the pause rule with --endpoint).
     #[arg(long)]
     node_exporter: Option<String>,
@@ -204,14 +212,60 @@ fn prepare_dir(dir: &Path, text: &str, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// One recipient key per key type the arms need, made once and kept for resumption.
-fn prepare_keys(dir: &Path, plan: &Plan) -> Result<PathBuf> {
-    let keys = dir.join("keys");
+/// The campaign's keys directory: `--keys-dir`, or
+/// `$XDG_STATE_HOME/pqbench/keys/<campaign>-<first 12 hex digits of the pre-registration
+/// hash>` (a resumed run of the same campaign finds its keys again).
+fn keys_dir(arg: Option<&Path>, plan: &Plan) -> Result<PathBuf> {
+    if let Some(d) = arg {
+        return Ok(d.to_path_buf());
+    }
+    let state = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => std::env::var_os("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|h| PathBuf::from(h).join(".local/state"))
+            .context(
+                "neither XDG_STATE_HOME nor HOME is set: give the keys a directory with --keys-dir",
+            )?,
+    };
+    Ok(state
+        .join("pqbench/keys")
+        .join(format!("{}-{}", plan.campaign, &plan.prereg_hash[..12])))
+}
+
+/// The git working tree `path` lies in, if any: the nearest ancestor (of the nearest part
+/// of `path` that exists) holding a `.git` directory or file.
+fn git_work_tree(path: &Path) -> Option<PathBuf> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let real = existing.canonicalize().ok()?;
+    real.ancestors()
+        .find(|p| p.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// Refuses a keys directory inside a git working tree: `git add -A` would commit the keys.
+fn refuse_in_git_tree(keys: &Path) -> Result<()> {
+    if let Some(top) = git_work_tree(keys) {
+        bail!(
+            "refusing to write secret keys to {}: it is inside the git working tree {}, where \
+             `git add` would pick them up; give them a directory outside any repository with \
+             --keys-dir (the default is under $XDG_STATE_HOME or ~/.local/state)",
+            keys.display(),
+            top.display()
+        );
+    }
+    Ok(())
+}
+
+/// One recipient key per key type the arms need, made once in `keys` (0700) and kept for
+/// resumption.
+fn prepare_keys(keys: &Path, plan: &Plan) -> Result<()> {
+    refuse_in_git_tree(keys)?;
     if !keys.exists() {
         let mut b = std::fs::DirBuilder::new();
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        b.recursive(true).create(&keys)?;
+        b.recursive(true).create(keys)?;
     }
     for arm in &plan.arms {
         let kt = arm.mode.key_type();
@@ -223,7 +277,7 @@ fn prepare_keys(dir: &Path, plan: &Plan) -> Result<PathBuf> {
             SecretKey::generate(kt, &mut envelope::os_rng())?.write_file(&p)?;
         }
     }
-    Ok(keys)
+    Ok(())
 }
 
 /// Whether a run directory holds every process's checksummed files.
@@ -252,8 +306,17 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let dir = a.out.join(&m.metadata.name);
     // The copy kept with the results is the campaign alone: the file's other objects may
     // be Secrets.
+    let keys = keys_dir(a.keys_dir.as_deref(), &plan)?;
+    prepare_keys(&keys, &plan).with_context(|| format!("keys directory {}", keys.display()))?;
     prepare_dir(&dir, f.campaign_only.as_deref().unwrap_or(&text), &plan)?;
-    let keys = prepare_keys(&dir, &plan)?;
+    if dir.join("keys").is_dir() {
+        eprintln!(
+            "note: {} holds secret keys an earlier pqbench kept inside the results directory; \
+             they are not used any more (this campaign's keys are in {}): delete them",
+            dir.join("keys").display(),
+            keys.display()
+        );
+    }
     let runs_dir = dir.join("runs");
     let processes = m.spec.clients.processes;
 
@@ -265,11 +328,12 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let total = plan.runs.len();
     let already = total - todo.len();
     eprintln!(
-        "campaign {} ({} runs, pre-registration {}), results in {}",
+        "campaign {} ({} runs, pre-registration {}), results in {}, keys in {}",
         plan.campaign,
         total,
         &plan.prereg_hash[..16],
-        dir.display()
+        dir.display(),
+        keys.display()
     );
     if already > 0 {
         eprintln!(
@@ -285,7 +349,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             .context("cannot install the Ctrl-C handler")?;
         // The embedded server lives until every run is done (dropping it stops it).
         let (server, endpoint, credentials, local_pid) =
-            local_or_embedded(a.endpoint.as_deref(), &a.bucket, &dir.join("s3.env"))?;
+            local_or_embedded(a.endpoint.as_deref(), &a.bucket, &keys.join("s3.env"))?;
         let env = Environment {
             s3: S3Target {
                 endpoint: endpoint.clone(),

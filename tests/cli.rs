@@ -10,11 +10,24 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// This test binary's `XDG_STATE_HOME` (a temporary directory): the keys `pqbench run`
+/// keeps there stay out of the user's home.
+fn state_home() -> &'static Path {
+    static STATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    STATE
+        .get_or_init(|| tempfile::tempdir().expect("state dir"))
+        .path()
+}
+
+/// `pqbench` as a process, with [`state_home`] as its `XDG_STATE_HOME`.
+fn cmd() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pqbench"));
+    c.env("XDG_STATE_HOME", state_home());
+    c
+}
+
 fn pqbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .args(args)
-        .output()
-        .expect("run pqbench")
+    cmd().args(args).output().expect("run pqbench")
 }
 
 fn ok(o: &Output, what: &str) -> String {
@@ -470,7 +483,7 @@ impl Drop for Serve {
 
 fn serve(dir: &Path, env_file: &Path) -> Serve {
     use std::io::BufRead as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+    let mut child = cmd()
         .args(["serve-s3", "--dir", s(dir), "--bucket", "cli-bucket"])
         .args(["--env-file", s(env_file)])
         .stdout(std::process::Stdio::piped())
@@ -504,7 +517,7 @@ fn serve(dir: &Path, env_file: &Path) -> Serve {
 }
 
 fn with_env(srv: &Serve, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqbench"))
+    cmd()
         .args(args)
         .envs(srv.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
@@ -765,7 +778,7 @@ fn s3_commands_say_what_is_missing() {
     /// Runs `pqbench` with `remove` taken out of the environment and `set` put in; it must
     /// fail, and its stderr is returned.
     fn failing(args: &[&str], remove: &[&str], set: &[(&str, &str)]) -> String {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_pqbench"));
+        let mut c = cmd();
         c.args(args).envs(set.iter().copied());
         for k in remove {
             c.env_remove(k);
@@ -885,7 +898,7 @@ spec:
   modes: [x25519, ml-kem-768]
   baseline: x25519
   cells:
-    - {operation: get, objectSize: 64KiB, concurrency: 1}
+    - {operation: [get], objectSize: [64KiB], concurrency: [1]}
   repetitions: REPS
   warmup: 1s
   measured: 1s
@@ -926,6 +939,7 @@ fn campaign_run_end_to_end() {
     for f in ["plan.json", "campaign.yaml", "runs.csv", "report.md"] {
         assert!(camp.join(f).is_file(), "{f} missing:\n{text}");
     }
+    secrets_kept_outside(&out, &camp);
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(camp.join("report.json")).expect("report"))
             .expect("json");
@@ -1034,6 +1048,78 @@ fn campaign_run_end_to_end() {
 }
 
 /// Whether a (one-process) run directory is complete: its checksum list is written last.
+/// Issue 16 item 8: the results directory holds no secret (no key file, no credentials);
+/// the campaign's keys and the embedded server's credentials are in its keys directory
+/// under `XDG_STATE_HOME`, 0700 with 0600 files.
+fn secrets_kept_outside(out: &Path, camp: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    fn walk(d: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).expect("read dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                walk(&p, found);
+            } else {
+                found.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(out, &mut files);
+    let secret = |p: &Path| {
+        p.extension().is_some_and(|x| x == "key") || p.file_name().is_some_and(|n| n == "s3.env")
+    };
+    let leaked: Vec<_> = files.iter().filter(|p| secret(p)).collect();
+    assert!(
+        leaked.is_empty(),
+        "secrets in the results directory: {leaked:?}"
+    );
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(camp.join("plan.json")).expect("plan"))
+            .expect("json");
+    let hash = plan["prereg_hash"].as_str().expect("prereg_hash");
+    let keys = state_home()
+        .join("pqbench/keys")
+        .join(format!("tiny-{}", &hash[..12]));
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode(&keys), 0o700, "{}", keys.display());
+    for f in ["x25519.key", "ml-kem-768.key", "s3.env"] {
+        assert_eq!(mode(&keys.join(f)), 0o600, "{f} in {}", keys.display());
+    }
+}
+
+/// Keys are never written inside a git working tree: neither to a `--keys-dir` there nor
+/// to a default location there (a home directory under git); nothing is written then.
+#[test]
+fn campaign_refuses_keys_inside_a_git_work_tree() {
+    let _one_at_a_time = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tmp");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).expect("mkdir");
+    let file = tiny(dir.path(), 2);
+    let out = dir.path().join("results");
+    let keys = repo.join("sub/keys");
+    let o = pqbench(&["run", s(&file), "--out", s(&out), "--keys-dir", s(&keys)]);
+    let e = err(&o, "keys inside a repository");
+    assert!(e.contains("inside the git working tree"), "{e}");
+    assert!(e.contains("--keys-dir"), "{e}");
+    assert!(!keys.exists() && !out.exists(), "something was written");
+    let o = cmd()
+        .args(["run", s(&file), "--out", s(&out)])
+        .env("XDG_STATE_HOME", repo.join("state"))
+        .output()
+        .expect("run");
+    let e = err(&o, "default keys directory inside a repository");
+    assert!(e.contains("inside the git working tree"), "{e}");
+    assert!(
+        !repo.join("state").exists() && !out.exists(),
+        "something was written"
+    );
+    // The README's main job writes to ./pqbench-results: git ignores it in this repository.
+    let ignore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.gitignore"))
+        .expect(".gitignore");
+    assert!(ignore.lines().any(|l| l == "/pqbench-results/"), "{ignore}");
+}
+
 fn run_complete(d: &Path) -> bool {
     d.join("p0").join("SHA256SUMS").is_file()
 }
@@ -1043,7 +1129,7 @@ fn run_complete(d: &Path) -> bool {
 fn start_campaign_until_one_run(file: &Path, out: &Path) -> std::process::Child {
     use std::os::unix::process::CommandExt as _;
     let runs = out.join("tiny").join("runs");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+    let mut child = cmd()
         .args(["run", s(file), "--out", s(out)])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -1193,11 +1279,11 @@ spec:
   modes: [x25519, ml-kem-768-session]
   baseline: x25519
   aaControl: true
-  sessions: {maxObjects: [64], maxAge: 1m}
+  sessions: {maxObjects: [64], maxAge: [1m]}
   cells:
-    - {operation: get, objectSize: 64KiB, concurrency: 2}
-    - operation: get
-      objectSize: 64KiB
+    - {operation: [get], objectSize: [64KiB], concurrency: [2]}
+    - operation: [get]
+      objectSize: [64KiB]
       loop: {type: open, rates: [20, 60], threads: 2}
   repetitions: 2
   warmup: 1s

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use campaign::Manifest;
 use campaign::analysis::{Config, Family, RunRow, analyze, rows_from_csv, rows_to_csv};
 use campaign::design::plan;
+use campaign::{CampaignFile, Manifest};
 use stats::Verdict;
 
 const QUICK: &str = include_str!("../../examples/quick.yaml");
@@ -24,6 +24,38 @@ fn examples_parse_and_plan() {
     // Eight primary cells, 10 repetitions and 20 at the knee, two arms.
     assert_eq!(study.cells.len(), 8);
     assert_eq!(study.runs.len(), (7 * 10 + 20) * 2);
+}
+
+/// A file as `kubectl apply -f` takes it: a credentials Secret beside the campaign. The
+/// campaign is found, the Secret named and left out of the campaign's own copy.
+#[test]
+fn multi_document_files_hold_one_campaign() {
+    let secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  AWS_SECRET_ACCESS_KEY: not-a-real-one\n";
+    let text = format!("{secret}---\n{QUICK}---\n");
+    let f = CampaignFile::parse(&text, "two.yaml").unwrap();
+    assert_eq!(f.others, ["Secret creds"]);
+    assert_eq!(f.manifest, Manifest::parse(QUICK, "quick").unwrap());
+    let own = f.campaign_only.expect("the campaign document alone");
+    assert!(
+        !own.contains("not-a-real-one") && !own.contains("Secret"),
+        "{own}"
+    );
+    assert_eq!(Manifest::parse(&own, "own").unwrap(), f.manifest);
+    // A single-document file is its own copy.
+    assert_eq!(CampaignFile::parse(QUICK, "q").unwrap().campaign_only, None);
+
+    let err = |t: &str| CampaignFile::parse(t, "f.yaml").unwrap_err().to_string();
+    let e = err(&format!("{QUICK}---\n{QUICK}"));
+    assert!(e.contains("2 BenchmarkCampaign documents"), "{e}");
+    let e = err(&format!("{secret}---\n{secret}"));
+    assert!(
+        e.contains("no BenchmarkCampaign document among the file's 2 (Secret creds, Secret creds)"),
+        "{e}"
+    );
+    let e = err(&format!("{QUICK}---\njust: data\n"));
+    assert!(e.contains("document 2 is not a Kubernetes object"), "{e}");
+    let e = err("");
+    assert!(e.contains("no YAML document"), "{e}");
 }
 
 #[test]
