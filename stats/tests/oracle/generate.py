@@ -60,6 +60,7 @@ Regenerate (from the repository root):
     .venv/bin/python stats/tests/oracle/generate.py
 """
 
+import argparse
 import itertools
 import json
 import math
@@ -332,6 +333,10 @@ def power_cases():
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help="where to write the cases (default: cases.json beside this script)")
+    out = ap.parse_args().out
     rng = np.random.default_rng(SEED)  # drawn from in this order: paired, p-vectors, bootstrap
     paired = paired_cases(rng)
     vectors = p_vectors(rng)
@@ -352,10 +357,10 @@ def main():
         "bootstrap": bootstrap_cases(rng),
         "power": power_cases(),
     }
-    with OUT.open("w") as f:
+    with out.open("w") as f:
         json.dump(cases, f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
-    print(f"wrote {OUT} ({len(paired)} paired, {len(vectors)} p-vectors, "
+    print(f"wrote {out} ({len(paired)} paired, {len(vectors)} p-vectors, "
           f"{len(cases['bootstrap'])} bootstrap, {len(cases['power'])} power cases)")
 
 

@@ -1,0 +1,83 @@
+"""Tests of compare.py, the numeric check behind `make oracle-check` (run by it).
+
+The case that made `make test` fail on a machine with AVX-512 (issue 16 item 9): the same
+pinned SciPy/statsmodels wrote 192 floats that differ in the last digit. Those must pass;
+any real change must not.
+"""
+
+import copy
+import unittest
+
+from compare import REL_TOL, differences
+
+BASE = {
+    "meta": {"scipy": "1.16.3", "generated_by": "stats/tests/oracle/generate.py"},
+    "paired": [{"n": 5, "ci90": [0.9539845772012575, 1.02], "ok": True, "note": None}],
+    "power": [{"n": 12, "n_exact": 11.3}],
+}
+
+
+def changed(path_fn):
+    c = copy.deepcopy(BASE)
+    path_fn(c)
+    return list(differences(BASE, c))
+
+
+class Compare(unittest.TestCase):
+    def test_identical(self):
+        self.assertEqual(list(differences(BASE, copy.deepcopy(BASE))), [])
+
+    def test_last_digit_of_a_float_passes(self):
+        # Seen on an AVX-512 machine with the pinned versions: ...575 -> ...574.
+        def f(c):
+            c["paired"][0]["ci90"][0] = 0.9539845772012574
+        self.assertEqual(changed(f), [])
+
+    def test_a_real_change_of_a_float_fails(self):
+        def f(c):
+            c["paired"][0]["ci90"][0] *= 1 + 100 * REL_TOL
+        d = changed(f)
+        self.assertEqual(len(d), 1)
+        self.assertEqual(d[0][0], "$.paired[0].ci90[0]")
+
+    def test_the_spread_of_nearly_constant_data_is_compared_at_the_data_scale(self):
+        # edge_nearly_constant_d as two CPUs computed it: one d differs in its last bit.
+        want = {"paired": [{"d": [0.01199999539999841, 0.012000007179565625],
+                            "sd": 1.0000000032500606e-08, "se": 3.1622776704459733e-09,
+                            "mean": 0.012000001289782}]}
+        got = copy.deepcopy(want)
+        got["paired"][0]["d"][0] = 0.011999995399998409
+        got["paired"][0]["sd"] = 1.000000003258927e-08
+        got["paired"][0]["se"] = 3.1622776704740114e-09
+        self.assertEqual(list(differences(want, got)), [])
+        # A spread that really changed (1e-5 relative, 1e-13 absolute at scale 0.012) fails,
+        # and so does the same change of the mean, which is not data-scaled.
+        got["paired"][0]["sd"] = 1.00001e-08
+        self.assertEqual([p for p, _ in differences(want, got)], ["$.paired[0].sd"])
+        got = copy.deepcopy(want)
+        got["paired"][0]["mean"] *= 1 + 1e-11
+        self.assertEqual([p for p, _ in differences(want, got)], ["$.paired[0].mean"])
+
+    def test_integers_strings_bools_null_and_types_must_be_equal(self):
+        cases = [
+            lambda c: c["paired"][0].__setitem__("n", 6),
+            lambda c: c["paired"][0].__setitem__("n", 5.0),
+            lambda c: c["power"][0].__setitem__("n_exact", 11),
+            lambda c: c["meta"].__setitem__("scipy", "1.16.4"),
+            lambda c: c["paired"][0].__setitem__("ok", 1),
+            lambda c: c["paired"][0].__setitem__("ok", False),
+            lambda c: c["paired"][0].__setitem__("note", 0),
+        ]
+        for i, f in enumerate(cases):
+            with self.subTest(case=i):
+                self.assertEqual(len(changed(f)), 1)
+
+    def test_structure_must_be_equal(self):
+        self.assertTrue(changed(lambda c: c["paired"][0]["ci90"].append(1.0)))
+        self.assertTrue(changed(lambda c: c["meta"].pop("scipy")))
+        self.assertTrue(changed(lambda c: c["meta"].__setitem__("extra", 1)))
+        self.assertTrue(changed(lambda c: c.__setitem__("paired", {})))
+
+
+if __name__ == "__main__":
+    unittest.main()
