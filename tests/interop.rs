@@ -302,6 +302,98 @@ fn python_reader_written_from_format_md_opens_pqbench_objects() {
     }
 }
 
+/// FORMAT.md's manifest syntax rules (issue 16 item 7), as two implementations read them:
+/// `pqbench open` and the Python reader must both open an empty x25519 object as sealed,
+/// and both refuse it with a byte-order mark in front of its manifest, or with its
+/// `plaintext_size` of 0 written as `-0`, `0.0` or `0e0` (Python's json module reads `-0`
+/// as the integer 0, so the reader has to refuse it on purpose).
+#[test]
+fn both_readers_refuse_the_same_manifest_syntax() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let s = |p: &std::path::Path| p.to_str().expect("utf8").to_owned();
+    let keys = t.join("keys");
+    assert!(
+        pqbench(&["keygen", "--mode", "x25519", "--out", &s(&keys)])
+            .status
+            .success()
+    );
+    std::fs::write(t.join("empty"), b"").expect("write");
+    let root = t.join("objects");
+    let o = pqbench(&[
+        "seal",
+        "--mode",
+        "x25519",
+        "--recipient",
+        &s(&keys.join("recipient.pub")),
+        "--tenant",
+        "tn",
+        "--bucket",
+        "bk",
+        "--key",
+        "e",
+        "--in",
+        &s(&t.join("empty")),
+        "--out",
+        &s(&root),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let version = String::from_utf8(o.stdout).expect("utf8").trim().to_owned();
+    let manifest = root.join(format!("e.pqcs/{version}/manifest.json"));
+    let sealed = std::fs::read_to_string(&manifest).expect("manifest");
+    assert!(sealed.contains("\"plaintext_size\":0,"), "{sealed}");
+    let out = t.join("out");
+    let secret = s(&keys.join("recipient.key"));
+    let common = [
+        "--expect-mode",
+        "x25519",
+        "--tenant",
+        "tn",
+        "--bucket",
+        "bk",
+        "--key",
+        "e",
+        "--version",
+        &version,
+        "--out",
+    ];
+    let opens = |edited: &str| {
+        std::fs::write(&manifest, edited).expect("write manifest");
+        let _ = std::fs::remove_file(&out);
+        let mut a: Vec<&str> = vec!["open"];
+        a.extend(common);
+        let outs = s(&out);
+        let roots = s(&root);
+        a.extend([outs.as_str(), "--secret", &secret, "--in", roots.as_str()]);
+        let by_pqbench = pqbench(&a).status.success();
+        let _ = std::fs::remove_file(&out);
+        let mut r: Vec<&str> = common.to_vec();
+        r.extend([outs.as_str(), "--secret", &secret, "--in", roots.as_str()]);
+        let by_python = pqreader(&r).status.success();
+        (by_pqbench, by_python)
+    };
+    assert_eq!(opens(&sealed), (true, true), "the object as sealed");
+    let bom = format!("\u{feff}{sealed}");
+    let mut cases = vec![("a byte-order mark", bom)];
+    for form in ["-0", "0.0", "0e0"] {
+        cases.push((
+            form,
+            sealed.replace(
+                "\"plaintext_size\":0,",
+                &format!("\"plaintext_size\":{form},"),
+            ),
+        ));
+    }
+    for (what, edited) in cases {
+        assert_ne!(edited, sealed);
+        assert_eq!(
+            opens(&edited),
+            (false, false),
+            "{what}: both must refuse it"
+        );
+    }
+}
+
 /// Objects written to S3 by `pqbench put` (single PUT and multipart) are ordinary S3
 /// objects: boto3 lists and downloads `data.enc` and `manifest.json`, and the Python reader
 /// written from FORMAT.md opens them.

@@ -191,6 +191,41 @@ fn integer_syntax_other_than_plain_digits_and_a_byte_order_mark_are_refused() {
     refused_manifest(parse(&bom), "not a v1 manifest", "leading BOM");
 }
 
+/// `c` and `salt` must be canonical base64 (FORMAT.md §5, checks 9 and 10): a last
+/// character with non-zero unused bits, missing padding or a line break decodes to the same
+/// bytes in lenient decoders and is refused here.
+#[test]
+fn salt_and_c_must_be_canonical_base64() {
+    let (_, manifest) = session_manifest();
+    let m: Value = serde_json::from_slice(&manifest).expect("json");
+    for member in ["salt", "c"] {
+        let good = m[member].as_str().expect("b64").to_owned();
+        let (body, pad) = good.split_at(good.trim_end_matches('=').len());
+        assert!(!pad.is_empty(), "{member} has padding");
+        // The last data character of 32 (salt) or 1088 (c) bytes carries unused bits: the
+        // next character of the alphabet sets the lowest of them.
+        let last = body.chars().last().expect("char");
+        let alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let i = alphabet.find(last).expect("in alphabet");
+        let bumped: String = alphabet.chars().nth(i + 1).into_iter().collect();
+        let forms = [
+            format!("{}{bumped}{pad}", &body[..body.len() - 1]),
+            body.to_owned(),
+            format!("{}\n{}", &good[..4], &good[4..]),
+        ];
+        for bad in forms {
+            let mut edited = m.clone();
+            edited[member] = Value::from(bad.clone());
+            let text = serde_json::to_vec(&edited).expect("json");
+            refused_manifest(
+                parse(&text),
+                "canonical base64",
+                &format!("{member} = {bad:?}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn the_writer_never_produces_a_ctx_integer_above_2_pow_53_minus_1() {
     let (id, manifest) = session_manifest();

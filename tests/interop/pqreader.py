@@ -56,6 +56,16 @@ def no_dupes(pairs):
     return d
 
 
+def ctx_int(text):
+    # FORMAT.md section 3: plain digits, at most 2^53 - 1. Python's json takes "-0" as 0.
+    if text.startswith("-"):
+        raise Reject(f"integer {text} has a sign")
+    n = int(text)
+    if n > 2**53 - 1:
+        raise Reject(f"integer {text} is above 2^53 - 1")
+    return n
+
+
 def b64(s):
     try:
         raw = base64.b64decode(s, validate=True)
@@ -121,10 +131,12 @@ def open_object(a):
     kem, c_len, key_type = MODES[mode]
     vdir = os.path.join(a.root, a.key + ".pqcs", a.version)
     with open(os.path.join(vdir, "manifest.json"), "rb") as f:
-        raw = f.read()
+        raw = f.read(65537)  # FORMAT.md section 5, check 1: never read past the limit
     if len(raw) > 65536:
         raise Reject("manifest too large")
-    m = json.loads(raw, object_pairs_hook=no_dupes)
+    if raw.startswith(b"\xef\xbb\xbf"):  # json.loads(bytes) would skip a BOM
+        raise Reject("byte-order mark")
+    m = json.loads(raw, object_pairs_hook=no_dupes, parse_int=ctx_int)
     if not isinstance(m, dict) or set(m) != {"c", "ctx", "format", "nonce_prefix", "salt"}:
         raise Reject("manifest members")
     ctx = m["ctx"]
