@@ -1076,7 +1076,7 @@ fn secrets_kept_outside(out: &Path, camp: &Path) {
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(camp.join("plan.json")).expect("plan"))
             .expect("json");
-    let hash = plan["prereg_hash"].as_str().expect("prereg_hash");
+    let hash = plan["preregHash"].as_str().expect("preregHash");
     let keys = state_home()
         .join("pqbench/keys")
         .join(format!("tiny-{}", &hash[..12]));

@@ -101,8 +101,8 @@ fn rsa_keys_with_an_exponent_other_than_65537_are_refused_at_load_on_both_backen
     assert!(SecretKey::from_bytes(KeyType::Rsa3072, sk.expose_secret().to_vec()).is_ok());
 }
 
-/// A valid `ml-kem-768-session` manifest (every ctx integer present) and its identity.
-fn session_manifest() -> (ObjectId, Vec<u8>) {
+/// A valid `ml-kem-768-session` manifest (every ctx integer present).
+fn session_manifest() -> Vec<u8> {
     let sk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng()).expect("keygen");
     let pk = sk.public_key().expect("pk").expect("pk");
     let sender =
@@ -118,7 +118,7 @@ fn session_manifest() -> (ObjectId, Vec<u8>) {
         &mut envelope::os_rng(),
     )
     .expect("seal");
-    (id, sealed.manifest)
+    sealed.manifest
 }
 
 fn parse(manifest: &[u8]) -> Result<Manifest, Error> {
@@ -150,7 +150,7 @@ fn member<'a>(m: &'a mut Value, path: &str) -> &'a mut Value {
 
 #[test]
 fn the_reader_refuses_every_ctx_integer_above_2_pow_53_minus_1() {
-    let (_, manifest) = session_manifest();
+    let manifest = session_manifest();
     assert!(parse(&manifest).is_ok(), "the unedited manifest parses");
     for name in INTEGERS {
         for n in [MAX_CTX_INTEGER + 1, u64::MAX] {
@@ -164,7 +164,7 @@ fn the_reader_refuses_every_ctx_integer_above_2_pow_53_minus_1() {
 
 #[test]
 fn integer_syntax_other_than_plain_digits_and_a_byte_order_mark_are_refused() {
-    let (_, manifest) = session_manifest();
+    let manifest = session_manifest();
     let text = String::from_utf8(manifest.clone()).expect("utf8");
     // ctx.format is 1 and ctx.session.index is 0: both have the forms below.
     for (member, value, bad) in [
@@ -196,7 +196,7 @@ fn integer_syntax_other_than_plain_digits_and_a_byte_order_mark_are_refused() {
 /// bytes in lenient decoders and is refused here.
 #[test]
 fn salt_and_c_must_be_canonical_base64() {
-    let (_, manifest) = session_manifest();
+    let manifest = session_manifest();
     let m: Value = serde_json::from_slice(&manifest).expect("json");
     for member in ["salt", "c"] {
         let good = m[member].as_str().expect("b64").to_owned();
@@ -228,7 +228,7 @@ fn salt_and_c_must_be_canonical_base64() {
 
 #[test]
 fn the_writer_never_produces_a_ctx_integer_above_2_pow_53_minus_1() {
-    let (id, manifest) = session_manifest();
+    let manifest = session_manifest();
     let good = parse(&manifest).expect("parses");
     assert!(good.to_bytes().is_ok());
     for name in INTEGERS {
@@ -283,7 +283,6 @@ fn the_writer_never_produces_a_ctx_integer_above_2_pow_53_minus_1() {
         max_age: std::time::Duration::from_millis(MAX_CTX_INTEGER),
     };
     assert!(sender().with_session_bounds(at_limit).is_ok());
-    drop(id);
 }
 
 /// A reader that counts what was taken from it.
@@ -312,7 +311,7 @@ fn a_bounded_manifest_read_stops_one_byte_past_the_limit() {
         other => panic!("{other:?}"),
     }
     assert_eq!(huge.taken, limit + 1);
-    let (_, manifest) = session_manifest();
+    let manifest = session_manifest();
     assert_eq!(
         Manifest::read_bounded(&manifest[..]).expect("small manifest"),
         manifest
