@@ -2,8 +2,9 @@
 //! from the `BenchmarkCampaign` YAML to verdicts (study sections IV-B, IV-C, V).
 //!
 //! Layout of a campaign directory (`<out>/<name>/`):
-//! - `campaign.yaml` (the file as given) and `plan.json` (the design with its
-//!   pre-registration hash), written before the first run;
+//! - `campaign.yaml` (the file as given, or only its campaign document when the file holds
+//!   other objects too) and `plan.json` (the design with its pre-registration hash),
+//!   written before the first run;
 //! - no secrets: the recipient keys (one per key type, made once) and the embedded server's
 //!   credentials live in a keys directory outside it (`--keys-dir`, by default
 //!   `$XDG_STATE_HOME/pqbench/keys/<campaign>-<pre-registration hash prefix>/`, 0700), which
@@ -304,10 +305,11 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let m = &f.manifest;
     let plan = design::plan(m);
     let dir = a.out.join(&m.metadata.name);
-    // The copy kept with the results is the campaign alone: the file's other objects may
-    // be Secrets.
+    // Keys first: a refused keys directory leaves nothing behind in the results.
     let keys = keys_dir(a.keys_dir.as_deref(), &plan)?;
     prepare_keys(&keys, &plan).with_context(|| format!("keys directory {}", keys.display()))?;
+    // The copy kept with the results is the campaign alone: the file's other objects may
+    // be Secrets.
     prepare_dir(&dir, f.campaign_only.as_deref().unwrap_or(&text), &plan)?;
     if dir.join("keys").is_dir() {
         eprintln!(

@@ -2,8 +2,8 @@
 //!
 //! `ctx` is the RFC 8785 (JSON Canonicalization Scheme) serialization of a JSON object whose
 //! members are all strings, integers in 0 ..= 2^53 − 1 ([`MAX_CTX_INTEGER`]; bounded on
-//! both the writing and the reading side), or (for sessions) an object of such integers. It is bound into the data key (HKDF info) and into every chunk (AEAD
-//! associated data).
+//! both the writing and the reading side), or (for sessions) an object of such integers.
+//! It is bound into the data key (HKDF info) and into every chunk (AEAD associated data).
 
 use serde::{Deserialize, Deserializer, Serialize};
 

@@ -3,7 +3,7 @@
 //! --backend rustcrypto` to a key whose X25519 part is u = 1 used to commit an object whose
 //! X25519 secret was all zeros, because the `x-wing` crate accepts non-contributory shares).
 //!
-//! One table, [`SMALL_ORDER`]: libsodium's seven 255-bit encodings of the points of order
+//! One table, [`small_order`]: libsodium's seven 255-bit encodings of the points of order
 //! dividing 8 on Curve25519 and its twist (0, 1, the two points of order 8, p − 1, p, p + 1;
 //! `has_small_order` in libsodium's crypto_scalarmult/curve25519/ref10/x25519_ref10.c),
 //! and each of them with bit 255 set (RFC 7748 §5 ignores that bit): 14 encodings. The
@@ -35,8 +35,7 @@ const LIBSODIUM: [&str; 7] = [
 ];
 
 /// The 14 encodings: each of libsodium's seven, and the same with bit 255 set.
-#[allow(non_snake_case, reason = "the one table of this file")]
-fn SMALL_ORDER() -> Vec<(String, [u8; 32])> {
+fn small_order() -> Vec<(String, [u8; 32])> {
     let mut v = Vec::new();
     for h in LIBSODIUM {
         let mut u = [0u8; 32];
@@ -93,7 +92,7 @@ fn the_table_is_small_order_by_an_independent_implementation() {
     for (i, b) in scalar.iter_mut().enumerate() {
         *b = u8::try_from(i * 37 % 251).expect("byte") | 1;
     }
-    for (name, u) in SMALL_ORDER() {
+    for (name, u) in small_order() {
         assert_eq!(x25519_dalek::x25519(scalar, u), [0u8; 32], "{name}");
     }
     // A point that is not of small order gives a non-zero secret (the check is not vacuous).
@@ -105,7 +104,7 @@ fn the_table_is_small_order_by_an_independent_implementation() {
 fn key_load_refuses_every_small_order_share() {
     for (mode, at, _) in X25519_MODES {
         let kt = mode.key_type();
-        for (name, u) in SMALL_ORDER() {
+        for (name, u) in small_order() {
             let (_, bytes) = public_with(mode, at, &u);
             let case = format!("{mode}: {name}");
             refused_as_small_order(PublicKey::from_bytes(kt, bytes.clone()), &case);
@@ -118,7 +117,7 @@ fn key_load_refuses_every_small_order_share() {
 fn encapsulation_refuses_every_small_order_share_on_both_backends() {
     for backend in Backend::ALL {
         for (mode, at, _) in X25519_MODES {
-            for (name, u) in SMALL_ORDER() {
+            for (name, u) in small_order() {
                 let case = format!("{mode} on {backend}: {name}");
                 let (_, bytes) = public_with(mode, at, &u);
                 refused_as_small_order(kat::sender_unchecked(mode, backend, bytes.clone()), &case);
@@ -127,7 +126,7 @@ fn encapsulation_refuses_every_small_order_share_on_both_backends() {
                 }
             }
         }
-        for (name, u) in SMALL_ORDER() {
+        for (name, u) in small_order() {
             refused_as_small_order(kat::x25519_ephemeral(backend, &u), &name);
         }
     }
@@ -150,7 +149,7 @@ fn decapsulation_of_a_small_order_share_is_the_opaque_error_on_both_backends() {
             &mut envelope::os_rng(),
         )
         .expect("seal");
-        for (name, u) in SMALL_ORDER() {
+        for (name, u) in small_order() {
             // The manifest stays well-formed: C carries the point, c_sha256 its hash.
             let mut m: Value = serde_json::from_slice(&sealed.manifest).expect("json");
             let b64 = base64::engine::general_purpose::STANDARD;
