@@ -22,8 +22,8 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use cpu_time::ProcessTime;
 use envelope::{Backend, Mode, Receiver, Sender};
+use s3::{OpStats, S3Settings, Store};
 use serde::Serialize;
-use worker::{OpStats, S3Settings, Store};
 
 use crate::cli::{FreshKeys, parse_size};
 use crate::serverproc::spawn_server;

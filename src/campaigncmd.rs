@@ -30,13 +30,13 @@ use anyhow::{Context as _, Result, bail};
 use campaign::analysis::{self, Config};
 use campaign::design::{self, Assumptions, Plan};
 use campaign::report::Header;
+use campaign::units::format_duration;
 use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
+use run::planner::Environment;
+use run::runspec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
 use serde::Serialize;
-use worker::plan::Environment;
-use worker::spec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
-use worker::units::format_duration;
 
 use crate::serverproc::local_or_embedded;
 
@@ -286,7 +286,7 @@ fn run_complete(run_dir: &Path, processes: u32) -> bool {
     (0..processes).all(|i| {
         run_dir
             .join(format!("p{i}"))
-            .join(worker::summary::files::CHECKSUMS)
+            .join(run::summary::files::CHECKSUMS)
             .is_file()
     })
 }
@@ -366,7 +366,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 node_exporter: a
                     .node_exporter
                     .as_ref()
-                    .map(|url| worker::spec::PromSource {
+                    .map(|url| run::runspec::PromSource {
                         url: url.clone(),
                         bearer_token_env: None,
                         bearer_token_file: None,
@@ -430,7 +430,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 r.block,
                 humantime::format_duration(round_s(eta))
             );
-            let specs = worker::plan::run_specs(m, &plan, r, &env)?;
+            let specs = run::planner::run_specs(m, &plan, r, &env)?;
             let done = execute_run(&specs);
             // After a Ctrl-C the interruption is the news, not how the processes ended (a
             // signal, or a broken pipe if it came before a process had its spec).
@@ -453,17 +453,17 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
 
 /// Where the runs' request traces went, summed over every process's `process.json`
 /// (`None` when no run was traced).
-fn traces_sent(runs_dir: &Path) -> Option<worker::telemetry::TraceReport> {
-    let mut total: Option<worker::telemetry::TraceReport> = None;
+fn traces_sent(runs_dir: &Path) -> Option<run::trace::TraceReport> {
+    let mut total: Option<run::trace::TraceReport> = None;
     for run in std::fs::read_dir(runs_dir).ok()?.flatten() {
         let Ok(procs) = std::fs::read_dir(run.path()) else {
             continue;
         };
         for p in procs.flatten() {
-            let path = p.path().join(worker::summary::files::PROCESS);
+            let path = p.path().join(run::summary::files::PROCESS);
             let Some(t) = std::fs::read_to_string(&path)
                 .ok()
-                .and_then(|s| serde_json::from_str::<worker::summary::ProcessInfo>(&s).ok())
+                .and_then(|s| serde_json::from_str::<run::summary::ProcessInfo>(&s).ok())
                 .and_then(|i| i.traces)
             else {
                 continue;

@@ -185,12 +185,12 @@ struct ModesArgs {
 
 /// Parses `123`, `64KiB`, `1MiB`, `2GiB`, `10kB`.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    worker::units::parse_size(s)
+    campaign::units::parse_size(s)
 }
 
 /// Parses `500ms`, `20s`, `5m`, `1h`, or plain seconds.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    worker::units::parse_duration(s)
+    campaign::units::parse_duration(s)
 }
 
 pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
@@ -639,7 +639,7 @@ pub(crate) struct TraceArgs {
     /// OTLP transport: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else
     /// gRPC on port 4317 and HTTP on any other).
     #[arg(long, value_name = "PROTOCOL")]
-    pub(crate) otlp_protocol: Option<worker::telemetry::OtlpProtocol>,
+    pub(crate) otlp_protocol: Option<run::trace::OtlpProtocol>,
     /// Share of requests traced, 0 to 1; failed requests always are (default:
     /// OTEL_TRACES_SAMPLER_ARG, else 0.01).
     #[arg(long, value_name = "RATIO")]
@@ -648,11 +648,11 @@ pub(crate) struct TraceArgs {
 
 impl TraceArgs {
     /// The run spec's `traces` block, if any flag was given.
-    pub(crate) fn spec(&self) -> Option<worker::telemetry::TraceSpec> {
+    pub(crate) fn spec(&self) -> Option<run::trace::TraceSpec> {
         (self.otlp_endpoint.is_some()
             || self.otlp_protocol.is_some()
             || self.trace_sample_ratio.is_some())
-        .then(|| worker::telemetry::TraceSpec {
+        .then(|| run::trace::TraceSpec {
             endpoint: self.otlp_endpoint.clone(),
             protocol: self.otlp_protocol,
             sample_ratio: self.trace_sample_ratio,

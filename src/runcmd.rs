@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
+use campaign::units::{Dur, Size};
 use clap::{Args, ValueEnum};
 use envelope::{Backend, KeyType, Mode, SecretKey};
-use worker::spec::{Cell, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session};
-use worker::units::{Dur, Size};
+use run::runspec::{Cell, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session};
 
 use crate::cli::{parse_duration, parse_size};
 use crate::serverproc::local_or_embedded;
@@ -212,7 +212,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&written.summary)?);
     } else {
-        print!("{}", worker::summary::render(&written.summary));
+        print!("{}", run::summary::render(&written.summary));
         println!("files: {}", written.dir.display());
     }
     if let Some(t) = &written.traces {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
-use worker::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
+use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
 
 use crate::cli::{ReceiverArgs, SenderArgs, parse_duration};
 use crate::layout::Staged;
@@ -232,7 +232,7 @@ fn progress(label: &'static str) -> impl FnMut(Event) + Send {
     }
 }
 
-fn print_stats(st: &worker::OpStats) {
+fn print_stats(st: &s3::OpStats) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
         "stages µs       key establishment {:.1}, key derivation {:.1}, aead {:.1}, manifest {:.1}, storage {:.1}",
@@ -301,7 +301,7 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
             None => {
                 let versions = store.versions(&a.object.key).await?;
                 let future = versions.iter().filter(|v| v.future_dated).count();
-                let latest = worker::latest_of(&versions).map(|v| v.version.clone());
+                let latest = s3::latest_of(&versions).map(|v| v.version.clone());
                 latest.with_context(|| {
                     let k = format!("s3://{}/{}", a.object.bucket, a.object.key);
                     if future > 0 {
@@ -350,7 +350,7 @@ pub(crate) fn ls(a: LsArgs) -> Result<()> {
             if versions.is_empty() {
                 println!("s3://{}/{key}: no committed version", a.bucket);
             }
-            let latest = worker::latest_of(&versions).map(|v| v.version.clone());
+            let latest = s3::latest_of(&versions).map(|v| v.version.clone());
             for v in &versions {
                 let data = v
                     .data_size
@@ -390,7 +390,7 @@ pub(crate) fn ls(a: LsArgs) -> Result<()> {
 }
 
 /// What `ls` says of a future-dated version (FORMAT.md §1).
-fn future_dated_note(v: &worker::VersionInfo) -> String {
+fn future_dated_note(v: &s3::VersionInfo) -> String {
     // RFC 3339 stops at 9999-12-31; a planted version may claim far later.
     const YEAR_10000_MS: u64 = 253_402_300_800_000;
     let stamped = envelope::layout::version_time_ms(&v.version).map(|ms| {

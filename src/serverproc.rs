@@ -6,8 +6,8 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context as _, Result, bail};
-use worker::S3Settings;
-use worker::spec::Credentials;
+use run::runspec::Credentials;
+use s3::S3Settings;
 
 /// A running `pqbench serve-s3` child; killed when dropped.
 pub(crate) struct ServerChild {

@@ -401,7 +401,7 @@ fn both_readers_refuse_the_same_manifest_syntax() {
 fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
     let tmp = tempfile::tempdir().expect("tmp");
     let t = tmp.path();
-    let server = worker::EmbeddedS3::start(&t.join("s3"), 0).expect("server");
+    let server = s3::EmbeddedS3::start(&t.join("s3"), 0).expect("server");
     server.create_bucket("interop").expect("bucket");
     let small: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let large: Vec<u8> = (0..(9 * 1024 * 1024 + 5) as u32)

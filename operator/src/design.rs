@@ -4,7 +4,7 @@
 
 use campaign::{CampaignSpec, Manifest, Plan};
 use envelope::KeyType;
-use worker::spec::{
+use run::runspec::{
     Credentials, KeyRef, Output, PromSource, RunSpec, S3Target, StartGate, Telemetry,
 };
 
@@ -158,7 +158,7 @@ pub fn telemetry(owner: &Owner, spec: &CampaignSpec) -> Telemetry {
 }
 
 /// The run specs' environment on the cluster.
-pub fn environment(owner: &Owner, spec: &CampaignSpec) -> worker::plan::Environment {
+pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environment {
     let results = results_location(owner, spec);
     let own_results_keys = spec
         .results
@@ -174,7 +174,7 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> worker::plan::Environm
             MINIO_BUCKET.to_owned(),
         ),
     };
-    worker::plan::Environment {
+    run::planner::Environment {
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,
@@ -201,14 +201,11 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> worker::plan::Environm
             region: spec.results.as_ref().and_then(|r| r.region.clone()),
         },
         telemetry: telemetry(owner, spec),
-        traces: spec
-            .telemetry
-            .as_ref()
-            .map(|t| worker::telemetry::TraceSpec {
-                endpoint: Some(t.otlp_endpoint.clone()),
-                protocol: t.otlp_protocol,
-                sample_ratio: Some(t.sample_ratio),
-            }),
+        traces: spec.telemetry.as_ref().map(|t| run::trace::TraceSpec {
+            endpoint: Some(t.otlp_endpoint.clone()),
+            protocol: t.otlp_protocol,
+            sample_ratio: Some(t.sample_ratio),
+        }),
     }
 }
 
@@ -219,7 +216,7 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
         what: "run index beyond the plan",
     })?;
     let env = environment(owner, &m.spec);
-    let mut specs = worker::plan::run_specs(m, plan, run, &env).map_err(|e| Error::Spec {
+    let mut specs = run::planner::run_specs(m, plan, run, &env).map_err(|e| Error::Spec {
         detail: e.to_string(),
     })?;
     let mut s = specs.swap_remove(0);

@@ -62,7 +62,7 @@ pub enum Error {
     Kube(#[from] kube::Error),
     /// A call to the results store failed.
     #[error("results store: {0}")]
-    Store(#[from] worker::Error),
+    Store(#[from] s3::Error),
     /// A local file operation failed (the analysis's download directory).
     #[error("{what}: {source}")]
     Io {

@@ -22,9 +22,9 @@ use kube::runtime::events::{Event as KEvent, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::watcher;
 use kube::{Client, Resource as _, ResourceExt as _};
+use s3::S3Settings;
 use serde_json::json;
 use tracing::{info, instrument, warn};
-use worker::S3Settings;
 
 use crate::api::{BenchmarkCampaign, Phase};
 use crate::design;
@@ -450,7 +450,7 @@ async fn act(
             if c.spec.server.external.is_none()
                 && let Some(st) = minio_settings(ctx, owner).await?
             {
-                worker::Store::new(&st, design::MINIO_BUCKET, &plan.campaign)?
+                s3::Store::new(&st, design::MINIO_BUCKET, &plan.campaign)?
                     .create_bucket()
                     .await?;
             }

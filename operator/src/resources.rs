@@ -453,7 +453,7 @@ fn env_value(name: &str, value: &str) -> EnvVar {
 pub fn worker_job(
     owner: &Owner,
     name: &str,
-    spec: &worker::spec::RunSpec,
+    spec: &run::runspec::RunSpec,
     attempt: u32,
     index: u32,
     pods: &WorkerPods<'_>,
@@ -494,7 +494,7 @@ pub fn worker_job(
     }
     for kt in pods.key_types {
         env.push(secret_env(
-            &worker::spec::key_var(crate::design::KEY_ENV_PREFIX, *kt),
+            &run::runspec::key_var(crate::design::KEY_ENV_PREFIX, *kt),
             &owner.keys_secret(),
             kt.name(),
         ));
@@ -790,7 +790,7 @@ pub(crate) mod tests {
         assert!(env.iter().all(|e| e.value.as_deref() != Some("b")));
     }
 
-    fn quick_spec() -> worker::spec::RunSpec {
+    fn quick_spec() -> run::runspec::RunSpec {
         let m = crate::fixtures::quick();
         let plan = campaign::design::plan(&m);
         crate::design::run_spec(&m, &plan, 0, &owner()).unwrap()
@@ -842,7 +842,7 @@ pub(crate) mod tests {
             "credentials and keys only by Secret reference"
         );
         let spec_env = env.iter().find(|e| e.name == "PQBENCH_RUN_SPEC").unwrap();
-        let back: worker::spec::RunSpec =
+        let back: run::runspec::RunSpec =
             serde_json::from_str(spec_env.value.as_deref().unwrap()).unwrap();
         assert_eq!(back, spec);
 

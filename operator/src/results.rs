@@ -1,7 +1,7 @@
 //! The results bucket as the operator uses it: which runs are complete (every process's
 //! `SHA256SUMS`, the last file a worker uploads), which pods are ready, the start gate,
 //! clearing a failed attempt, and the analysis (download, validate, analyse, upload the
-//! report). The key layout is the worker's (`worker::spec::{ready_key, start_key}`,
+//! report). The key layout is the worker's (`run::runspec::{ready_key, start_key}`,
 //! `worker::output`): `<prefix><runId>/p<index>/<file>`.
 
 use std::path::Path;
@@ -10,8 +10,8 @@ use aws_sdk_s3::primitives::ByteStream;
 use campaign::analysis::{self, Config};
 use campaign::report::Header;
 use campaign::{Manifest, Plan};
-use worker::S3Settings;
-use worker::summary::files;
+use run::summary::files;
+use s3::S3Settings;
 
 use crate::api::VerdictRow;
 use crate::step::{Analyzed, BucketView};
@@ -76,7 +76,7 @@ fn s3_err<E>(
 where
     E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    Error::Store(worker::Error::s3(op, bucket, key, e))
+    Error::Store(s3::Error::s3(op, bucket, key, e))
 }
 
 impl ResultsStore {
@@ -122,10 +122,10 @@ impl ResultsStore {
         match self.client.head_bucket().bucket(&self.bucket).send().await {
             Ok(_) => {}
             Err(e) => {
-                let e = worker::Error::s3("HeadBucket", &self.bucket, "", e);
+                let e = s3::Error::s3("HeadBucket", &self.bucket, "", e);
                 if matches!(
                     e.s3_class(),
-                    Some(worker::S3Class::NotFound | worker::S3Class::NoSuchBucket)
+                    Some(s3::S3Class::NotFound | s3::S3Class::NoSuchBucket)
                 ) {
                     return Ok(BucketView::default());
                 }
@@ -184,7 +184,7 @@ impl ResultsStore {
 
     /// Writes a run's start instant (the start gate).
     pub async fn open_gate(&self, run_id: &str, at: &str) -> Result<()> {
-        let key = worker::spec::start_key(&self.prefix, run_id);
+        let key = run::runspec::start_key(&self.prefix, run_id);
         self.put(&key, at.as_bytes().to_vec()).await
     }
 

@@ -5,17 +5,17 @@
 //! - Traces: every reconcile pass is a span (`reconcile`, with the campaign and namespace),
 //!   exported over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `_TRACES_ENDPOINT`) is set;
 //!   `OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_TRACES_SAMPLER(_ARG)` and `OTEL_SERVICE_NAME`
-//!   apply as usual ([`worker::telemetry::TraceConfig::resolve`]). Passes are few, so every
+//!   apply as usual ([`run::trace::TraceConfig::resolve`]). Passes are few, so every
 //!   pass is traced unless `OTEL_TRACES_SAMPLER` says otherwise. The pass's trace id is the
 //!   exemplar of `pqbench_operator_reconcile_duration_seconds` ([`trace_id`]).
 
 use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use run::trace::{TraceConfig, TraceSpec};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
-use worker::telemetry::{TraceConfig, TraceSpec};
 
 /// Keeps the trace exporter alive; [`Telemetry::shutdown`] flushes it.
 #[derive(Debug, Default)]
@@ -36,7 +36,7 @@ impl Telemetry {
 
 /// The trace settings from the environment: the standard `OTEL_*` variables, every pass
 /// traced unless `OTEL_TRACES_SAMPLER` is set.
-pub fn trace_config(env: &dyn Fn(&str) -> Option<String>) -> worker::Result<Option<TraceConfig>> {
+pub fn trace_config(env: &dyn Fn(&str) -> Option<String>) -> run::Result<Option<TraceConfig>> {
     let spec = TraceSpec {
         sample_ratio: env("OTEL_TRACES_SAMPLER").is_none().then_some(1.0),
         ..TraceSpec::default()

@@ -30,7 +30,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use operator::reconcile::{Config, Context};
 use operator::{BenchmarkCampaign, Phase};
-use worker::spec::{Credentials, KeyRef, RunSpec};
+use run::runspec::{Credentials, KeyRef, RunSpec};
 
 /// Starts the controller for one namespace; it stops when the test ends.
 fn controller(client: &Client, ns: &str, tmp: &std::path::Path) {
@@ -243,7 +243,7 @@ fn play_job(
     if let Some(KeyRef::Env(prefix)) = &run.recipient_key {
         let kt = mode.key_type();
         let p = keys.join(format!("{}.key", kt.name()));
-        std::fs::write(&p, value(&worker::spec::key_var(prefix, kt))).unwrap();
+        std::fs::write(&p, value(&run::runspec::key_var(prefix, kt))).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         run.recipient_key = Some(KeyRef::Dir(keys));
     }
@@ -273,7 +273,7 @@ async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status()
     install_crd(&client).await;
     let ns = namespace("ext");
     let dir = tempfile::tempdir().unwrap();
-    let s3 = worker::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
+    let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
     s3.create_bucket("under-test").unwrap();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     secrets

@@ -14,7 +14,7 @@ use promtool::promtool_clean;
 
 use operator::api::Phase;
 use operator::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
-use worker::records::{Outcome as RecOutcome, Record};
+use run::records::{Outcome as RecOutcome, Record};
 
 fn operator_text() -> String {
     let m = Metrics::default();

@@ -10,9 +10,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use worker::records::{Outcome, Record};
+use run::records::{Outcome, Record};
+use s3::{OpStats, stats_for_bench};
 use worker::telemetry::{OtlpProtocol, RunAttributes, TraceConfig, Traces};
-use worker::{OpStats, stats_for_bench};
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -28,14 +28,16 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng as _, SeedableRng};
 use tokio::sync::Mutex;
 
-use crate::host::{HostInfo, host_info};
+use crate::host::host_info;
 use crate::metrics::{Metrics, RunMetrics};
-use crate::records::{Outcome, Phase, Record};
 use crate::sampler::{Sampler, Sources};
-use crate::spec::{Credentials, KeyRef, Loop, Operation, RunSpec};
-use crate::summary::{ProcessData, ProcessInfo};
 use crate::telemetry::{RunAttributes, TraceConfig, Traces};
-use crate::{Error, OpStats, Result, S3Settings, Store};
+use crate::{Error, Result};
+use run::records::{Outcome, Phase, Record};
+use run::runspec::{Credentials, KeyRef, Loop, Operation, RunSpec};
+use run::summary::HostInfo;
+use run::summary::{ProcessData, ProcessInfo};
+use s3::{OpStats, S3Settings, Store};
 
 /// Counters a progress display can read while a run is going.
 #[derive(Debug, Default)]
@@ -142,7 +144,7 @@ pub fn settings(spec: &RunSpec, workers: usize) -> Result<S3Settings> {
 /// credentials where given, else those of the store under test.
 pub fn results_settings(spec: &RunSpec) -> Result<S3Settings> {
     let mut s = settings(spec, 1)?;
-    if let crate::spec::Output::S3 {
+    if let run::runspec::Output::S3 {
         endpoint,
         credentials,
         region,
@@ -223,7 +225,7 @@ async fn one(
                     written = Some((key, out.id.version));
                     Ok((out.stats, out.session))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(Error::from(e)),
             }
         }
         Operation::Get => {
@@ -234,6 +236,7 @@ async fn one(
                 .get(&ctx.receiver, key, version, tokio::io::sink(), &mut |_| {})
                 .await
                 .map(|o| (o.stats, None))
+                .map_err(Error::from)
         }
     };
     let total = start.elapsed();
@@ -419,7 +422,7 @@ fn load_key(spec: &RunSpec) -> Result<(Option<SecretKey>, Option<PublicKey>)> {
     let path = r.path_for(mode);
     let sk = match r {
         KeyRef::Env(prefix) => {
-            let var = crate::spec::key_var(prefix, mode.key_type());
+            let var = run::runspec::key_var(prefix, mode.key_type());
             let text = zeroize::Zeroizing::new(std::env::var(&var).map_err(|_| {
                 Error::Config(format!(
                     "recipientKey: environment variable {var} (the {} key) is not set",
@@ -786,14 +789,14 @@ pub fn runtime_threads(workers: usize) -> usize {
     workers.clamp(1, cores)
 }
 
-/// The start gate ([`crate::spec::StartGate`]): announces this process ready in the
+/// The start gate ([`run::runspec::StartGate`]): announces this process ready in the
 /// results bucket, then polls for the run's start instant until the gate's timeout.
-async fn wait_for_start(spec: &RunSpec, gate: &crate::spec::StartGate) -> Result<SystemTime> {
-    let crate::spec::Output::S3 { bucket, prefix, .. } = &spec.output else {
+async fn wait_for_start(spec: &RunSpec, gate: &run::runspec::StartGate) -> Result<SystemTime> {
+    let run::runspec::Output::S3 { bucket, prefix, .. } = &spec.output else {
         return Err(Error::Config("startGate needs S3 output".into()));
     };
     let s3 = results_settings(spec)?.client()?;
-    let ready = crate::spec::ready_key(prefix, &spec.run_id, spec.processes.index);
+    let ready = run::runspec::ready_key(prefix, &spec.run_id, spec.processes.index);
     let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     s3.put_object()
         .bucket(bucket)
@@ -801,8 +804,8 @@ async fn wait_for_start(spec: &RunSpec, gate: &crate::spec::StartGate) -> Result
         .body(now.into_bytes().into())
         .send()
         .await
-        .map_err(|e| Error::s3("PutObject", bucket, &ready, e))?;
-    let key = crate::spec::start_key(prefix, &spec.run_id);
+        .map_err(|e| Error::Store(s3::Error::s3("PutObject", bucket, &ready, e)))?;
+    let key = run::runspec::start_key(prefix, &spec.run_id);
     let give_up = Instant::now() + gate.timeout.0;
     let mut last = String::from("no start instant yet");
     loop {
@@ -823,8 +826,8 @@ async fn wait_for_start(spec: &RunSpec, gate: &crate::spec::StartGate) -> Result
                 });
             }
             Err(e) => {
-                let e = Error::s3("GetObject", bucket, &key, e);
-                if e.s3_class() != Some(crate::S3Class::NotFound) {
+                let e = s3::Error::s3("GetObject", bucket, &key, e);
+                if e.s3_class() != Some(s3::S3Class::NotFound) {
                     last = e.to_string();
                 }
             }
@@ -832,7 +835,7 @@ async fn wait_for_start(spec: &RunSpec, gate: &crate::spec::StartGate) -> Result
         if Instant::now() >= give_up {
             return Err(Error::Config(format!(
                 "start gate: no start instant at s3://{bucket}/{key} within {} after becoming ready ({last})",
-                crate::units::format_duration(gate.timeout.0)
+                campaign::units::format_duration(gate.timeout.0)
             )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -904,8 +907,8 @@ pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::
         }
         let ex = ex?;
         let results = match &ex.spec.output {
-            crate::spec::Output::S3 { .. } => Some(results_settings(&ex.spec)?),
-            crate::spec::Output::Dir(_) => None,
+            run::runspec::Output::S3 { .. } => Some(results_settings(&ex.spec)?),
+            run::runspec::Output::Dir(_) => None,
         };
         crate::output::write(&ex, results.as_ref()).await
     });

@@ -9,39 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+pub use run::summary::HostInfo;
 
 /// Linux reports `/proc` CPU times in USER_HZ ticks, which is 100 on every Linux ABI.
 const USER_HZ: f64 = 100.0;
 
 fn read(p: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(p).ok()
-}
-
-/// The host and the process's CPU budget.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HostInfo {
-    /// Host name.
-    pub hostname: String,
-    /// CPU model name (`/proc/cpuinfo`).
-    pub cpu_model: String,
-    /// CPU feature flags relevant to the crypto code paths (AES-NI, AVX2, AVX-512, SHA, …).
-    pub cpu_flags: Vec<String>,
-    /// Kernel release.
-    pub kernel: String,
-    /// CPU architecture.
-    pub arch: String,
-    /// Logical CPUs of the host.
-    pub host_cpus: usize,
-    /// CPUs this process may run on (affinity mask).
-    pub affinity_cpus: Option<usize>,
-    /// CPU quota of the process's cgroup in cores (`None`: no quota).
-    pub cgroup_quota_cores: Option<f64>,
-    /// Cores available to the process: the smaller of affinity and quota.
-    pub cores_available: f64,
-    /// Total memory of the host in bytes.
-    pub memory_bytes: Option<u64>,
 }
 
 /// Flags worth recording: they decide which code paths AWS-LC and RustCrypto take.

@@ -1,122 +1,28 @@
-//! # worker: the I/O side of pqbench
+//! # worker: one process of one run
 //!
-//! The study's storage layer (section III, Algorithm 1; section IV-A "Implementation") over
-//! a real S3 API, with the envelope format of the pure [`envelope`] crate:
+//! The run engine of the study (section IV-A "A run") over the [`s3`] store, with the run
+//! contract of the pure [`run`] crate:
 //!
-//! - [`Store`]: the commit protocol. A PUT streams `data.enc` (one PUT up to 8 MiB,
-//!   multipart with 8 MiB parts above, encrypting one part at a time) and then writes
-//!   `manifest.json` as the commit record; a GET reads the manifest, then the data, and
-//!   decrypts chunk by chunk into a sink. Also: latest version (one LIST), committed
-//!   versions, read-back verification, deletion and garbage collection of uncommitted data.
-//!   Every operation returns its [`OpStats`]: the five stage timers, bytes and requests.
-//! - [`S3Settings`]: the HTTP client as a benchmark needs it: pool sized to the
-//!   concurrency, `TCP_NODELAY`, no automatic retries, explicit timeouts, recorded
-//!   payload-signing and checksum options.
-//! - [`EmbeddedS3`]: an in-process S3 server (`s3s` + `s3s-fs`) on `127.0.0.1`, for local
-//!   runs and tests.
-//! - The run engine (study section IV-A "A run"): [`spec::RunSpec`] describes one run;
-//!   [`engine::execute`] prepares (keys, the known-answer gate, a warm-up round trip,
+//! - [`engine::execute`] prepares (keys, the known-answer gate, a warm-up round trip,
 //!   fixtures), waits for the shared `startAt`, runs the closed or open loop with exactly N
 //!   workers, samples client and server once per second ([`sampler`]) and cleans up;
-//!   [`records`] and [`table`] write the per-request records and samples as Parquet,
-//!   [`summary`] computes the run summary, [`output`] writes the files with their checksum
-//!   manifest, and [`validate`] refuses a data set that fails any of the study's checks.
-//!   The `pqbench-worker` binary runs one spec.
-//!
-//! ```
-//! use envelope::{Backend, KeyType, Mode, Receiver, SealKey, SecretKey, Sender};
-//! use worker::{EmbeddedS3, Store};
-//!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dir = tempfile::tempdir()?;
-//! let server = EmbeddedS3::start(dir.path(), 0)?; // 127.0.0.1, any free port
-//! server.create_bucket("demo")?;
-//! let store = Store::new(&server.settings(), "demo", "tenant")?;
-//!
-//! let sk = SecretKey::generate(KeyType::MlKem768, &mut envelope::os_rng())?;
-//! let pk = sk.public_key()?.expect("ML-KEM has a public key");
-//! let sender = Sender::new(Mode::MlKem768, Backend::AwsLc, SealKey::Public(&pk))?;
-//! let receiver = Receiver::new(Mode::MlKem768, Backend::AwsLc, Some(&sk))?;
-//!
-//! tokio::runtime::Runtime::new()?.block_on(async {
-//!     let data = b"hello, object store";
-//!     let put = store.put(&sender, "greeting", data.len() as u64, &data[..], &mut |_| {}).await?;
-//!     assert_eq!(put.stats.s3_requests, 2); // data.enc, then manifest.json
-//!
-//!     let latest = store.latest("greeting").await?.expect("committed");
-//!     let mut out = Vec::new();
-//!     let got = store.get(&receiver, "greeting", &latest, &mut out, &mut |_| {}).await?;
-//!     assert_eq!(out, data);
-//!     assert_eq!(got.stats.s3_requests, 2); // manifest.json, then data.enc
-//!     Ok::<_, worker::Error>(())
-//! })?;
-//! server.stop();
-//! # Ok(())
-//! # }
-//! ```
+//! - [`parquet`] writes and reads the run tables ([`run::table`]) as Parquet, [`output`]
+//!   writes the files with their checksum manifest, [`validate`] refuses a data set that
+//!   fails any of the study's checks, and [`collect`] reads a results directory into the
+//!   analysis's rows;
+//! - [`metrics`] (Prometheus) and [`telemetry`] (OTLP traces) observe a run while it goes;
+//! - the `pqbench-worker` binary runs one spec.
 
-mod client;
+pub mod collect;
 pub mod engine;
 mod error;
 pub mod host;
-pub mod output;
-mod progress;
-pub mod records;
-pub mod sampler;
-mod server;
-pub mod spec;
-mod stats;
-mod store;
-pub mod summary;
-pub mod table;
-pub use campaign::units;
-pub mod collect;
 pub mod metrics;
-pub mod plan;
+pub mod output;
+pub mod parquet;
+mod progress;
+pub mod sampler;
 pub mod telemetry;
 pub mod validate;
 
-pub use client::{ChecksumPolicy, ClientRecord, PayloadSigning, S3Settings};
-pub use error::{Error, Result, S3Class};
-pub use server::EmbeddedS3;
-pub use stats::{OpStats, Stage};
-
-/// The stats of a typical 64 KiB GET (two S3 calls, one chunk) that began at `start`, for
-/// the tracing benchmark.
-#[doc(hidden)]
-pub fn stats_for_bench(start: std::time::Instant) -> OpStats {
-    use std::time::Duration;
-    let us = Duration::from_micros;
-    let mut st = OpStats {
-        key_establishment: us(20),
-        key_derivation: us(3),
-        aead: us(15),
-        manifest: us(10),
-        storage: us(800),
-        total: us(900),
-        s3_requests: 2,
-        ..OpStats::default()
-    };
-    st.timeline = stats::Timeline {
-        start: Some(start),
-        first_object_call: Some(start + us(400)),
-        first_chunk_call: Some(start + us(850)),
-        calls: vec![
-            stats::S3Call {
-                op: "GetObject",
-                start,
-                storage: us(390),
-            },
-            stats::S3Call {
-                op: "GetObject",
-                start: start + us(430),
-                storage: us(410),
-            },
-        ],
-    };
-    st
-}
-pub use store::{
-    Event, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store,
-    VersionInfo, latest_of,
-};
+pub use error::{Error, Result};

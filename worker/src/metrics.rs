@@ -28,9 +28,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::records::{Outcome, Record};
-use crate::stats::Stage;
 use crate::{Error, Result};
+use run::records::{Outcome, Record};
+use s3::Stage;
 
 /// Labels of a run's requests.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 
 use crate::engine::Executed;
-use crate::records::{RunKeys, records_table, samples_table};
-use crate::spec::Output;
-use crate::summary::{RunSummary, files, summarize};
-use crate::{Error, Result, S3Settings};
+use crate::parquet::TableFile as _;
+use crate::{Error, Result};
+use run::records::{RunKeys, records_table, samples_table};
+use run::runspec::Output;
+use run::summary::{RunSummary, files, summarize};
+use s3::S3Settings;
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Output {
@@ -127,7 +129,14 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
                 .body(body)
                 .send()
                 .await
-                .map_err(|e| Error::s3("PutObject", bucket, &format!("{base}{name}"), e))?;
+                .map_err(|e| {
+                    Error::Store(s3::Error::s3(
+                        "PutObject",
+                        bucket,
+                        &format!("{base}{name}"),
+                        e,
+                    ))
+                })?;
         }
         uploaded_to = Some(format!("s3://{bucket}/{base}"));
     }

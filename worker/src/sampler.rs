@@ -14,12 +14,13 @@ use http_body_util::{BodyExt as _, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde::{Deserialize, Serialize};
+
+pub use run::summary::PauseTaken;
 use tokio::sync::watch;
 
 use crate::host;
-use crate::records::Sample;
-use crate::spec::{PauseRule, PromSource, ServerMetricNames, Telemetry};
+use run::records::Sample;
+use run::runspec::{PauseRule, PromSource, ServerMetricNames, Telemetry};
 
 /// One series of a Prometheus text page.
 #[derive(Clone, Debug, PartialEq)]
@@ -348,20 +349,6 @@ impl Sampler {
         let _ = self.stop.send(true);
         self.task.await.unwrap_or_default()
     }
-}
-
-/// The pause taken before a run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PauseTaken {
-    /// Seconds waited.
-    pub waited_s: f64,
-    /// Whether the server became quiet (false: gave up at `maxWait`).
-    pub quiet: bool,
-    /// Last dirty + write-back reading in bytes.
-    pub last_dirty_bytes: Option<f64>,
-    /// Last disk write rate in bytes/s.
-    pub last_disk_write_per_s: Option<f64>,
 }
 
 /// Waits until the server host is quiet by `rule`, reading `sources` once per second.

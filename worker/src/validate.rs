@@ -18,12 +18,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::records::{RECORD_SCHEMA, Record, SAMPLE_SCHEMA, records_from_table};
-use crate::spec::RunSpec;
-use crate::summary::{
+use run::records::{RECORD_SCHEMA, Record, SAMPLE_SCHEMA, records_from_table};
+use run::runspec::RunSpec;
+use run::summary::{
     ProcessInfo, RunSummary, UNACCOUNTED_AGGREGATE_LIMIT, files, is_measured_ok, record_checks,
 };
-use crate::table::Table;
+use run::table::Table;
+
+use crate::parquet::TableFile as _;
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,7 +189,7 @@ fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Loaded>) {
         Err(e) => return fail(e),
     };
     let records = match Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA)
-        .and_then(|t| records_from_table(&t))
+        .and_then(|t| records_from_table(&t).map_err(crate::Error::from))
     {
         Ok((_, r)) => r,
         Err(e) => return fail(format!("{}: {e}", files::RECORDS)),

@@ -25,16 +25,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use campaign::units::{Dur, Size};
 use envelope::{KeyType, Mode, SecretKey};
 use fake_opentelemetry_collector::{ExportedSpan, FakeCollectorServer};
-use worker::EmbeddedS3;
+use run::records::{Outcome, RECORD_SCHEMA, Record, records_from_table};
+use run::runspec::{Cell, KeyRef, Loop, Operation, RunSpec};
+use run::summary::files;
+use run::table::Table;
+use run::trace::{OtlpProtocol, TraceSpec};
+use s3::EmbeddedS3;
 use worker::engine::{RunOptions, run_to_files};
-use worker::records::{Outcome, RECORD_SCHEMA, Record, records_from_table};
-use worker::spec::{Cell, KeyRef, Loop, Operation, RunSpec};
-use worker::summary::files;
-use worker::table::Table;
-use worker::telemetry::{OtlpProtocol, TraceSpec};
-use worker::units::{Dur, Size};
+use worker::parquet::TableFile as _;
 
 #[path = "support/promtool.rs"]
 mod promtool;
@@ -87,7 +88,7 @@ impl Env {
             std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))
                 .expect("chmod");
         }
-        spec.s3.credentials = worker::spec::Credentials::File(creds);
+        spec.s3.credentials = run::runspec::Credentials::File(creds);
         let keys = self.dir.path().join("keys");
         std::fs::create_dir_all(&keys).expect("keys dir");
         let kt = mode.key_type();
@@ -258,7 +259,7 @@ fn traced_run(op: Operation, mode: Mode) {
             "the five stage children"
         );
         for k in &kids {
-            let stage = worker::Stage::ALL
+            let stage = s3::Stage::ALL
                 .into_iter()
                 .find(|s| s.as_str() == k.name)
                 .expect("a stage");

@@ -9,23 +9,24 @@
     reason = "request counts in tests are far below 2^52"
 )]
 
-#[path = "s3/servers.rs"]
+#[path = "../../s3/tests/support/servers.rs"]
 mod servers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
+use campaign::units::{Dur, Size};
 use envelope::{KeyType, Mode, SecretKey};
-use servers::{BUCKET, Kind, TestServer};
-use worker::engine::{RunOptions, run_to_files};
-use worker::records::{Outcome, Phase, RECORD_SCHEMA, RunKeys, records_from_table, records_table};
-use worker::spec::{
+use run::records::{Outcome, Phase, RECORD_SCHEMA, RunKeys, records_from_table, records_table};
+use run::runspec::{
     Cell, Credentials, KeyRef, Loop, Operation, PromSource, RunSpec, ServerMetricNames, Session,
 };
-use worker::summary::{ProcessInfo, files};
-use worker::table::{ColumnSpec, Table};
-use worker::units::{Dur, Size};
+use run::summary::{ProcessInfo, files};
+use run::table::{ColumnSpec, Table};
+use servers::{BUCKET, Kind, TestServer};
+use worker::engine::{RunOptions, run_to_files};
+use worker::parquet::TableFile as _;
 
 struct Env {
     server: TestServer,
@@ -119,7 +120,7 @@ fn set_mode_600(p: &Path) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
 }
 
-fn records(dir: &Path) -> Vec<worker::records::Record> {
+fn records(dir: &Path) -> Vec<run::records::Record> {
     let t = Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA).expect("records");
     records_from_table(&t).expect("decode").1
 }
@@ -175,13 +176,13 @@ fn closed_loop_counts(kind: Kind) {
 /// A closed loop saturates this 2-core machine, whose server shares it; the server's threads
 /// then preempt the client between its stage timers, and the unaccounted-time checks (made
 /// for a dedicated client host) may fail. Every other check must pass.
-fn assert_valid_but_unaccounted(s: &worker::summary::RunSummary) {
+fn assert_valid_but_unaccounted(s: &run::summary::RunSummary) {
     for c in &s.checks {
         assert!(
             c.passed || c.name.starts_with("unaccounted"),
             "{}\n{}",
             c.name,
-            worker::summary::render(s)
+            run::summary::render(s)
         );
     }
 }
@@ -238,7 +239,7 @@ fn open_loop_overload(kind: Kind) {
     spec.drain = Dur(Duration::from_millis(500));
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
-    assert!(s.counts.not_started > 0, "{}", worker::summary::render(s));
+    assert!(s.counts.not_started > 0, "{}", run::summary::render(s));
     assert!(!s.valid, "a run with failures is invalid");
     assert_eq!(
         s.failures_by_class.get("not_started").copied(),
@@ -271,7 +272,7 @@ fn server_stopped_mid_run(kind: Kind) {
     assert!(
         s.counts.ok > 0 && s.counts.failed > 0,
         "{}",
-        worker::summary::render(s)
+        run::summary::render(s)
     );
     let failed = s
         .checks
@@ -356,7 +357,7 @@ fn two_processes_start_together(kind: Kind) {
     let mut starts = Vec::new();
     for (i, out) in children.iter().enumerate() {
         let dir = env.out().join("two-procs").join(format!("p{i}"));
-        let summary: worker::summary::RunSummary = serde_json::from_slice(
+        let summary: run::summary::RunSummary = serde_json::from_slice(
             &std::fs::read(dir.join(files::SUMMARY)).unwrap_or_else(|e| {
                 panic!(
                     "process {i} wrote no summary ({e}): {}\n{}",
@@ -514,9 +515,9 @@ fn samplers_read_garage_metrics_and_the_server_process() {
         resident_bytes: "garage_local_disk_total".into(),
     };
     spec.telemetry.local_server_pid = env.server.pid();
-    spec.pause = Some(worker::spec::PauseRule {
+    spec.pause = Some(run::runspec::PauseRule {
         max_wait: Dur(Duration::from_secs(3)),
-        ..worker::spec::PauseRule::default()
+        ..run::runspec::PauseRule::default()
     });
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
@@ -534,7 +535,7 @@ fn samplers_read_garage_metrics_and_the_server_process() {
     let p = &s.pause[0];
     assert!(p.waited_s <= 5.0 && p.last_dirty_bytes.is_some(), "{p:?}");
     // Samples were taken about once per second over the run.
-    let t = Table::read_parquet(&w.dir.join(files::SAMPLES), worker::records::SAMPLE_SCHEMA)
+    let t = Table::read_parquet(&w.dir.join(files::SAMPLES), run::records::SAMPLE_SCHEMA)
         .expect("samples");
     assert!(t.rows() >= 3, "{} samples", t.rows());
 
@@ -616,7 +617,7 @@ mod validator {
 
     /// Rewrites the records through `f` and updates the checksum manifest, so that only the
     /// check under test can notice.
-    fn rewrite(dir: &Path, f: impl Fn(&mut Vec<worker::records::Record>)) {
+    fn rewrite(dir: &Path, f: impl Fn(&mut Vec<run::records::Record>)) {
         let t = Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA).expect("read");
         let (keys, mut recs) = records_from_table(&t).expect("decode");
         f(&mut recs);
@@ -700,7 +701,7 @@ mod validator {
                 .map(|c| {
                     if c.name == "total_ns" {
                         ColumnSpec {
-                            kind: worker::table::Kind::Double,
+                            kind: run::table::Kind::Double,
                             ..*c
                         }
                     } else {
@@ -714,8 +715,8 @@ mod validator {
             .iter()
             .zip(&t.columns)
             .map(|(c, col)| match (c.name, col) {
-                ("total_ns", worker::table::Column::I64(v)) => {
-                    worker::table::Column::F64(v.iter().map(|x| x.map(|n| n as f64)).collect())
+                ("total_ns", run::table::Column::I64(v)) => {
+                    run::table::Column::F64(v.iter().map(|x| x.map(|n| n as f64)).collect())
                 }
                 _ => col.clone(),
             })
@@ -881,7 +882,7 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
         bearer_token_env: None,
         bearer_token_file: None,
     });
-    spec.pause = Some(worker::spec::PauseRule {
+    spec.pause = Some(run::runspec::PauseRule {
         max_dirty: Size(64 << 30), // quiet at once: the point is that readings arrive
         max_disk_write_per_s: Size(64 << 30),
         quiet_for: Dur(Duration::from_secs(1)),
@@ -909,8 +910,8 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
 
 /// Output to the test server's results bucket under `results/`, with the spec's own
 /// endpoint and credentials.
-fn results_output() -> worker::spec::Output {
-    worker::spec::Output::S3 {
+fn results_output() -> run::runspec::Output {
+    run::runspec::Output::S3 {
         bucket: BUCKET.into(),
         prefix: "results/".into(),
         endpoint: None,
@@ -996,7 +997,7 @@ fn s3_output_uploads_the_run_files() {
     assert_eq!(report.processes, 1);
 }
 
-/// The operator's start protocol ([`worker::spec::StartGate`]) as a Job runs it: two
+/// The operator's start protocol ([`run::runspec::StartGate`]) as a Job runs it: two
 /// `pqbench-worker` processes read one spec from `PQBENCH_RUN_SPEC` and their index from
 /// `JOB_COMPLETION_INDEX`; each announces itself ready in the results bucket; this test
 /// plays the operator, writes the start instant once both are ready, and both start their
@@ -1014,7 +1015,7 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     spec.drain = Dur(Duration::from_secs(1));
     spec.processes.count = 2;
     spec.output = results_output();
-    spec.start_gate = Some(worker::spec::StartGate {
+    spec.start_gate = Some(run::runspec::StartGate {
         timeout: Dur(Duration::from_secs(60)),
     });
     // The key comes from the environment, as a Secret gives it to a non-root pod.
@@ -1023,7 +1024,7 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
         std::fs::read_to_string(env.key_dir(Mode::X25519).join(format!("{}.key", kt.name())))
             .expect("key file");
     spec.recipient_key = Some(KeyRef::Env("PQBENCH_KEY_".into()));
-    let key_var = worker::spec::key_var("PQBENCH_KEY_", kt);
+    let key_var = run::runspec::key_var("PQBENCH_KEY_", kt);
     assert_eq!(key_var, "PQBENCH_KEY_X25519");
     let json = serde_json::to_string(&spec).expect("json");
     let spawn = |i: u32, json: &str| {
@@ -1062,8 +1063,8 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
                 assert_eq!(
                     ready,
                     [
-                        worker::spec::ready_key("results/", "gated", 0),
-                        worker::spec::ready_key("results/", "gated", 1)
+                        run::runspec::ready_key("results/", "gated", 0),
+                        run::runspec::ready_key("results/", "gated", 1)
                     ]
                 );
                 break;
@@ -1078,7 +1079,7 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
             .to_string();
         s3.put_object()
             .bucket(BUCKET)
-            .key(worker::spec::start_key("results/", "gated"))
+            .key(run::runspec::start_key("results/", "gated"))
             .body(at.clone().into_bytes().into())
             .send()
             .await
@@ -1116,7 +1117,7 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     // Nobody opens the gate.
     spec.run_id = "never".into();
     spec.processes.count = 1;
-    spec.start_gate = Some(worker::spec::StartGate {
+    spec.start_gate = Some(run::runspec::StartGate {
         timeout: Dur(Duration::from_secs(2)),
     });
     let out = spawn(0, &serde_json::to_string(&spec).expect("json"))

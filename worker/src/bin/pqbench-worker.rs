@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Parser;
-use worker::spec::RunSpec;
+use run::runspec::RunSpec;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -97,7 +97,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&written.summary)?);
     } else {
-        print!("{}", worker::summary::render(&written.summary));
+        print!("{}", run::summary::render(&written.summary));
         println!(
             "files: {}",
             written

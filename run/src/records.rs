@@ -6,8 +6,48 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::table::{Column, ColumnSpec, Kind, Table};
 use crate::{Error, Result};
+
+/// The five stages of a request (study section IV-A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Encapsulation/decapsulation, RSA, X25519, or the session-cache lookup.
+    KeyEstablishment,
+    /// HKDF-SHA256 and the AES key schedule.
+    KeyDerivation,
+    /// AES-256-GCM over the chunks.
+    Aead,
+    /// Building or parsing and validating the manifest.
+    Manifest,
+    /// Time inside S3 requests (signing, HTTP, waiting for the server, reading bodies).
+    Storage,
+}
+
+impl Stage {
+    /// All stages in record order.
+    pub const ALL: [Stage; 5] = [
+        Stage::KeyEstablishment,
+        Stage::KeyDerivation,
+        Stage::Aead,
+        Stage::Manifest,
+        Stage::Storage,
+    ];
+
+    /// Fixed label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::KeyEstablishment => "key_establishment",
+            Self::KeyDerivation => "key_derivation",
+            Self::Aead => "aead",
+            Self::Manifest => "manifest",
+            Self::Storage => "storage",
+        }
+    }
+}
 
 /// Phase of the run a request belongs to, by its start (open loop: arrival) time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -139,13 +179,13 @@ pub struct Record {
 
 impl Record {
     /// One stage timer.
-    pub fn stage(&self, s: crate::Stage) -> Duration {
+    pub fn stage(&self, s: Stage) -> Duration {
         match s {
-            crate::Stage::KeyEstablishment => self.key_establishment,
-            crate::Stage::KeyDerivation => self.key_derivation,
-            crate::Stage::Aead => self.aead,
-            crate::Stage::Manifest => self.manifest,
-            crate::Stage::Storage => self.storage,
+            Stage::KeyEstablishment => self.key_establishment,
+            Stage::KeyDerivation => self.key_derivation,
+            Stage::Aead => self.aead,
+            Stage::Manifest => self.manifest,
+            Stage::Storage => self.storage,
         }
     }
 
@@ -297,8 +337,10 @@ fn intern(s: &str) -> &'static str {
 /// Reads records back from a table, with the run keys of its first row. Errors name the
 /// row and column of a value that is out of range or not a known label.
 pub fn records_from_table(t: &Table) -> Result<(Option<RunKeys>, Vec<Record>)> {
-    let bad = |row: usize, col: &str, what: &str| {
-        Error::Config(format!("records row {row}: column {col} {what}"))
+    let bad = |row: usize, col: &str, what: &str| Error::Records {
+        row,
+        column: col.to_owned(),
+        what: what.to_owned(),
     };
     let n = t.rows();
     let get = |name: &str, i: usize| t.i64s(name).get(i).copied().flatten();
@@ -463,63 +505,4 @@ pub fn samples_from_table(t: &Table) -> Vec<Sample> {
             server_cpu_total_s: f("server_cpu_total_s", i),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_round_trip_through_parquet() {
-        let keys = RunKeys {
-            run_id: "r1".into(),
-            campaign: "c".into(),
-            process: 1,
-            operation: "put".into(),
-            mode: "ml-kem-768-session".into(),
-            backend: "aws-lc".into(),
-            object_size: 65536,
-        };
-        let ms = Duration::from_millis;
-        let recs = vec![
-            Record {
-                worker: 3,
-                seq: 0,
-                phase: Some(Phase::Warmup),
-                start_unix_ns: 1_790_000_000_000_000_000,
-                offset: ms(1),
-                total: ms(5),
-                storage: ms(4),
-                outcome: Some(Outcome::Ok),
-                session_id: Some(0),
-                session_index: Some(7),
-                session_age: Some(ms(30)),
-                bytes_sent: 66_000,
-                s3_requests: 2,
-                ..Record::default()
-            },
-            Record {
-                worker: 1,
-                seq: 9,
-                phase: Some(Phase::Measured),
-                outcome: Some(Outcome::Error),
-                error_class: Some("connect"),
-                ..Record::default()
-            },
-        ];
-        let dir = tempfile::tempdir().expect("dir");
-        let p = dir.path().join("records.parquet");
-        records_table(&keys, &recs)
-            .write_parquet(&p)
-            .expect("write");
-        assert!(
-            Table::check_schema(&p, RECORD_SCHEMA)
-                .expect("schema")
-                .is_empty()
-        );
-        let t = Table::read_parquet(&p, RECORD_SCHEMA).expect("read");
-        let (k, back) = records_from_table(&t).expect("records");
-        assert_eq!(k, Some(keys));
-        assert_eq!(back, recs);
-    }
 }

@@ -1,7 +1,7 @@
 //! The commit protocol against two real S3 servers over HTTP: the embedded `s3s-fs` server
 //! and Garage 2.5.0 as a separate process. Every test body runs on both (`server_tests!`).
 
-#[path = "s3/servers.rs"]
+#[path = "support/servers.rs"]
 mod servers;
 
 use std::future::Future;
@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use envelope::{Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
+use s3::{Error, Event, S3Class, Store};
 use servers::{BUCKET, Kind, TENANT, TestServer};
 use tokio::io::{AsyncRead, ReadBuf};
-use worker::{Error, Event, S3Class, Store};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -70,7 +70,7 @@ fn quiet() -> impl FnMut(Event) + Send {
     |_| {}
 }
 
-async fn put(store: &Store, keys: &Keys, key: &str, data: &[u8]) -> worker::PutOutcome {
+async fn put(store: &Store, keys: &Keys, key: &str, data: &[u8]) -> s3::PutOutcome {
     store
         .put(
             &keys.sender(Backend::AwsLc),
@@ -151,12 +151,11 @@ fn round_trips(kind: Kind) {
                 let data = payload(size, i as u64);
                 let out = put(&store, &keys, &key, &data).await;
                 let st = out.stats;
-                let expect_requests = if out.ciphertext_size <= worker::MULTIPART_THRESHOLD {
+                let expect_requests = if out.ciphertext_size <= s3::MULTIPART_THRESHOLD {
                     2
                 } else {
                     // create + parts + complete, then the manifest
-                    2 + u32::try_from(out.ciphertext_size.div_ceil(worker::PART_SIZE))
-                        .expect("parts")
+                    2 + u32::try_from(out.ciphertext_size.div_ceil(s3::PART_SIZE)).expect("parts")
                         + 1
                 };
                 assert_eq!(st.s3_requests, expect_requests, "{mode} {size}");
@@ -286,7 +285,7 @@ fn dropped_upload_is_invisible_and_collected(kind: Kind) {
             () = stalled.notified() => {}
         }
         // The put future is dropped here, two parts into a multipart upload.
-        assert_eq!(sent, 2 * worker::PART_SIZE);
+        assert_eq!(sent, 2 * s3::PART_SIZE);
         assert!(store.versions("cut").await.expect("list").is_empty());
         assert_eq!(store.latest("cut").await.expect("latest"), None);
 
@@ -369,7 +368,7 @@ fn server_stopped_mid_upload(kind: Kind) {
         &keys,
         "died-mid",
         20 * MIB,
-        |e| matches!(e, Event::Sent { done, .. } if done == worker::PART_SIZE),
+        |e| matches!(e, Event::Sent { done, .. } if done == s3::PART_SIZE),
     );
     run(async {
         assert!(store.versions("died-mid").await.expect("list").is_empty());
@@ -754,8 +753,7 @@ fn unreachable_server_is_a_clear_error_within_the_timeout() {
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port");
-    let mut settings =
-        worker::S3Settings::new(&format!("http://{addr}"), "AKEXAMPLE", "secretexample");
+    let mut settings = s3::S3Settings::new(&format!("http://{addr}"), "AKEXAMPLE", "secretexample");
     settings.connect_timeout = Duration::from_secs(1);
     settings.operation_timeout = Duration::from_secs(3);
     let store = Store::new(&settings, BUCKET, "t").expect("store");
@@ -782,7 +780,7 @@ fn unreachable_server_is_a_clear_error_within_the_timeout() {
                 conns.push(s);
             }
         });
-        let mut settings = worker::S3Settings::new(
+        let mut settings = s3::S3Settings::new(
             &format!("http://{silent_addr}"),
             "AKEXAMPLE",
             "secretexample",
@@ -802,7 +800,7 @@ fn unreachable_server_is_a_clear_error_within_the_timeout() {
 
 #[test]
 fn no_retries_and_settings_are_recorded() {
-    let settings = worker::S3Settings::new("http://127.0.0.1:9000", "ak", "sk");
+    let settings = s3::S3Settings::new("http://127.0.0.1:9000", "ak", "sk");
     let rec = settings.record();
     assert_eq!(rec.max_attempts, 1);
     assert!(rec.tcp_nodelay);
@@ -810,8 +808,8 @@ fn no_retries_and_settings_are_recorded() {
         rec.payload_signed,
         "MinIO SDKs sign the payload over plain HTTP"
     );
-    assert_eq!(rec.checksums, worker::ChecksumPolicy::WhenRequired);
-    let https = worker::S3Settings::new("https://s3.example.com", "ak", "sk").record();
+    assert_eq!(rec.checksums, s3::ChecksumPolicy::WhenRequired);
+    let https = s3::S3Settings::new("https://s3.example.com", "ak", "sk").record();
     assert!(
         !https.payload_signed,
         "and send UNSIGNED-PAYLOAD over HTTPS"
@@ -820,7 +818,7 @@ fn no_retries_and_settings_are_recorded() {
     assert!(!json.contains("\"sk\""), "no secret in the record: {json}");
     assert!(format!("{settings:?}").contains("<redacted>"));
     for bad in ["127.0.0.1:9000", "http://h/path", "ftp://h"] {
-        let s = worker::S3Settings::new(bad, "ak", "sk");
-        assert!(matches!(s.client(), Err(Error::Config(_))), "{bad}");
+        let s = s3::S3Settings::new(bad, "ak", "sk");
+        assert!(matches!(s.client(), Err(Error::Settings(_))), "{bad}");
     }
 }

@@ -23,16 +23,13 @@
 /// Percentiles as NumPy's default (shared with the campaign statistics).
 pub use stats::percentile;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::HostInfo;
 use crate::records::{Outcome, Phase, Record, Sample};
-use crate::sampler::PauseTaken;
-use crate::spec::{Loop, RunSpec};
-use crate::{ClientRecord, Error, Result};
+use crate::runspec::{Loop, RunSpec};
+use crate::s3conf::ClientRecord;
 
 /// What one process knew besides its records and samples (`process.json`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -76,7 +73,7 @@ pub struct ProcessInfo {
     pub sampler_errors: Vec<String>,
     /// Where this process's request traces went (absent: not traced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traces: Option<crate::telemetry::TraceReport>,
+    pub traces: Option<crate::trace::TraceReport>,
 }
 
 /// Everything one process recorded.
@@ -480,7 +477,7 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
                     || r.session_age.is_some_and(|a| a > b.max_age)
             })
             .collect();
-        let missing = spec.cell.operation == crate::spec::Operation::Put
+        let missing = spec.cell.operation == crate::runspec::Operation::Put
             && records
                 .iter()
                 .any(|r| r.outcome == Some(Outcome::Ok) && r.session_index.is_none());
@@ -882,40 +879,42 @@ pub mod files {
     pub const DATA: [&str; 5] = [RECORDS, SAMPLES, PROCESS, SPEC, SUMMARY];
 }
 
-/// Loads one process directory (without checking checksums or schema; `pqbench validate`
-/// does that).
-pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
-    let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).map_err(|e| Error::Output {
-            path: dir.join(name).display().to_string(),
-            detail: e.to_string(),
-        })
-    };
-    let spec: RunSpec = serde_json::from_str(&read(files::SPEC)?).map_err(|e| Error::Output {
-        path: dir.join(files::SPEC).display().to_string(),
-        detail: e.to_string(),
-    })?;
-    let info: ProcessInfo =
-        serde_json::from_str(&read(files::PROCESS)?).map_err(|e| Error::Output {
-            path: dir.join(files::PROCESS).display().to_string(),
-            detail: e.to_string(),
-        })?;
-    let rt = crate::table::Table::read_parquet(
-        &dir.join(files::RECORDS),
-        crate::records::RECORD_SCHEMA,
-    )?;
-    let (_, records) = crate::records::records_from_table(&rt)?;
-    let st = crate::table::Table::read_parquet(
-        &dir.join(files::SAMPLES),
-        crate::records::SAMPLE_SCHEMA,
-    )?;
-    let samples = crate::records::samples_from_table(&st);
-    Ok((
-        spec,
-        ProcessData {
-            info,
-            records,
-            samples,
-        },
-    ))
+/// The host and the process's CPU budget.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// CPU model name (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// CPU feature flags relevant to the crypto code paths (AES-NI, AVX2, AVX-512, SHA, …).
+    pub cpu_flags: Vec<String>,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Logical CPUs of the host.
+    pub host_cpus: usize,
+    /// CPUs this process may run on (affinity mask).
+    pub affinity_cpus: Option<usize>,
+    /// CPU quota of the process's cgroup in cores (`None`: no quota).
+    pub cgroup_quota_cores: Option<f64>,
+    /// Cores available to the process: the smaller of affinity and quota.
+    pub cores_available: f64,
+    /// Total memory of the host in bytes.
+    pub memory_bytes: Option<u64>,
+}
+
+/// The pause taken before a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseTaken {
+    /// Seconds waited.
+    pub waited_s: f64,
+    /// Whether the server became quiet (false: gave up at `maxWait`).
+    pub quiet: bool,
+    /// Last dirty + write-back reading in bytes.
+    pub last_dirty_bytes: Option<f64>,
+    /// Last disk write rate in bytes/s.
+    pub last_disk_write_per_s: Option<f64>,
 }

@@ -165,7 +165,7 @@ impl EmbeddedS3 {
             && !name.starts_with(['-', '.'])
             && !name.ends_with(['-', '.']);
         if !ok {
-            return Err(Error::Config(format!(
+            return Err(Error::Settings(format!(
                 "bucket name {name:?} is not a valid S3 bucket name (3-63 of a-z 0-9 . -)"
             )));
         }

@@ -24,73 +24,9 @@ use aws_sdk_s3::config::{
     StalledStreamProtectionConfig, retry::RetryConfig, timeout::TimeoutConfig,
 };
 use aws_smithy_http_client::tls;
-use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use crate::{Error, Result};
-
-/// How the SigV4 signature covers the request body.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PayloadSigning {
-    /// MinIO SDK behaviour: signed SHA-256 over `http://`, `UNSIGNED-PAYLOAD` over `https://`.
-    #[default]
-    Auto,
-    /// Always hash and sign the body (one SHA-256 pass over every uploaded byte).
-    Signed,
-    /// Never hash the body (`UNSIGNED-PAYLOAD`).
-    Unsigned,
-}
-
-impl PayloadSigning {
-    /// Whether bodies are signed for an endpoint with this scheme.
-    pub fn signs(self, https: bool) -> bool {
-        match self {
-            Self::Auto => !https,
-            Self::Signed => true,
-            Self::Unsigned => false,
-        }
-    }
-}
-
-impl std::str::FromStr for PayloadSigning {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "auto" => Ok(Self::Auto),
-            "signed" => Ok(Self::Signed),
-            "unsigned" => Ok(Self::Unsigned),
-            _ => Err(format!(
-                "unknown payload signing {s:?}; use auto, signed or unsigned"
-            )),
-        }
-    }
-}
-
-/// When the SDK adds and validates flexible checksums (CRC32 and friends).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ChecksumPolicy {
-    /// Only where the S3 API requires one (MinIO SDK behaviour).
-    #[default]
-    WhenRequired,
-    /// Wherever the operation supports one (the AWS SDK default): a CRC32 on every upload and
-    /// validation of response checksums.
-    WhenSupported,
-}
-
-impl std::str::FromStr for ChecksumPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "when-required" => Ok(Self::WhenRequired),
-            "when-supported" => Ok(Self::WhenSupported),
-            _ => Err(format!(
-                "unknown checksum policy {s:?}; use when-required or when-supported"
-            )),
-        }
-    }
-}
+use crate::{ChecksumPolicy, ClientRecord, Error, PayloadSigning, Result};
 
 /// Everything needed to reach an S3 endpoint.
 #[derive(Clone)]
@@ -133,35 +69,6 @@ impl std::fmt::Debug for S3Settings {
     }
 }
 
-/// The client options in effect, recorded with every result (no credentials).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientRecord {
-    /// Endpoint URL.
-    pub endpoint: String,
-    /// SigV4 region.
-    pub region: String,
-    /// Idle connections kept in the pool.
-    pub pool_idle_per_host: usize,
-    /// Always true: `TCP_NODELAY` is set on every socket.
-    pub tcp_nodelay: bool,
-    /// Always 1: automatic retries are disabled.
-    pub max_attempts: u32,
-    /// Connect timeout in milliseconds.
-    pub connect_timeout_ms: u64,
-    /// Read timeout in milliseconds.
-    pub read_timeout_ms: u64,
-    /// Operation timeout in milliseconds.
-    pub operation_timeout_ms: u64,
-    /// The configured payload-signing option.
-    pub payload_signing: PayloadSigning,
-    /// Whether bodies are actually signed on this endpoint.
-    pub payload_signed: bool,
-    /// Flexible checksum policy.
-    pub checksums: ChecksumPolicy,
-    /// aws-sdk-s3 crate version.
-    pub sdk: String,
-}
-
 impl S3Settings {
     /// Settings for `endpoint` with measurement defaults: concurrency 1, region
     /// `us-east-1`, connect timeout 2 s, read timeout 30 s, operation timeout 120 s.
@@ -200,26 +107,26 @@ impl S3Settings {
             .strip_prefix("http://")
             .or_else(|| self.endpoint.strip_prefix("https://"))
             .ok_or_else(|| {
-                Error::Config(format!(
+                Error::Settings(format!(
                     "endpoint {:?} must start with http:// or https://",
                     self.endpoint
                 ))
             })?;
         if rest.is_empty() || rest.contains('/') {
-            return Err(Error::Config(format!(
+            return Err(Error::Settings(format!(
                 "endpoint {:?} must be scheme://host[:port] with no path",
                 self.endpoint
             )));
         }
         if !self.identity && (self.access_key.is_empty() || self.secret_key.is_empty()) {
-            return Err(Error::Config(
+            return Err(Error::Settings(
                 "S3 credentials are empty; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
                  or pass --access-key/--secret-key"
                     .into(),
             ));
         }
         if self.concurrency == 0 {
-            return Err(Error::Config("concurrency must be at least 1".into()));
+            return Err(Error::Settings("concurrency must be at least 1".into()));
         }
         Ok(())
     }
@@ -313,7 +220,7 @@ mod tests {
             .client()
             .unwrap_err();
         assert!(e.to_string().contains("credentials are empty"), "{e}");
-        let c: crate::spec::Credentials = serde_json::from_str("\"identity\"").unwrap();
-        assert_eq!(c, crate::spec::Credentials::Identity);
+        let c: run::runspec::Credentials = serde_json::from_str("\"identity\"").unwrap();
+        assert_eq!(c, run::runspec::Credentials::Identity);
     }
 }

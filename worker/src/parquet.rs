@@ -1,10 +1,7 @@
-//! A small columnar table written to and read from Parquet with the `parquet` crate's
+//! The run tables ([`run::table::Table`]) as Parquet files, with the `parquet` crate's
 //! low-level API (no Arrow: it would double the build), so that records and samples open in
-//! pandas, polars and DuckDB without custom code.
-//!
-//! Types are limited to what the data needs: 64-bit integers, UTC nanosecond timestamps,
-//! doubles and UTF-8 strings, each required or optional. The schema is part of the data
-//! contract; [`Table::check_schema`] compares a file's schema with the expected one.
+//! pandas, polars and DuckDB without custom code. [`TableFile::check_schema`] compares a
+//! file's schema with the expected one.
 
 use std::fs::File;
 use std::path::Path;
@@ -18,73 +15,9 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::record::Field;
 use parquet::schema::types::Type;
 
+use run::table::{Column, ColumnSpec, Kind, Table, push_null};
+
 use crate::{Error, Result};
-
-/// Column types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// `INT64`.
-    Int64,
-    /// `INT64 (TIMESTAMP(NANOS, true))`: nanoseconds since the Unix epoch, UTC.
-    TimestampNs,
-    /// `DOUBLE`.
-    Double,
-    /// `BYTE_ARRAY (STRING)`.
-    Utf8,
-}
-
-impl Kind {
-    /// Name used in error messages and docs.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Int64 => "int64",
-            Self::TimestampNs => "timestamp[ns, UTC]",
-            Self::Double => "double",
-            Self::Utf8 => "string",
-        }
-    }
-}
-
-/// One column of a schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ColumnSpec {
-    /// Column name.
-    pub name: &'static str,
-    /// Type.
-    pub kind: Kind,
-    /// Whether nulls are allowed.
-    pub optional: bool,
-}
-
-/// Column data.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Column {
-    /// Integers or timestamps.
-    I64(Vec<Option<i64>>),
-    /// Doubles.
-    F64(Vec<Option<f64>>),
-    /// Strings.
-    Str(Vec<Option<String>>),
-}
-
-impl Column {
-    fn len(&self) -> usize {
-        match self {
-            Self::I64(v) => v.len(),
-            Self::F64(v) => v.len(),
-            Self::Str(v) => v.len(),
-        }
-    }
-}
-
-/// A table: a schema and one column of data per schema column.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Table {
-    /// The schema.
-    pub schema: &'static [ColumnSpec],
-    /// The data, in schema order.
-    pub columns: Vec<Column>,
-}
 
 fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Output {
@@ -129,57 +62,19 @@ fn split<T: Clone>(v: &[Option<T>], optional: bool) -> (Vec<T>, Option<Vec<i16>>
     (values, defs)
 }
 
-impl Table {
-    /// An empty table of `schema`.
-    pub fn new(schema: &'static [ColumnSpec]) -> Self {
-        let columns = schema
-            .iter()
-            .map(|c| match c.kind {
-                Kind::Int64 | Kind::TimestampNs => Column::I64(Vec::new()),
-                Kind::Double => Column::F64(Vec::new()),
-                Kind::Utf8 => Column::Str(Vec::new()),
-            })
-            .collect();
-        Self { schema, columns }
-    }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.columns.first().map_or(0, Column::len)
-    }
-
-    /// The column named `name`.
-    pub fn column(&self, name: &str) -> Option<&Column> {
-        let i = self.schema.iter().position(|c| c.name == name)?;
-        self.columns.get(i)
-    }
-
-    /// Integer column `name` (empty if absent or of another type).
-    pub fn i64s(&self, name: &str) -> &[Option<i64>] {
-        match self.column(name) {
-            Some(Column::I64(v)) => v,
-            _ => &[],
-        }
-    }
-
-    /// Double column `name` (empty if absent or of another type).
-    pub fn f64s(&self, name: &str) -> &[Option<f64>] {
-        match self.column(name) {
-            Some(Column::F64(v)) => v,
-            _ => &[],
-        }
-    }
-
-    /// String column `name` (empty if absent or of another type).
-    pub fn strs(&self, name: &str) -> &[Option<String>] {
-        match self.column(name) {
-            Some(Column::Str(v)) => v,
-            _ => &[],
-        }
-    }
-
+/// A [`Table`] as a Parquet file.
+pub trait TableFile: Sized {
     /// Writes the table as one Snappy-compressed row group.
-    pub fn write_parquet(&self, path: &Path) -> Result<()> {
+    fn write_parquet(&self, path: &Path) -> Result<()>;
+    /// The differences between the schema of the file at `path` and `schema` (empty: equal).
+    fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>>;
+    /// Reads the file at `path`, which must have `schema`.
+    fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self>;
+}
+
+impl TableFile for Table {
+    /// Writes the table as one Snappy-compressed row group.
+    fn write_parquet(&self, path: &Path) -> Result<()> {
         let rows = self.rows();
         if self.columns.len() != self.schema.len() || self.columns.iter().any(|c| c.len() != rows) {
             return Err(out_err(path, "columns of unequal length (a bug)"));
@@ -235,7 +130,7 @@ impl Table {
     /// Compares the schema of the Parquet file at `path` with `schema`: the same columns in
     /// the same order with the same physical and logical types and nullability. Returns one
     /// line per difference (empty: the schema is complete and correct).
-    pub fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>> {
+    fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>> {
         let file = File::open(path).map_err(|e| out_err(path, e))?;
         let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
         let descr = r.metadata().file_metadata().schema_descr_ptr();
@@ -290,7 +185,7 @@ impl Table {
 
     /// Reads a Parquet file written with `schema` (check the schema first: columns are
     /// matched by name and mistyped values are refused).
-    pub fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self> {
+    fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self> {
         let file = File::open(path).map_err(|e| out_err(path, e))?;
         let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
         let mut t = Table::new(schema);
@@ -336,17 +231,15 @@ impl Table {
     }
 }
 
-fn push_null(c: &mut Column) {
-    match c {
-        Column::I64(v) => v.push(None),
-        Column::F64(v) => v.push(None),
-        Column::Str(v) => v.push(None),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    use run::records::{
+        Outcome, Phase, RECORD_SCHEMA, Record, RunKeys, records_from_table, records_table,
+    };
+    use run::table::{Column, ColumnSpec, Kind, Table};
 
     const SCHEMA: &[ColumnSpec] = &[
         ColumnSpec {
@@ -414,5 +307,59 @@ mod tests {
         ];
         let diffs = Table::check_schema(&p, OTHER).expect("schema");
         assert_eq!(diffs.len(), 3, "{diffs:?}");
+    }
+
+    #[test]
+    fn records_round_trip_through_parquet() {
+        let keys = RunKeys {
+            run_id: "r1".into(),
+            campaign: "c".into(),
+            process: 1,
+            operation: "put".into(),
+            mode: "ml-kem-768-session".into(),
+            backend: "aws-lc".into(),
+            object_size: 65536,
+        };
+        let ms = Duration::from_millis;
+        let recs = vec![
+            Record {
+                worker: 3,
+                seq: 0,
+                phase: Some(Phase::Warmup),
+                start_unix_ns: 1_790_000_000_000_000_000,
+                offset: ms(1),
+                total: ms(5),
+                storage: ms(4),
+                outcome: Some(Outcome::Ok),
+                session_id: Some(0),
+                session_index: Some(7),
+                session_age: Some(ms(30)),
+                bytes_sent: 66_000,
+                s3_requests: 2,
+                ..Record::default()
+            },
+            Record {
+                worker: 1,
+                seq: 9,
+                phase: Some(Phase::Measured),
+                outcome: Some(Outcome::Error),
+                error_class: Some("connect"),
+                ..Record::default()
+            },
+        ];
+        let dir = tempfile::tempdir().expect("dir");
+        let p = dir.path().join("records.parquet");
+        records_table(&keys, &recs)
+            .write_parquet(&p)
+            .expect("write");
+        assert!(
+            Table::check_schema(&p, RECORD_SCHEMA)
+                .expect("schema")
+                .is_empty()
+        );
+        let t = Table::read_parquet(&p, RECORD_SCHEMA).expect("read");
+        let (k, back) = records_from_table(&t).expect("records");
+        assert_eq!(k, Some(keys));
+        assert_eq!(back, recs);
     }
 }

@@ -5,7 +5,9 @@
 use campaign::design::{Arrival, PlannedRun};
 use campaign::{Manifest, Plan};
 
-use crate::spec::{Cell, KeyRef, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry};
+use crate::runspec::{
+    Cell, KeyRef, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry,
+};
 use crate::{Error, Result};
 
 /// Where the runs of a campaign take place.
@@ -20,7 +22,7 @@ pub struct Environment {
     /// Telemetry sources.
     pub telemetry: Telemetry,
     /// Request traces (OTLP).
-    pub traces: Option<crate::telemetry::TraceSpec>,
+    pub traces: Option<crate::trace::TraceSpec>,
 }
 
 /// One run spec per process of `run`, without `startAt` (the executor sets it once every
@@ -32,12 +34,14 @@ pub fn run_specs(
     env: &Environment,
 ) -> Result<Vec<RunSpec>> {
     let spec = &m.spec;
-    let cell = plan
-        .cell(&run.cell)
-        .ok_or_else(|| Error::Config(format!("run {}: unknown cell {}", run.run_id, run.cell)))?;
-    let arm = plan
-        .arm(&run.arm)
-        .ok_or_else(|| Error::Config(format!("run {}: unknown arm {}", run.run_id, run.arm)))?;
+    let cell = plan.cell(&run.cell).ok_or_else(|| Error::Plan {
+        run_id: run.run_id.clone(),
+        detail: format!("unknown cell {}", run.cell),
+    })?;
+    let arm = plan.arm(&run.arm).ok_or_else(|| Error::Plan {
+        run_id: run.run_id.clone(),
+        detail: format!("unknown arm {}", run.arm),
+    })?;
     let pause_possible =
         env.telemetry.node_exporter.is_some() || env.telemetry.local_server_pid.is_some();
     let pause = (spec.pause.enabled && pause_possible).then(|| spec.pause.rule());

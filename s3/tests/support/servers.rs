@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use worker::{EmbeddedS3, S3Settings, Store};
+use s3::{EmbeddedS3, S3Settings, Store};
 
 pub(crate) const BUCKET: &str = "pqbench-test";
 pub(crate) const TENANT: &str = "tenant-a";

@@ -8,43 +8,7 @@ use std::time::{Duration, Instant};
 use cpu_time::ThreadTime;
 use serde::Serialize;
 
-/// The five stages of a request (study section IV-A).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    /// Encapsulation/decapsulation, RSA, X25519, or the session-cache lookup.
-    KeyEstablishment,
-    /// HKDF-SHA256 and the AES key schedule.
-    KeyDerivation,
-    /// AES-256-GCM over the chunks.
-    Aead,
-    /// Building or parsing and validating the manifest.
-    Manifest,
-    /// Time inside S3 requests (signing, HTTP, waiting for the server, reading bodies).
-    Storage,
-}
-
-impl Stage {
-    /// All stages in record order.
-    pub const ALL: [Stage; 5] = [
-        Stage::KeyEstablishment,
-        Stage::KeyDerivation,
-        Stage::Aead,
-        Stage::Manifest,
-        Stage::Storage,
-    ];
-
-    /// Fixed label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::KeyEstablishment => "key_establishment",
-            Self::KeyDerivation => "key_derivation",
-            Self::Aead => "aead",
-            Self::Manifest => "manifest",
-            Self::Storage => "storage",
-        }
-    }
-}
+pub use run::records::Stage;
 
 /// One S3 call of an operation: its API name, when it was sent, and the storage time
 /// attributed to it: the call itself and, for the GET of `data.enc`, the reads of its body.

@@ -402,9 +402,9 @@ pub struct RunSpec {
     #[serde(default)]
     pub telemetry: Telemetry,
     /// Request traces (OTLP). Absent: the standard `OTEL_*` variables decide, and without
-    /// an endpoint there are none ([`crate::telemetry::TraceConfig::resolve`]).
+    /// an endpoint there are none ([`crate::trace::TraceConfig::resolve`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traces: Option<crate::telemetry::TraceSpec>,
+    pub traces: Option<crate::trace::TraceSpec>,
     /// Wait for the server to be quiet before getting ready (needs a node source in
     /// `telemetry`).
     #[serde(default)]
@@ -441,7 +441,7 @@ fn check_name(field: &str, v: &str) -> Result<()> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         || v.starts_with('.')
     {
-        return Err(Error::Config(format!(
+        return Err(Error::Spec(format!(
             "{field} {v:?}: use 1-128 letters, digits, '-', '_' or '.', not starting with '.'"
         )));
     }
@@ -452,9 +452,9 @@ impl RunSpec {
     /// Parses a spec from YAML or JSON (JSON is YAML) and validates it. `origin` names the
     /// source in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let spec: RunSpec = from_yaml(text).map_err(|e| Error::Config(format!("{origin}: {e}")))?;
+        let spec: RunSpec = from_yaml(text).map_err(|e| Error::Spec(format!("{origin}: {e}")))?;
         spec.validate().map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("{origin}: {m}")),
+            Error::Spec(m) => Error::Spec(format!("{origin}: {m}")),
             other => other,
         })?;
         Ok(spec)
@@ -462,8 +462,10 @@ impl RunSpec {
 
     /// Reads and parses a spec file.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("cannot read run spec {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSpec {
+            path: path.display().to_string(),
+            source,
+        })?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -473,10 +475,10 @@ impl RunSpec {
         check_name("campaign", &self.campaign)?;
         let c = &self.cell;
         if c.concurrency == 0 {
-            return Err(Error::Config("cell.concurrency must be at least 1".into()));
+            return Err(Error::Spec("cell.concurrency must be at least 1".into()));
         }
         if c.object_size.0 > envelope::MAX_PLAINTEXT_SIZE {
-            return Err(Error::Config(format!(
+            return Err(Error::Spec(format!(
                 "cell.objectSize {} exceeds the format's maximum",
                 c.object_size
             )));
@@ -484,67 +486,67 @@ impl RunSpec {
         if let Loop::Open { rate } = c.arrival
             && !(rate.is_finite() && rate > 0.0)
         {
-            return Err(Error::Config(format!(
+            return Err(Error::Spec(format!(
                 "cell.loop.rate must be a positive number of requests/s, not {rate}"
             )));
         }
         if self.measured.0.is_zero() {
-            return Err(Error::Config("measured must be positive".into()));
+            return Err(Error::Spec("measured must be positive".into()));
         }
         if self.processes.count == 0 || self.processes.index >= self.processes.count {
-            return Err(Error::Config(format!(
+            return Err(Error::Spec(format!(
                 "processes.index {} must be below processes.count {} (count ≥ 1)",
                 self.processes.index, self.processes.count
             )));
         }
         if self.processes.count > c.concurrency {
-            return Err(Error::Config(format!(
+            return Err(Error::Spec(format!(
                 "processes.count {} exceeds cell.concurrency {}: every process needs a worker",
                 self.processes.count, c.concurrency
             )));
         }
         if c.operation == Operation::Get && self.fixtures == 0 {
-            return Err(Error::Config(
+            return Err(Error::Spec(
                 "fixtures must be at least 1 for a GET run".into(),
             ));
         }
         if c.mode != Mode::Plaintext && self.recipient_key.is_none() {
-            return Err(Error::Config(format!(
+            return Err(Error::Spec(format!(
                 "recipientKey is required for mode {} (a key file or a key directory)",
                 c.mode
             )));
         }
         if let Some(s) = &self.session {
             if c.mode != Mode::MlKem768Session {
-                return Err(Error::Config(format!(
+                return Err(Error::Spec(format!(
                     "session bounds apply only to ml-kem-768-session, not {}",
                     c.mode
                 )));
             }
             if s.max_objects == 0 || s.max_age.0.is_zero() {
-                return Err(Error::Config(
+                return Err(Error::Spec(
                     "session.maxObjects and session.maxAge must be positive".into(),
                 ));
             }
         }
         if !(0.0..=1.0).contains(&self.allowed_failure_fraction) {
-            return Err(Error::Config(
+            return Err(Error::Spec(
                 "allowedFailureFraction must be within [0, 1]".into(),
             ));
         }
         if let Some(s) = &self.start_at {
             humantime::parse_rfc3339_weak(s).map_err(|e| {
-                Error::Config(format!(
+                Error::Spec(format!(
                     "startAt {s:?} is not an RFC 3339 instant such as 2026-11-30T12:00:00Z: {e}"
                 ))
             })?;
         }
         if self.start_gate.is_some() {
             if self.start_at.is_some() {
-                return Err(Error::Config("give startAt or startGate, not both".into()));
+                return Err(Error::Spec("give startAt or startGate, not both".into()));
             }
             if !matches!(self.output, Output::S3 { .. }) {
-                return Err(Error::Config(
+                return Err(Error::Spec(
                     "startGate needs S3 output (the start instant comes from the results bucket)"
                         .into(),
                 ));
@@ -554,7 +556,7 @@ impl RunSpec {
             && self.telemetry.node_exporter.is_none()
             && self.telemetry.local_server_pid.is_none()
         {
-            return Err(Error::Config(
+            return Err(Error::Spec(
                 "pause needs a view of the server host: set telemetry.nodeExporter or telemetry.localServerPid".into(),
             ));
         }

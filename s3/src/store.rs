@@ -200,7 +200,9 @@ impl Store {
     /// A store over `bucket` at the endpoint of `settings`, for objects of `tenant`.
     pub fn new(settings: &S3Settings, bucket: &str, tenant: &str) -> Result<Self> {
         if bucket.is_empty() || tenant.is_empty() {
-            return Err(Error::Config("bucket and tenant must not be empty".into()));
+            return Err(Error::Settings(
+                "bucket and tenant must not be empty".into(),
+            ));
         }
         Ok(Self {
             s3: settings.client()?,
@@ -853,12 +855,18 @@ impl Store {
                     .iter()
                     .map(|k| ObjectIdentifier::builder().key(k).build())
                     .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| Error::Config(format!("DeleteObjects request: {e}")))?;
+                    .map_err(|e| Error::Request {
+                        op: "DeleteObjects",
+                        detail: e.to_string(),
+                    })?;
                 let delete = Delete::builder()
                     .set_objects(Some(objects))
                     .quiet(true)
                     .build()
-                    .map_err(|e| Error::Config(format!("DeleteObjects request: {e}")))?;
+                    .map_err(|e| Error::Request {
+                        op: "DeleteObjects",
+                        detail: e.to_string(),
+                    })?;
                 let out = self
                     .s3
                     .delete_objects()

@@ -1,0 +1,104 @@
+//! The analysis rows of runs (study section IV-C: one row per run): the mapping from a
+//! whole-run [`RunSummary`] to the campaign analysis's [`RunRow`], and what a results
+//! directory yields (rows, excluded runs, summaries). Reading the directory is the
+//! `worker` crate's (`worker::collect`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use campaign::analysis::RunRow;
+use campaign::design::{Arrival, cell_id};
+use envelope::Mode;
+
+use crate::runspec::{Loop, RunSpec};
+use crate::summary::RunSummary;
+
+/// A run left out of the analysis, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excluded {
+    /// Run directory.
+    pub dir: PathBuf,
+    /// Run id, if it could be read.
+    pub run_id: Option<String>,
+    /// The failed checks.
+    pub reason: String,
+}
+
+/// The rows of a results directory.
+#[derive(Clone, Debug, Default)]
+pub struct Collected {
+    /// One row per valid run, in run-id order.
+    pub rows: Vec<RunRow>,
+    /// Runs that failed validation.
+    pub excluded: Vec<Excluded>,
+    /// Whole-run summaries by run id (valid runs).
+    pub summaries: BTreeMap<String, RunSummary>,
+}
+
+impl Collected {
+    /// The excluded runs as `(run id, or the directory when unreadable; reason)` pairs, as
+    /// reports list them.
+    pub fn excluded_runs(&self) -> Vec<(String, String)> {
+        self.excluded
+            .iter()
+            .map(|e| {
+                (
+                    e.run_id
+                        .clone()
+                        .unwrap_or_else(|| e.dir.display().to_string()),
+                    e.reason.clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// The arm label of a run: its campaign label if it has one, else the mode (with the
+/// session bounds for `ml-kem-768-session`).
+pub fn arm_label(spec: &RunSpec) -> String {
+    if let Some(a) = &spec.arm {
+        return a.clone();
+    }
+    match (spec.cell.mode, &spec.session) {
+        (Mode::MlKem768Session, Some(s)) => format!(
+            "{}-b{}-t{}",
+            spec.cell.mode.name(),
+            s.max_objects,
+            campaign::units::format_duration(s.max_age.0)
+        ),
+        (m, _) => m.name().to_owned(),
+    }
+}
+
+/// The cell id of a run: its campaign id if it has one, else derived from the cell.
+pub fn cell_label(spec: &RunSpec) -> String {
+    spec.cell_id.clone().unwrap_or_else(|| {
+        let c = &spec.cell;
+        let arrival = match c.arrival {
+            Loop::Closed => Arrival::Closed,
+            Loop::Open { rate } => Arrival::Open { rate },
+        };
+        cell_id(c.operation, c.object_size, c.concurrency, arrival, None)
+    })
+}
+
+/// The analysis row of a whole-run summary.
+pub fn row(s: &RunSummary) -> RunRow {
+    RunRow {
+        run_id: s.run_id.clone(),
+        cell: cell_label(&s.spec),
+        mode: arm_label(&s.spec),
+        block: s.spec.block,
+        throughput_rps: s.throughput_rps,
+        cpu_per_request_us: s.cpu.cpu_per_request_us,
+        client_cores_used: s.cpu.cores_used,
+        client_cores_available: s.cpu.cores_available,
+        server_cpu_cores: s.server.cpu_cores_used,
+        operation: Some(s.spec.cell.operation),
+        object_size: Some(s.spec.cell.object_size.0),
+        concurrency: Some(s.spec.cell.concurrency),
+        offered_rps: s.offered_rps,
+        mean_response_ms: s.queue_wait_ms.as_ref().map(|q| q.mean + s.latency_ms.mean),
+        manifest_bytes: (s.manifest_bytes_mean > 0.0).then_some(s.manifest_bytes_mean),
+    }
+}

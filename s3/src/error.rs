@@ -1,0 +1,220 @@
+//! The crate's one error type, with a fixed metric label per variant ([`Error::kind`]).
+
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+
+/// What kind of S3 failure a request met. A closed set, so it can label metrics and records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum S3Class {
+    /// No TCP connection could be made (refused, unreachable, DNS).
+    Connect,
+    /// A connect, read or operation timeout fired.
+    Timeout,
+    /// The connection broke while sending or receiving (server went away mid-request).
+    Io,
+    /// The object or version does not exist (HTTP 404 on an object).
+    NotFound,
+    /// The bucket does not exist.
+    NoSuchBucket,
+    /// The server rejected the credentials or the signature (HTTP 403).
+    Denied,
+    /// Any other error response from the server.
+    Service,
+    /// A response that could not be parsed, or any other client-side failure.
+    Other,
+}
+
+impl S3Class {
+    /// Fixed label for metrics and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Connect => "s3_connect",
+            Self::Timeout => "s3_timeout",
+            Self::Io => "s3_io",
+            Self::NotFound => "s3_not_found",
+            Self::NoSuchBucket => "s3_no_such_bucket",
+            Self::Denied => "s3_denied",
+            Self::Service => "s3_service",
+            Self::Other => "s3_other",
+        }
+    }
+
+    fn hint(self) -> &'static str {
+        match self {
+            Self::Connect => {
+                "cannot connect to the S3 endpoint; is the server running and is --endpoint right?"
+            }
+            Self::Timeout => "the request timed out",
+            Self::Io => "the connection to the S3 server broke",
+            Self::NotFound => "no such object",
+            Self::NoSuchBucket => {
+                "no such bucket; create it first (e.g. `pqbench put --create-bucket`)"
+            }
+            Self::Denied => {
+                "access denied; check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) and --region"
+            }
+            Self::Service => "the server returned an error",
+            Self::Other => "the request failed",
+        }
+    }
+}
+
+/// Errors of the object store and the embedded server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The envelope refused the object or the key. For tampered or truncated objects this is
+    /// the opaque [`envelope::Error::Decrypt`]: nothing says which check failed.
+    #[error(transparent)]
+    Envelope(#[from] envelope::Error),
+    /// An S3 request failed. Never retried: a failure is returned and counted.
+    #[error("{op} s3://{bucket}/{target}: {}: {detail}", .class.hint())]
+    S3 {
+        /// The S3 operation (`PutObject`, `GetObject`, ...).
+        op: &'static str,
+        /// The bucket.
+        bucket: String,
+        /// The object key or prefix.
+        target: String,
+        /// What kind of failure.
+        class: S3Class,
+        /// HTTP status, when a response arrived.
+        status: Option<u16>,
+        /// The full error chain, for people.
+        detail: String,
+    },
+    /// The version is not committed (no `manifest.json`) or does not exist.
+    #[error(
+        "s3://{bucket}/{key}: version {version} is not committed (no {}) or does not exist",
+        envelope::layout::MANIFEST_NAME
+    )]
+    NotCommitted {
+        /// The bucket.
+        bucket: String,
+        /// The object key.
+        key: String,
+        /// The version asked for.
+        version: String,
+    },
+    /// Read-back verification found a stored version that differs from what was written.
+    #[error("verification of s3://{bucket}/{key} version {version} failed: {reason}")]
+    Verify {
+        /// The bucket.
+        bucket: String,
+        /// The object key.
+        key: String,
+        /// The version.
+        version: String,
+        /// What differed.
+        reason: String,
+    },
+    /// Reading the plaintext source failed or it ended early.
+    #[error("reading the plaintext: {0}")]
+    Source(#[source] std::io::Error),
+    /// Writing the plaintext sink failed.
+    #[error("writing the plaintext: {0}")]
+    Sink(#[source] std::io::Error),
+    /// Invalid client or store settings (endpoint, credentials, sizes, names).
+    #[error("invalid setting: {0}")]
+    Settings(String),
+    /// A request could not be built (a bug: a required field was missing).
+    #[error("building the {op} request: {detail}")]
+    Request {
+        /// The S3 operation.
+        op: &'static str,
+        /// The builder's message.
+        detail: String,
+    },
+    /// The embedded S3 server could not start or stop.
+    #[error("embedded S3 server: {0}")]
+    Server(String),
+}
+
+/// Result with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Fixed label for metrics and per-request records (never free text).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Envelope(e) => e.kind(),
+            Self::S3 { class, .. } => class.as_str(),
+            Self::NotCommitted { .. } => "not_committed",
+            Self::Verify { .. } => "verify",
+            Self::Source(_) => "source",
+            Self::Sink(_) => "sink",
+            Self::Settings(_) => "config",
+            Self::Request { .. } => "request",
+            Self::Server(_) => "server",
+        }
+    }
+
+    /// The S3 failure class, if this is an S3 error.
+    pub fn s3_class(&self) -> Option<S3Class> {
+        match self {
+            Self::S3 { class, .. } => Some(*class),
+            _ => None,
+        }
+    }
+
+    /// Builds [`Error::S3`] from an SDK error, classifying it.
+    pub fn s3<E>(
+        op: &'static str,
+        bucket: &str,
+        target: &str,
+        err: SdkError<E, aws_smithy_runtime_api::http::Response>,
+    ) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let status = err.raw_response().map(|r| r.status().as_u16());
+        let class = match &err {
+            SdkError::TimeoutError(_) => S3Class::Timeout,
+            SdkError::DispatchFailure(d) if d.is_timeout() => S3Class::Timeout,
+            SdkError::DispatchFailure(d) if d.is_io() => {
+                // hyper reports a refused connection and a reset mid-request alike as I/O;
+                // the connector's "connect" wording tells them apart.
+                let text = chain(&err);
+                if text.contains("connect") || text.contains("Connection refused") {
+                    S3Class::Connect
+                } else {
+                    S3Class::Io
+                }
+            }
+            SdkError::DispatchFailure(_) => S3Class::Connect,
+            SdkError::ResponseError(_) => S3Class::Io,
+            SdkError::ServiceError(s) => match (s.err().code(), status) {
+                (Some("NoSuchBucket"), _) => S3Class::NoSuchBucket,
+                (Some("NoSuchKey" | "NotFound" | "NoSuchUpload"), _) | (_, Some(404)) => {
+                    S3Class::NotFound
+                }
+                (Some("AccessDenied" | "SignatureDoesNotMatch" | "InvalidAccessKeyId"), _)
+                | (_, Some(403)) => S3Class::Denied,
+                _ => S3Class::Service,
+            },
+            _ => S3Class::Other,
+        };
+        Self::S3 {
+            op,
+            bucket: bucket.to_owned(),
+            target: target.to_owned(),
+            class,
+            status,
+            detail: chain(&err),
+        }
+    }
+}
+
+/// The error and its sources as one line of Display texts, without the Debug dump that
+/// `DisplayErrorContext` appends.
+pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cur = e.source();
+    }
+    out
+}
