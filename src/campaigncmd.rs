@@ -19,12 +19,13 @@
 //! stops after the runs already complete (the run in progress is cut off) and says how to
 //! resume; the exit status is then 130.
 
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
 use campaign::analysis::{self, Config};
@@ -35,7 +36,8 @@ use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use run::planner::Environment;
-use run::runspec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
+use run::runspec::{KeyRef, Output, RunSpec, S3Target, StartGate, Telemetry};
+use run::schedule::{self, Attempt, AttemptState, GivenUp, Observed, Policy};
 use serde::Serialize;
 
 use crate::serverproc::local_or_embedded;
@@ -144,12 +146,6 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
         println!("cost: ~{:.2} at {p}/h ({:.2} worst case)", h * p, hw * p);
     }
     Ok(())
-}
-
-/// `a / b` for run counts (0 when b is 0).
-fn frac(a: usize, b: usize) -> f64 {
-    let f = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
-    if b == 0 { 0.0 } else { f(a) / f(b) }
 }
 
 fn round_s(d: Duration) -> Duration {
@@ -322,13 +318,15 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let runs_dir = dir.join("runs");
     let processes = m.spec.clients.processes;
 
-    let todo: Vec<&design::PlannedRun> = plan
+    let policy = Policy::of(&m.spec, &plan);
+    let mut given_up = read_given_up(&dir)?;
+    let complete = complete_runs(&runs_dir, &plan, processes);
+    let total = plan.runs.len();
+    let settled = plan
         .runs
         .iter()
-        .filter(|r| !run_complete(&runs_dir.join(&r.run_id), processes))
-        .collect();
-    let total = plan.runs.len();
-    let already = total - todo.len();
+        .filter(|r| complete.contains(&r.run_id) || given_up.iter().any(|g| g.run_id == r.run_id))
+        .count();
     eprintln!(
         "campaign {} ({} runs, pre-registration {}), results in {}, keys in {}",
         plan.campaign,
@@ -337,14 +335,21 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         dir.display(),
         keys.display()
     );
-    if already > 0 {
+    if settled > 0 {
         eprintln!(
-            "resuming: {already} complete run(s) kept, {} to go",
-            todo.len()
+            "resuming: {} complete run(s) kept, {} to go",
+            settled - given_up.len(),
+            total - settled
         );
     }
-
-    if !todo.is_empty() {
+    if !given_up.is_empty() {
+        eprintln!(
+            "{} run(s) given up earlier are not run again (listed in {}; delete it to try them again)",
+            given_up.len(),
+            dir.join(GIVEN_UP).display()
+        );
+    }
+    if settled < total {
         // A terminal's Ctrl-C reaches the run-spec processes and the server too (one process
         // group); this process only notes it, to report what is kept and how to resume.
         ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
@@ -388,60 +393,29 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                  or runs follow each other without a pause"
             );
         }
-        let started = Instant::now();
-        for (k, r) in todo.iter().enumerate() {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                drop(server);
-                return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
-            }
-            let run_dir = runs_dir.join(&r.run_id);
-            if run_dir.exists() {
-                let aside = dir.join("incomplete").join(format!(
-                    "{}-{}",
-                    r.run_id,
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .unwrap_or_default()
-                        .as_secs()
-                ));
-                std::fs::create_dir_all(aside.parent().unwrap_or(&dir))?;
-                std::fs::rename(&run_dir, &aside).with_context(|| {
-                    format!("cannot move the cut-off run {} aside", run_dir.display())
-                })?;
-                eprintln!(
-                    "run {} was cut off; its files moved to {} and it runs again",
-                    r.run_id,
-                    aside.display()
-                );
-            }
-            let eta = if k == 0 {
-                let est = design::estimate(&plan, &m.spec, &Assumptions::default());
-                est.wall.mul_f64(frac(todo.len(), total))
-            } else {
-                started.elapsed().mul_f64(frac(todo.len() - k, k))
-            };
-            eprintln!(
-                "{} run {}/{}  {}  {}  block {}  ETA {}",
-                bar(already + k, total),
-                already + k + 1,
-                total,
-                r.cell,
-                r.arm,
-                r.block,
-                humantime::format_duration(round_s(eta))
-            );
-            let specs = run::planner::run_specs(m, &plan, r, &env)?;
-            let done = execute_run(&specs);
-            // After a Ctrl-C the interruption is the news, not how the processes ended (a
-            // signal, or a broken pipe if it came before a process had its spec).
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                drop(server);
-                return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
-            }
-            done?;
-        }
+        let local = Local {
+            dir: &dir,
+            runs_dir: &runs_dir,
+            plan: &plan,
+            manifest: m,
+            env: &env,
+            policy: &policy,
+        };
+        let finished = local.carry_out(&mut given_up);
         drop(server);
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
+        }
+        finished?;
         eprintln!("{} {total}/{total} runs done", bar(total, total));
+    }
+    if !given_up.is_empty() {
+        eprintln!(
+            "warning: {} run(s) failed every attempt and were given up (listed in {}); the \
+             analysis leaves them out. Delete that file and rerun to try them again.",
+            given_up.len(),
+            dir.join(GIVEN_UP).display()
+        );
     }
 
     analyze_dir(&dir, m, &plan)?;
@@ -493,78 +467,297 @@ fn interrupted(file: &Path, plan: &Plan, runs_dir: &Path, processes: u32) -> Exi
     ExitCode::from(130)
 }
 
-/// Time from starting the processes of a multi-process run to their common `startAt`:
-/// the pause rule's longest wait, 3 s to start and load the keys, and the fixtures written
-/// at an assumed 20 MiB/s. A process not ready by then fails the run (it is not measured
-/// late), so the lead errs on the long side.
-fn start_lead(s: &RunSpec) -> Duration {
-    let pause = s.pause.map_or(Duration::ZERO, |p| p.max_wait.0);
-    let fixture_bytes = u64::from(s.fixtures).saturating_mul(s.cell.object_size.0);
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "an estimate in seconds; bytes beyond 2^52 do not occur"
-    )]
-    let writing = Duration::from_secs_f64(fixture_bytes as f64 / (20.0 * 1024.0 * 1024.0));
-    pause + Duration::from_secs(3) + writing
+/// The given-up runs of a campaign directory (`failed-runs.json`, the local counterpart of
+/// the operator's `failedRuns`).
+const GIVEN_UP: &str = "failed-runs.json";
+
+fn read_given_up(dir: &Path) -> Result<Vec<GivenUp>> {
+    let path = dir.join(GIVEN_UP);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a list of given-up runs; repair or delete it",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
-/// Runs one planned run: one fresh `pqbench run-spec` process per client process, all
-/// sharing one `startAt` when there are several.
-fn execute_run(specs: &[RunSpec]) -> Result<()> {
-    let exe = std::env::current_exe().context("own executable")?;
-    let mut specs = specs.to_vec();
-    if specs.len() > 1 {
-        // Every process must have paused, checked its keys and written its fixtures by then.
-        let lead = start_lead(&specs[0]);
-        let at = humantime::format_rfc3339_millis(std::time::SystemTime::now() + lead).to_string();
-        for s in &mut specs {
-            s.start_at = Some(at.clone());
+fn write_given_up(dir: &Path, runs: &[GivenUp]) -> Result<()> {
+    let path = dir.join(GIVEN_UP);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(runs)? + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The runs of `plan` whose every process has its checksummed files.
+fn complete_runs(runs_dir: &Path, plan: &Plan, processes: u32) -> BTreeSet<String> {
+    plan.runs
+        .iter()
+        .filter(|r| run_complete(&runs_dir.join(&r.run_id), processes))
+        .map(|r| r.run_id.clone())
+        .collect()
+}
+
+fn unix_millis() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+}
+
+/// A campaign carried out on this machine: the I/O around [`schedule::decide`] (the run
+/// directories, `failed-runs.json`, one `pqbench run-spec` process per client process).
+struct Local<'a> {
+    dir: &'a Path,
+    runs_dir: &'a Path,
+    plan: &'a Plan,
+    manifest: &'a Manifest,
+    env: &'a Environment,
+    policy: &'a Policy,
+}
+
+impl Local<'_> {
+    /// Decides and acts until every run is complete or given up, or Ctrl-C.
+    fn carry_out(&self, given_up: &mut Vec<GivenUp>) -> Result<()> {
+        let processes = self.manifest.spec.clients.processes;
+        let since = SystemTime::now();
+        let mut finished_since = 0;
+        let mut current: Option<(Attempt, AttemptState)> = None;
+        loop {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let complete = complete_runs(self.runs_dir, self.plan, processes);
+            let d = schedule::decide(
+                self.plan,
+                self.policy,
+                &Observed {
+                    now: SystemTime::now(),
+                    complete: &complete,
+                    given_up: given_up.as_slice(),
+                    current: current.as_ref().map(|(a, s)| (a, s)),
+                    since,
+                    finished_since,
+                },
+            );
+            if d.completed.is_some() {
+                finished_since += 1;
+            }
+            let (run_id, index, attempt) = match d.next {
+                schedule::Next::Done => return Ok(()),
+                schedule::Next::Wait => {
+                    bail!("internal: the schedule waits for an attempt that is not going")
+                }
+                schedule::Next::GiveUp(g) => {
+                    let aside = self.move_aside(&g.run_id)?;
+                    eprintln!(
+                        "run {} failed {} attempt(s) ({}); given up, the campaign goes on without it{}",
+                        g.run_id,
+                        g.attempts,
+                        g.reason,
+                        aside
+                            .map(|p| format!(" (its files moved to {})", p.display()))
+                            .unwrap_or_default()
+                    );
+                    given_up.push(g);
+                    write_given_up(self.dir, given_up)?;
+                    finished_since += 1;
+                    current = None;
+                    continue;
+                }
+                schedule::Next::Start { run_id, index } => {
+                    if let Some(aside) = self.move_aside(&run_id)? {
+                        eprintln!(
+                            "run {run_id} was cut off; its files moved to {} and it runs again",
+                            aside.display()
+                        );
+                    }
+                    (run_id, index, 1)
+                }
+                schedule::Next::Retry {
+                    run_id,
+                    index,
+                    attempt,
+                    why,
+                } => {
+                    let aside = self.move_aside(&run_id)?;
+                    eprintln!(
+                        "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {}",
+                        attempt - 1,
+                        aside
+                            .map(|p| format!("; its files moved to {}", p.display()))
+                            .unwrap_or_default(),
+                        self.policy.retries + 1
+                    );
+                    (run_id, index, attempt)
+                }
+            };
+            let r = &self.plan.runs[index as usize];
+            let eta = d
+                .progress
+                .eta
+                .and_then(|t| t.duration_since(SystemTime::now()).ok())
+                .unwrap_or_default();
+            eprintln!(
+                "{} run {}/{}  {}  {}  block {}  ETA {}",
+                bar(d.progress.done as usize, d.progress.total as usize),
+                index + 1,
+                d.progress.total,
+                r.cell,
+                r.arm,
+                r.block,
+                humantime::format_duration(round_s(eta))
+            );
+            let specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
+            let a = Attempt {
+                run_id,
+                index,
+                attempt,
+                started: SystemTime::now(),
+            };
+            let state = match self.attempt(&specs, a.started)? {
+                None => AttemptState::Going,
+                Some(why) => AttemptState::Ended(why),
+            };
+            current = Some((a, state));
         }
     }
-    let mut children = Vec::new();
-    for s in &specs {
-        let mut child = Command::new(&exe)
-            .arg("run-spec")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("cannot start a worker process")?;
-        let mut stdin = child.stdin.take().context("worker stdin")?;
-        // A process stopped at once (Ctrl-C) closes the pipe: judged after its exit status.
-        let handed = stdin.write_all(serde_json::to_string(s)?.as_bytes());
-        drop(stdin);
-        children.push((child, handed));
-    }
-    let mut invalid = false;
-    for (s, (mut c, handed)) in specs.iter().zip(children) {
-        let status = c.wait()?;
-        // SIGINT reaches the processes from the terminal, possibly before this process's
-        // handler has run: a process ended by it means the run was interrupted.
-        if status.signal() == Some(SIGINT) {
-            INTERRUPTED.store(true, Ordering::SeqCst);
-            continue;
+
+    /// Moves what an earlier attempt of `run_id` left to `incomplete/` (never analysed, never
+    /// deleted); where it went, if there was anything.
+    fn move_aside(&self, run_id: &str) -> Result<Option<PathBuf>> {
+        let run_dir = self.runs_dir.join(run_id);
+        if !run_dir.exists() {
+            return Ok(None);
         }
-        handed.with_context(|| format!("cannot hand run {} its spec", s.run_id))?;
-        match status.code() {
-            Some(0) => {}
-            Some(1) => invalid = true,
-            _ if INTERRUPTED.load(Ordering::SeqCst) => {}
-            _ => bail!(
-                "run {} process {} could not be carried out ({status}); the messages above say why. \
-                 Rerun the same command to resume from this run.",
-                s.run_id,
-                s.processes.index
-            ),
+        let aside = self
+            .dir
+            .join("incomplete")
+            .join(format!("{run_id}-{}", unix_millis()));
+        std::fs::create_dir_all(aside.parent().unwrap_or(self.dir))?;
+        std::fs::rename(&run_dir, &aside)
+            .with_context(|| format!("cannot move {} aside", run_dir.display()))?;
+        Ok(Some(aside))
+    }
+
+    /// Carries out one attempt: one fresh `pqbench run-spec` process per client process, all
+    /// behind the start gate in the run directory, which opens [`schedule::START_LEAD`]
+    /// after the last process is ready. `Ok(None)`: every process ended and left its files;
+    /// `Ok(Some(why))`: the attempt failed (a process could not carry it out, or the run
+    /// deadline passed and the processes were stopped).
+    fn attempt(&self, specs: &[RunSpec], started: SystemTime) -> Result<Option<String>> {
+        let exe = std::env::current_exe().context("own executable")?;
+        let run_id = specs[0].run_id.clone();
+        let run_dir = self.runs_dir.join(&run_id);
+        let count = u32::try_from(specs.len()).unwrap_or(u32::MAX);
+        let mut children = Vec::new();
+        for s in specs {
+            let mut s = s.clone();
+            s.start_gate = Some(StartGate::default());
+            let mut child = Command::new(&exe)
+                .arg("run-spec")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("cannot start a worker process")?;
+            let mut stdin = child.stdin.take().context("worker stdin")?;
+            // A process stopped at once (Ctrl-C) closes the pipe: judged after its exit status.
+            let handed = stdin.write_all(serde_json::to_string(&s)?.as_bytes());
+            drop(stdin);
+            children.push((child, handed, None::<std::process::ExitStatus>));
         }
+        let mut why: Option<String> = None;
+        let mut invalid = false;
+        let mut gate_open = false;
+        while children.iter().any(|(_, _, st)| st.is_none()) {
+            std::thread::sleep(Duration::from_millis(100));
+            for (i, (c, handed, st)) in children.iter_mut().enumerate() {
+                if st.is_some() {
+                    continue;
+                }
+                let Some(status) = c.try_wait()? else {
+                    continue;
+                };
+                *st = Some(status);
+                // SIGINT reaches the processes from the terminal, possibly before this
+                // process's handler has run: a process ended by it means an interruption.
+                if status.signal() == Some(SIGINT) || INTERRUPTED.load(Ordering::SeqCst) {
+                    INTERRUPTED.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                if let Err(e) = handed {
+                    why.get_or_insert(format!("process {i} did not get its spec: {e}"));
+                    continue;
+                }
+                match status.code() {
+                    Some(0) => {}
+                    Some(1) => invalid = true,
+                    _ => {
+                        why.get_or_insert(format!(
+                            "process {i} could not carry the run out ({status}; its messages are above)"
+                        ));
+                    }
+                }
+            }
+            let late = SystemTime::now()
+                .duration_since(started)
+                .is_ok_and(|d| d > self.policy.run_deadline);
+            if late && why.is_none() {
+                why = Some(self.policy.deadline_exceeded());
+            }
+            if why.is_some() || INTERRUPTED.load(Ordering::SeqCst) {
+                // The attempt cannot end well: the other processes would wait at the gate.
+                for (c, _, st) in &mut children {
+                    if st.is_none() {
+                        let _ = c.kill();
+                        *st = Some(c.wait()?);
+                    }
+                }
+                break;
+            }
+            if !gate_open {
+                gate_open = self.open_gate(&run_dir, count)?;
+            }
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if why.is_none() && !run_complete(&run_dir, count) {
+            why = Some("the processes ended without every process's files".into());
+        }
+        if why.is_none() && invalid {
+            eprintln!(
+                "run {run_id} is invalid (its files are kept and the analysis leaves it out)"
+            );
+        }
+        Ok(why)
     }
-    if invalid {
-        eprintln!(
-            "run {} is invalid (its files are kept and the analysis leaves it out)",
-            specs[0].run_id
-        );
+
+    /// Writes the run's start instant once every process is ready ([`schedule::start_at`]);
+    /// whether it is written.
+    fn open_gate(&self, run_dir: &Path, processes: u32) -> Result<bool> {
+        let ready = (0..processes)
+            .filter(|i| run_dir.join("ready").join(format!("p{i}")).is_file())
+            .count();
+        let Some(at) = schedule::start_at(
+            u32::try_from(ready).unwrap_or(0),
+            processes,
+            SystemTime::now(),
+        ) else {
+            return Ok(false);
+        };
+        let path = run_dir.join("start-at");
+        let tmp = run_dir.join("start-at.tmp");
+        std::fs::write(&tmp, humantime::format_rfc3339_millis(at).to_string())
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(true)
     }
-    Ok(())
 }
 
 /// Validates and analyses a campaign directory; writes runs.csv, report.json, report.md

@@ -1196,6 +1196,121 @@ fn campaign_ctrl_c_reports_and_resumes() {
     assert!(text.contains("Verdicts"), "{text}");
 }
 
+/// The local runner follows the schedule the operator follows (`run::schedule`, whose
+/// scenario table the operator's step is tested through too), here with real processes: a
+/// run whose processes cannot carry it out is retried `runRetries` times, then given up and
+/// recorded, and the campaign goes on; a resumed campaign does not try it again; an attempt
+/// past `deadlines.run` is stopped and counts as failed.
+#[test]
+fn campaign_retries_gives_up_and_goes_on_by_the_shared_schedule() {
+    let _one_at_a_time = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = TINY.replace("REPS", "2").replace(
+        "  pause: {enabled: false}\n",
+        "  pause: {enabled: false}\n  runRetries: 1\n",
+    );
+    let file = dir.path().join("tiny.yaml");
+    std::fs::write(&file, text).expect("write campaign");
+    let out = dir.path().join("results");
+    // A malformed ML-KEM key: every process of an ml-kem-768 run refuses it at load (exit
+    // 2, not carried out); the x25519 runs are unaffected.
+    let keys = dir.path().join("keys");
+    std::fs::create_dir_all(&keys).expect("keys dir");
+    std::fs::write(keys.join("ml-kem-768.key"), b"not a key\n").expect("bad key");
+    let o = pqbench(&["run", s(&file), "--out", s(&out), "--keys-dir", s(&keys)]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let camp = out.join("tiny");
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(camp.join("plan.json")).expect("plan"))
+            .expect("plan json");
+    let ids = |arm: &str| -> Vec<String> {
+        plan["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter(|r| r["arm"] == arm)
+            .map(|r| r["runId"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let (mlkem, x25519) = (ids("ml-kem-768"), ids("x25519"));
+    assert_eq!((mlkem.len(), x25519.len()), (2, 2), "{plan}");
+    for id in &mlkem {
+        assert!(
+            err.contains(&format!(
+                "run {id} attempt 1 failed (process 0 could not carry the run out"
+            )),
+            "{err}"
+        );
+        assert!(err.contains("attempt 2 of 2"), "{err}");
+        assert!(
+            err.contains(&format!("run {id} failed 2 attempt(s)")),
+            "{err}"
+        );
+        assert!(!run_complete(&camp.join("runs").join(id)), "{id}");
+    }
+    for id in &x25519 {
+        assert!(run_complete(&camp.join("runs").join(id)), "{id}: {err}");
+    }
+    let given: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(camp.join("failed-runs.json")).expect("failed-runs.json"),
+    )
+    .expect("json");
+    let given = given.as_array().expect("list");
+    assert_eq!(given.len(), 2, "{given:?}");
+    for g in given {
+        assert!(mlkem.iter().any(|id| g["runId"] == id.as_str()), "{g}");
+        assert_eq!(g["attempts"], 2, "{g}");
+        assert!(
+            g["reason"]
+                .as_str()
+                .expect("reason")
+                .contains("could not carry"),
+            "{g}"
+        );
+    }
+    assert!(
+        err.contains("2 run(s) failed every attempt and were given up"),
+        "{err}"
+    );
+
+    // Resumed: the given-up runs are not tried again, nothing else runs.
+    let o = pqbench(&["run", s(&file), "--out", s(&out), "--keys-dir", s(&keys)]);
+    let again = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        again.contains("resuming: 2 complete run(s) kept, 0 to go"),
+        "{again}"
+    );
+    assert!(
+        again.contains("2 run(s) given up earlier are not run again"),
+        "{again}"
+    );
+    assert!(!again.contains("attempt 1 failed"), "{again}");
+
+    // The run deadline: every attempt is stopped at 1 s, before its window ends.
+    let text = TINY.replace("REPS", "2").replace(
+        "  pause: {enabled: false}\n",
+        "  pause: {enabled: false}\n  runRetries: 0\n  deadlines: {run: 1s}\n",
+    );
+    std::fs::write(&file, text).expect("write campaign");
+    let out = dir.path().join("late");
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let given: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("tiny").join("failed-runs.json"))
+            .expect("failed-runs.json"),
+    )
+    .expect("json");
+    let given = given.as_array().expect("list");
+    assert_eq!(given.len(), 4, "{err}");
+    for g in given {
+        assert_eq!(g["reason"], "run deadline of 1s exceeded", "{g}");
+        assert_eq!(g["attempts"], 1, "{g}");
+    }
+    // No run is left to analyse: the command fails and says so.
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("no run data"), "{err}");
+}
+
 #[test]
 fn campaign_resumes_after_kill() {
     let _one_at_a_time = one_at_a_time();

@@ -253,8 +253,9 @@ pub struct Deadlines {
     /// Server, Secrets and results bucket ready.
     #[serde(default = "default_provisioning")]
     pub provisioning: Dur,
-    /// One run, from its Job's creation to its files in the results bucket; absent: the
-    /// pause's longest wait + warm-up + window + drain + 5 minutes (image pulls).
+    /// One attempt of a run, from its start (the Job's creation, or the local processes')
+    /// to every process's files; absent: the pause's longest wait + warm-up + window +
+    /// drain + 5 minutes (image pulls, keys, fixtures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Dur>,
     /// The analysis.

@@ -222,11 +222,13 @@ pub struct CampaignSpec {
     /// OpenTelemetry export (operator only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetrySpec>,
-    /// Phase deadlines (operator only; defaults: provisioning 10m, analysis 10m, each run
-    /// its windows plus the pause plus 5m).
+    /// Deadlines (defaults: provisioning 10m, analysis 10m, each run its windows plus the
+    /// pause plus 5m). `run` applies to `pqbench run` too; the others are the operator's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadlines: Option<Deadlines>,
-    /// Attempts after the first for a run whose Job fails (operator only; default 2).
+    /// Attempts after the first for a run that fails (its processes end without their
+    /// files, or it passes `deadlines.run`); then the run is given up and the campaign goes
+    /// on. Default 2; the operator and `pqbench run` alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_retries: Option<u32>,
     /// Delete the campaign's server, Secrets and Jobs this long after it ends (operator
@@ -800,8 +802,19 @@ impl CampaignSpec {
             ("clients.imagePullSecrets", !c.image_pull_secrets.is_empty()),
             ("results", self.results.is_some()),
             ("telemetry", self.telemetry.is_some()),
-            ("deadlines", self.deadlines.is_some()),
-            ("runRetries", self.run_retries.is_some()),
+            // deadlines.run and runRetries apply to a local run too (run::schedule).
+            (
+                "deadlines.provisioning",
+                self.deadlines.as_ref().is_some_and(|d| {
+                    d.provisioning != crate::cluster::Deadlines::default().provisioning
+                }),
+            ),
+            (
+                "deadlines.analysis",
+                self.deadlines
+                    .as_ref()
+                    .is_some_and(|d| d.analysis != crate::cluster::Deadlines::default().analysis),
+            ),
             (
                 "ttlSecondsAfterFinished",
                 self.ttl_seconds_after_finished.is_some(),

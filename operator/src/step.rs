@@ -11,13 +11,16 @@
 //!
 //! - Provisioning: the credentials and keys Secrets (created once), MinIO's StatefulSet
 //!   and headless Service; done when the server is ready and the results bucket exists.
-//! - Running: the plan's runs in order, one worker Job per attempt. A run is done when
-//!   every process's `SHA256SUMS` is in the results bucket (valid or not: the analysis
-//!   judges validity). Once every pod of the attempt announced itself ready in the bucket,
-//!   the operator writes the start instant (the worker's start gate). A failed Job, a Job
-//!   that succeeded without its files, or the run deadline fails the attempt; the run is
-//!   retried `runRetries` times (default 2) and then recorded in `failedRuns`, and the
-//!   campaign goes on (condition `Degraded`).
+//! - Running: the plan's runs as the shared schedule decides them
+//!   ([`run::schedule::decide`], the same decision `pqbench run` follows), one worker Job
+//!   per attempt. A run is complete when every process's `SHA256SUMS` is in the results
+//!   bucket (valid or not: the analysis judges validity). Once every pod of the attempt
+//!   announced itself ready in the bucket, the operator writes the start instant
+//!   ([`run::schedule::start_at`], the worker's start gate). A failed Job, a Job that
+//!   succeeded without its files, or the run deadline fails the attempt; the run is retried
+//!   `runRetries` times (default 2) and then recorded in `failedRuns`, and the campaign goes
+//!   on (condition `Degraded`). This module maps the schedule's answer onto Jobs, the gate,
+//!   conditions and events.
 //! - Restart: the state is the status (phase, current run and attempt, failed runs) plus
 //!   the results bucket (which runs are complete), so a restarted operator neither repeats
 //!   nor loses a run. The executor writes the status before it acts, so an action that did
@@ -28,14 +31,11 @@ use std::time::{Duration, SystemTime};
 
 use campaign::{CampaignSpec, Plan};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use run::schedule::{self, Attempt, AttemptState, GivenUp, Next, Observed, Policy};
 
 use crate::api::{CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation};
 
-/// Attempts after the first when the spec does not say.
-pub const DEFAULT_RUN_RETRIES: u32 = 2;
-/// How long after the last pod is ready the start instant lies (the pods poll every
-/// 200 ms).
-pub const START_LEAD: Duration = Duration::from_secs(2);
+pub use run::schedule::{DEFAULT_RUN_RETRIES, START_LEAD};
 
 /// What the executor observed of the results bucket.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -189,21 +189,7 @@ pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
     format!("{base}{suffix}")
 }
 
-/// The run deadline: the spec's, else the pause's longest wait + warm-up + window + drain
-/// + 5 minutes for scheduling and image pulls.
-pub fn run_deadline(spec: &CampaignSpec) -> Duration {
-    spec.deadlines.as_ref().and_then(|d| d.run).map_or_else(
-        || {
-            let pause = if spec.pause.enabled {
-                spec.pause.max_wait.0
-            } else {
-                Duration::ZERO
-            };
-            pause + spec.warmup.0 + spec.measured.0 + spec.drain.0 + Duration::from_secs(300)
-        },
-        |d| d.0,
-    )
-}
+pub use run::schedule::run_deadline;
 
 fn deadlines(spec: &CampaignSpec) -> campaign::cluster::Deadlines {
     spec.deadlines.clone().unwrap_or_default()
@@ -303,19 +289,15 @@ impl Step<'_, '_> {
         self.ttl();
     }
 
-    fn progress(&mut self, done: u32, current: Option<&CurrentRun>) {
-        let total = u32::try_from(self.f.plan.runs.len()).unwrap_or(u32::MAX);
-        let eta = (done > 0 && done < total && self.st.phase == Phase::Running)
-            .then(|| {
-                let spent = self.f.now.duration_since(self.since()).ok()?;
-                let per = spent / done;
-                Some(rfc3339(self.f.now + per * (total - done)))
-            })
-            .flatten();
+    fn progress(&mut self, p: schedule::Progress, current: Option<&CurrentRun>) {
+        let eta = (self.st.phase == Phase::Running)
+            .then_some(p.eta)
+            .flatten()
+            .map(rfc3339);
         self.st.progress = Some(Progress {
-            done,
-            total,
-            summary: format!("{done}/{total}"),
+            done: p.done,
+            total: p.total,
+            summary: format!("{}/{}", p.done, p.total),
             current_run: current.map(|c| c.run_id.clone()),
             attempt: current.map(|c| c.attempt),
             eta,
@@ -332,7 +314,15 @@ impl Step<'_, '_> {
         self.st.registered_at = Some(humantime::format_rfc3339_seconds(f.created).to_string());
         self.st.results = Some(f.results.clone());
         self.enter(Phase::Provisioning);
-        self.progress(0, None);
+        let total = u32::try_from(f.plan.runs.len()).unwrap_or(u32::MAX);
+        self.progress(
+            schedule::Progress {
+                done: 0,
+                total,
+                eta: None,
+            },
+            None,
+        );
         self.st.message = Some("provisioning the server, Secrets and results bucket".into());
         self.cond(
             "Provisioned",
@@ -446,129 +436,180 @@ impl Step<'_, '_> {
                 return;
             }
         };
-        let failed: BTreeSet<String> = self
+        let policy = Policy::of(f.spec, f.plan);
+        let given_up: Vec<GivenUp> = self
             .st
             .failed_runs
             .iter()
-            .map(|r| r.run_id.clone())
+            .map(|r| GivenUp {
+                run_id: r.run_id.clone(),
+                attempts: r.attempts,
+                reason: r.reason.clone(),
+            })
             .collect();
-        if let Some(cur) = self.st.current.clone()
-            && b.completed.contains(&cur.run_id)
-        {
+        let attempt = self.st.current.as_ref().map(|c| {
+            let state = match &f.job {
+                JobState::Failed(why) => {
+                    AttemptState::Ended(format!("Job {} failed: {why}", c.job))
+                }
+                JobState::Succeeded => AttemptState::Ended(format!(
+                    "Job {} succeeded but not every process's files are in the results bucket",
+                    c.job
+                )),
+                _ => AttemptState::Going,
+            };
+            let a = Attempt {
+                run_id: c.run_id.clone(),
+                index: c.index,
+                attempt: c.attempt,
+                started: parse_time(Some(&c.created_at)).unwrap_or(f.now),
+            };
+            (a, state)
+        });
+        // Every run settled in this phase was settled by this campaign's Running phase.
+        let settled = f
+            .plan
+            .runs
+            .iter()
+            .filter(|r| {
+                b.completed.contains(&r.run_id) || given_up.iter().any(|g| g.run_id == r.run_id)
+            })
+            .count();
+        let d = schedule::decide(
+            f.plan,
+            &policy,
+            &Observed {
+                now: f.now,
+                complete: &b.completed,
+                given_up: &given_up,
+                current: attempt.as_ref().map(|(a, s)| (a, s)),
+                since: self.since(),
+                finished_since: u32::try_from(settled).unwrap_or(u32::MAX),
+            },
+        );
+        if let (Some(run_id), Some(cur)) = (&d.completed, self.st.current.clone()) {
             self.event(
                 false,
                 "RunCompleted",
                 format!(
-                    "run {} (attempt {}) has its files in the results bucket",
-                    cur.run_id, cur.attempt
+                    "run {run_id} (attempt {}) has its files in the results bucket",
+                    cur.attempt
                 ),
             );
             self.st.current = None;
         }
-        let next = f
-            .plan
-            .runs
-            .iter()
-            .find(|r| !b.completed.contains(&r.run_id) && !failed.contains(&r.run_id));
-        let done = f
-            .plan
-            .runs
-            .iter()
-            .filter(|r| b.completed.contains(&r.run_id) || failed.contains(&r.run_id))
-            .count();
-        let done = u32::try_from(done).unwrap_or(u32::MAX);
-        let Some(next) = next else {
-            self.progress(done, None);
-            self.st.current = None;
-            self.cond("Running", "False", "RunsComplete", "every run is done");
-            self.event(
-                false,
-                "RunsComplete",
-                format!("{done} runs done; analysing"),
-            );
-            self.enter(Phase::Analyzing);
-            self.st.message = Some("analysing".into());
-            self.analyzing();
-            return;
-        };
-        let retries = f.spec.run_retries.unwrap_or(DEFAULT_RUN_RETRIES);
         let processes = f.spec.clients.processes;
-        match self.st.current.clone() {
-            Some(mut cur) if cur.run_id == next.run_id => {
-                let created = parse_time(Some(&cur.created_at)).unwrap_or(f.now);
-                let limit = run_deadline(f.spec);
-                let late = f.now.duration_since(created).is_ok_and(|d| d > limit);
-                let failure = match &f.job {
-                    JobState::Failed(why) => Some(format!("Job {} failed: {why}", cur.job)),
-                    JobState::Succeeded => Some(format!(
-                        "Job {} succeeded but not every process's files are in the results bucket",
-                        cur.job
-                    )),
-                    _ if late => Some(format!(
-                        "run deadline of {} exceeded",
-                        campaign::units::format_duration(limit)
-                    )),
-                    _ => None,
+        match d.next {
+            Next::Done => {
+                self.progress(d.progress, None);
+                self.st.current = None;
+                self.cond("Running", "False", "RunsComplete", "every run is done");
+                self.event(
+                    false,
+                    "RunsComplete",
+                    format!("{} runs done; analysing", d.progress.done),
+                );
+                self.enter(Phase::Analyzing);
+                self.st.message = Some("analysing".into());
+                self.analyzing();
+            }
+            Next::Start { run_id, index } => {
+                let c = CurrentRun {
+                    run_id,
+                    index,
+                    attempt: 1,
+                    job: job_name(&f.plan.campaign, index, 1),
+                    created_at: rfc3339(f.now),
+                    start_at: None,
                 };
-                if let Some(why) = failure {
+                self.actions.push(Action::StartJob { index, attempt: 1 });
+                self.event(
+                    false,
+                    "RunStarted",
+                    format!(
+                        "run {} ({}/{}) in Job {}",
+                        c.run_id,
+                        index + 1,
+                        f.plan.runs.len(),
+                        c.job
+                    ),
+                );
+                self.st.message = Some(format!("run {} starting", c.run_id));
+                self.progress(d.progress, Some(&c));
+                self.st.current = Some(c);
+                self.requeue(Duration::from_secs(2));
+            }
+            Next::Retry {
+                run_id,
+                index,
+                attempt,
+                why,
+            } => {
+                if let Some(cur) = &self.st.current {
                     self.actions.push(Action::DeleteJob {
                         name: cur.job.clone(),
                     });
-                    if cur.attempt <= retries {
-                        let attempt = cur.attempt + 1;
-                        self.event(
-                            true,
-                            "RunRetried",
-                            format!(
-                                "run {} attempt {} failed ({why}); attempt {attempt} of {}",
-                                cur.run_id,
-                                cur.attempt,
-                                retries + 1
-                            ),
-                        );
-                        let c = CurrentRun {
-                            run_id: cur.run_id.clone(),
-                            index: cur.index,
-                            attempt,
-                            job: job_name(&f.plan.campaign, cur.index, attempt),
-                            created_at: rfc3339(f.now),
-                            start_at: None,
-                        };
-                        self.actions.push(Action::StartJob {
-                            index: cur.index,
-                            attempt,
-                        });
-                        self.progress(done, Some(&c));
-                        self.st.current = Some(c);
-                        self.requeue(Duration::from_secs(5));
-                    } else {
-                        let reason = format!("{why} (attempt {} of {})", cur.attempt, retries + 1);
-                        self.st.failed_runs.push(FailedRun {
-                            run_id: cur.run_id.clone(),
-                            attempts: cur.attempt,
-                            reason: why.clone(),
-                        });
-                        let n = self.st.failed_runs.len();
-                        self.cond(
-                            "Degraded",
-                            "True",
-                            "RunsFailed",
-                            &format!(
-                                "{n} run(s) failed every attempt; the analysis leaves them out"
-                            ),
-                        );
-                        self.event(
-                            true,
-                            "RunFailed",
-                            format!("run {}: {reason}; going on without it", cur.run_id),
-                        );
-                        self.st.current = None;
-                        self.progress(done + 1, None);
-                        // The next run starts on the next pass.
-                        self.requeue(Duration::from_millis(200));
-                    }
-                    return;
                 }
+                self.event(
+                    true,
+                    "RunRetried",
+                    format!(
+                        "run {run_id} attempt {} failed ({why}); attempt {attempt} of {}",
+                        attempt - 1,
+                        policy.retries + 1
+                    ),
+                );
+                let c = CurrentRun {
+                    run_id,
+                    index,
+                    attempt,
+                    job: job_name(&f.plan.campaign, index, attempt),
+                    created_at: rfc3339(f.now),
+                    start_at: None,
+                };
+                self.actions.push(Action::StartJob { index, attempt });
+                self.progress(d.progress, Some(&c));
+                self.st.current = Some(c);
+                self.requeue(Duration::from_secs(5));
+            }
+            Next::GiveUp(g) => {
+                if let Some(cur) = &self.st.current {
+                    self.actions.push(Action::DeleteJob {
+                        name: cur.job.clone(),
+                    });
+                }
+                let reason = format!(
+                    "{} (attempt {} of {})",
+                    g.reason,
+                    g.attempts,
+                    policy.retries + 1
+                );
+                self.st.failed_runs.push(FailedRun {
+                    run_id: g.run_id.clone(),
+                    attempts: g.attempts,
+                    reason: g.reason.clone(),
+                });
+                let n = self.st.failed_runs.len();
+                self.cond(
+                    "Degraded",
+                    "True",
+                    "RunsFailed",
+                    &format!("{n} run(s) failed every attempt; the analysis leaves them out"),
+                );
+                self.event(
+                    true,
+                    "RunFailed",
+                    format!("run {}: {reason}; going on without it", g.run_id),
+                );
+                self.st.current = None;
+                self.progress(d.progress, None);
+                // The next run starts on the next pass.
+                self.requeue(Duration::from_millis(200));
+            }
+            Next::Wait => {
+                let Some(mut cur) = self.st.current.clone() else {
+                    return;
+                };
                 if f.job == JobState::Absent {
                     // Deleted behind our back, or the create did not happen: apply again.
                     self.actions.push(Action::StartJob {
@@ -577,8 +618,10 @@ impl Step<'_, '_> {
                     });
                 }
                 let ready = b.ready.get(&cur.run_id).copied().unwrap_or(0);
-                if ready >= processes && !b.started.contains(&cur.run_id) {
-                    let at = rfc3339(f.now + START_LEAD);
+                if !b.started.contains(&cur.run_id)
+                    && let Some(t) = schedule::start_at(ready, processes, f.now)
+                {
+                    let at = rfc3339(t);
                     self.actions.push(Action::OpenGate {
                         run_id: cur.run_id.clone(),
                         at: at.clone(),
@@ -591,37 +634,8 @@ impl Step<'_, '_> {
                         format!("run {} preparing: {r}/{processes} pods ready", cur.run_id)
                     }
                 });
-                self.progress(done, Some(&cur));
+                self.progress(d.progress, Some(&cur));
                 self.st.current = Some(cur);
-                self.requeue(Duration::from_secs(2));
-            }
-            _ => {
-                let c = CurrentRun {
-                    run_id: next.run_id.clone(),
-                    index: next.index,
-                    attempt: 1,
-                    job: job_name(&f.plan.campaign, next.index, 1),
-                    created_at: rfc3339(f.now),
-                    start_at: None,
-                };
-                self.actions.push(Action::StartJob {
-                    index: next.index,
-                    attempt: 1,
-                });
-                self.event(
-                    false,
-                    "RunStarted",
-                    format!(
-                        "run {} ({}/{}) in Job {}",
-                        c.run_id,
-                        next.index + 1,
-                        f.plan.runs.len(),
-                        c.job
-                    ),
-                );
-                self.st.message = Some(format!("run {} starting", c.run_id));
-                self.progress(done, Some(&c));
-                self.st.current = Some(c);
                 self.requeue(Duration::from_secs(2));
             }
         }
@@ -877,6 +891,102 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The schedule's scenario table (`run::schedule::scenarios`), which `pqbench run` is
+    /// driven through too, decided by the operator's whole step: each expected
+    /// [`run::schedule::Next`] must become the matching actions and status.
+    #[test]
+    fn the_shared_schedule_scenarios_become_the_operator_s_actions() {
+        use run::schedule::scenarios::{Expect, table};
+        let fx = Fixture::new();
+        for step in table() {
+            let mut st = fx.running(None);
+            st.current = step.current.map(|(index, attempt, ago, _)| CurrentRun {
+                run_id: fx.plan.runs[index as usize].run_id.clone(),
+                index,
+                attempt,
+                job: job_name(&fx.plan.campaign, index, attempt),
+                created_at: rfc3339(fx.now - Duration::from_secs(ago)),
+                start_at: None,
+            });
+            st.failed_runs = step
+                .given_up
+                .iter()
+                .map(|&(i, attempts)| FailedRun {
+                    run_id: fx.plan.runs[i as usize].run_id.clone(),
+                    attempts,
+                    reason: "failed".into(),
+                })
+                .collect();
+            let mut bucket = BucketView {
+                exists: true,
+                ..BucketView::default()
+            };
+            for r in &fx.plan.runs {
+                let listed = step.complete.contains(&r.index);
+                let rest = step.rest_complete && !step.given_up.iter().any(|&(i, _)| i == r.index);
+                if listed || rest {
+                    bucket.completed.insert(r.run_id.clone());
+                }
+            }
+            let job = match step.current {
+                None => JobState::NotLooked,
+                Some((_, _, _, Some(why))) => JobState::Failed(why.into()),
+                Some((_, _, _, None)) => JobState::Active,
+            };
+            let d = decide(&fx.facts(&st, bucket, job));
+            let starts: Vec<(u32, u32)> = d
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::StartJob { index, attempt } => Some((*index, *attempt)),
+                    _ => None,
+                })
+                .collect();
+            let deletes = d
+                .actions
+                .iter()
+                .filter(|a| matches!(a, Action::DeleteJob { .. }))
+                .count();
+            let name = step.name;
+            match step.expect {
+                Expect::Start(i) => {
+                    assert_eq!(starts, [(i, 1)], "{name}");
+                    assert_eq!(
+                        d.status.current.as_ref().map(|c| c.index),
+                        Some(i),
+                        "{name}"
+                    );
+                }
+                Expect::Retry(i, attempt, text) => {
+                    assert_eq!(starts, [(i, attempt)], "{name}");
+                    assert_eq!(deletes, 1, "{name}");
+                    assert!(reasons(&d).contains(&"RunRetried"), "{name}");
+                    assert!(
+                        d.actions
+                            .iter()
+                            .any(|a| matches!(a, Action::Event(e) if e.note.contains(text))),
+                        "{name}: {:?}",
+                        d.actions
+                    );
+                }
+                Expect::GiveUp(i, attempts) => {
+                    assert!(starts.is_empty(), "{name}");
+                    assert_eq!(deletes, 1, "{name}");
+                    let last = d.status.failed_runs.last().unwrap();
+                    assert_eq!(last.run_id, fx.plan.runs[i as usize].run_id, "{name}");
+                    assert_eq!(last.attempts, attempts, "{name}");
+                    assert_eq!(d.status.current, None, "{name}");
+                }
+                Expect::Wait => {
+                    assert!(starts.is_empty(), "{name}: {starts:?}");
+                    assert_eq!(deletes, 0, "{name}");
+                    assert_eq!(d.status.current, st.current, "{name}");
+                }
+                Expect::Done => assert_eq!(d.status.phase, Phase::Analyzing, "{name}"),
+            }
+        }
     }
 
     #[test]

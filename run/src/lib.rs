@@ -12,6 +12,8 @@
 //!   columnar tables (the Parquet schema of the run files; the files are `worker`'s).
 //! - [`summary`]: the run summary, [`summary::summarize`] and the checks a run must pass.
 //! - [`rows`]: a whole-run summary as the analysis's row.
+//! - [`schedule`]: the campaign's progress decision both executors call: what to start,
+//!   retry or give up, when a run starts, when the campaign is done, and the ETA.
 //! - [`trace`] and [`s3conf`]: the recorded trace and S3 client settings.
 //!
 //! No tokio, no AWS SDK, no Parquet, no sockets: every function here is a function of its
@@ -22,6 +24,7 @@ pub mod records;
 pub mod rows;
 pub mod runspec;
 pub mod s3conf;
+pub mod schedule;
 pub mod summary;
 pub mod table;
 pub mod trace;

@@ -297,11 +297,14 @@ impl From<Session> for SessionBounds {
     }
 }
 
-/// The start protocol of a run whose processes are pods on a cluster (DESIGN.md
-/// "Operator"): a process that is ready (paused, keys loaded, gate passed, fixtures
-/// written) writes [`ready_key`] to the results bucket and polls [`start_key`], which the
-/// operator writes, holding one RFC 3339 instant, once every process of the run is ready.
-/// All processes then start their warm-up at that instant, as with `startAt`.
+/// The start protocol of a campaign's runs (`run::schedule`; DESIGN.md "Operator"): a
+/// process that is ready (paused, keys loaded, gate passed, fixtures written) announces it
+/// at [`ready_key`] and polls [`start_key`], which the executor writes, holding one RFC 3339
+/// instant, once every process of the run is ready ([`crate::schedule::start_at`]). All
+/// processes then start their warm-up at that instant, as with `startAt`. With S3 output
+/// the keys are objects in the results bucket (the operator); with a directory they are
+/// files under it, `<dir>/<runId>/ready/p<index>` and `<dir>/<runId>/start-at`
+/// (`pqbench run`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StartGate {
@@ -389,8 +392,8 @@ pub struct RunSpec {
     /// process not ready by then fails. Absent: one second after this process is ready.
     #[serde(default)]
     pub start_at: Option<String>,
-    /// Take `startAt` from the results bucket instead (the operator's start protocol for
-    /// the several pods of one run; needs S3 output and no `startAt`).
+    /// Take `startAt` from the output instead: the results bucket, or the output directory
+    /// (the start protocol of every campaign run, [`StartGate`]; not with `startAt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_gate: Option<StartGate>,
     /// Processes sharing the run and this one's index.
@@ -541,16 +544,8 @@ impl RunSpec {
                 ))
             })?;
         }
-        if self.start_gate.is_some() {
-            if self.start_at.is_some() {
-                return Err(Error::Spec("give startAt or startGate, not both".into()));
-            }
-            if !matches!(self.output, Output::S3 { .. }) {
-                return Err(Error::Spec(
-                    "startGate needs S3 output (the start instant comes from the results bucket)"
-                        .into(),
-                ));
-            }
+        if self.start_gate.is_some() && self.start_at.is_some() {
+            return Err(Error::Spec("give startAt or startGate, not both".into()));
         }
         if self.pause.is_some()
             && self.telemetry.node_exporter.is_none()

@@ -790,11 +790,83 @@ pub fn runtime_threads(workers: usize) -> usize {
 }
 
 /// The start gate ([`run::runspec::StartGate`]): announces this process ready in the
-/// results bucket, then polls for the run's start instant until the gate's timeout.
+/// results bucket or the output directory, then polls for the run's start instant until
+/// the gate's timeout.
 async fn wait_for_start(spec: &RunSpec, gate: &run::runspec::StartGate) -> Result<SystemTime> {
-    let run::runspec::Output::S3 { bucket, prefix, .. } = &spec.output else {
-        return Err(Error::Config("startGate needs S3 output".into()));
+    match &spec.output {
+        run::runspec::Output::S3 { bucket, prefix, .. } => {
+            gate_in_bucket(spec, gate, bucket, prefix).await
+        }
+        run::runspec::Output::Dir(root) => gate_in_dir(spec, gate, root).await,
+    }
+}
+
+fn parse_start(text: &str, place: &str) -> Result<SystemTime> {
+    let text = text.trim();
+    humantime::parse_rfc3339_weak(text).map_err(|e| {
+        Error::Config(format!(
+            "{place} holds {text:?}, not an RFC 3339 instant: {e}"
+        ))
+    })
+}
+
+fn gate_timed_out(place: &str, gate: &run::runspec::StartGate, last: &str) -> Error {
+    Error::Config(format!(
+        "start gate: no start instant at {place} within {} after becoming ready ({last})",
+        campaign::units::format_duration(gate.timeout.0)
+    ))
+}
+
+/// The gate in a directory: `<root>/<runId>/ready/p<index>`, then `<root>/<runId>/start-at`
+/// (the executor writes it whole, by rename).
+async fn gate_in_dir(
+    spec: &RunSpec,
+    gate: &run::runspec::StartGate,
+    root: &std::path::Path,
+) -> Result<SystemTime> {
+    let ready = root.join(run::runspec::ready_key(
+        "",
+        &spec.run_id,
+        spec.processes.index,
+    ));
+    let out_err = |path: &std::path::Path, e: std::io::Error| Error::Output {
+        path: path.display().to_string(),
+        detail: e.to_string(),
     };
+    if let Some(dir) = ready.parent() {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| out_err(dir, e))?;
+    }
+    let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    tokio::fs::write(&ready, now)
+        .await
+        .map_err(|e| out_err(&ready, e))?;
+    let key = root.join(run::runspec::start_key("", &spec.run_id));
+    let place = key.display().to_string();
+    let give_up = Instant::now() + gate.timeout.0;
+    let mut last = String::from("no start instant yet");
+    loop {
+        match tokio::fs::read_to_string(&key).await {
+            Ok(text) => return parse_start(&text, &place),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => last = e.to_string(),
+        }
+        if Instant::now() >= give_up {
+            return Err(gate_timed_out(&place, gate, &last));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The gate in the results bucket: `<prefix><runId>/ready/p<index>`, then
+/// `<prefix><runId>/start-at` (the operator writes it).
+async fn gate_in_bucket(
+    spec: &RunSpec,
+    gate: &run::runspec::StartGate,
+    bucket: &str,
+    prefix: &str,
+) -> Result<SystemTime> {
     let s3 = results_settings(spec)?.client()?;
     let ready = run::runspec::ready_key(prefix, &spec.run_id, spec.processes.index);
     let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
@@ -816,14 +888,8 @@ async fn wait_for_start(spec: &RunSpec, gate: &run::runspec::StartGate) -> Resul
                     .collect()
                     .await
                     .map_err(|e| Error::Config(format!("reading s3://{bucket}/{key}: {e}")))?;
-                let text = String::from_utf8_lossy(&body.into_bytes())
-                    .trim()
-                    .to_owned();
-                return humantime::parse_rfc3339_weak(&text).map_err(|e| {
-                    Error::Config(format!(
-                        "s3://{bucket}/{key} holds {text:?}, not an RFC 3339 instant: {e}"
-                    ))
-                });
+                let text = String::from_utf8_lossy(&body.into_bytes()).into_owned();
+                return parse_start(&text, &format!("s3://{bucket}/{key}"));
             }
             Err(e) => {
                 let e = s3::Error::s3("GetObject", bucket, &key, e);
@@ -833,10 +899,7 @@ async fn wait_for_start(spec: &RunSpec, gate: &run::runspec::StartGate) -> Resul
             }
         }
         if Instant::now() >= give_up {
-            return Err(Error::Config(format!(
-                "start gate: no start instant at s3://{bucket}/{key} within {} after becoming ready ({last})",
-                campaign::units::format_duration(gate.timeout.0)
-            )));
+            return Err(gate_timed_out(&format!("s3://{bucket}/{key}"), gate, &last));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

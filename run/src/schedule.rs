@@ -1,0 +1,624 @@
+//! The campaign schedule: one decision for both executors (study section IV-B, "runs are
+//! executed in the pre-registered order"; README "What the operator does with a campaign").
+//!
+//! A campaign is carried out by `pqbench run` (processes on one machine, its state on disk)
+//! and by the operator (pods, its state in the status and the results bucket). Both observe,
+//! call [`decide`], and act on the [`Next`] it returns; neither has rules of its own about
+//! runs. The rules:
+//!
+//! - Runs go in plan order. A run is **complete** when every process's `SHA256SUMS` is
+//!   present, valid or not: the analysis judges validity, and an invalid run is not run
+//!   again (the pre-registered plan is carried out as registered).
+//! - An attempt **fails** when its processes end without every process's files, or when it
+//!   outlives the run deadline ([`Policy::run_deadline`]). A failed attempt is retried up to
+//!   [`Policy::retries`] times (`runRetries`, default [`DEFAULT_RUN_RETRIES`]); then the run
+//!   is **given up**: recorded with its attempts and the last reason, left out of the
+//!   analysis, and the campaign goes on.
+//! - A run starts [`START_LEAD`] after the last of its processes announced itself ready
+//!   ([`start_at`]): every process has paused, loaded its keys, passed the known-answer gate
+//!   and written its fixtures by then.
+//! - The runs are **done** when every planned run is complete or given up.
+//! - **ETA**: the mean wall time of the runs finished since the executor began counting
+//!   ([`Observed::since`]), times the runs left; before the first of them, the design's
+//!   estimate per run ([`Policy::per_run_estimate`]).
+//!
+//! Restart safety follows from the inputs: what is complete is read from the results (disk
+//! or bucket), what was given up from the executor's record (a file, or the status), and an
+//! attempt in progress from the executor's record of it. Deciding again from the same facts
+//! gives the same answer.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use campaign::design::{Assumptions, Plan, estimate};
+use campaign::spec::CampaignSpec;
+use serde::{Deserialize, Serialize};
+
+/// Attempts after the first when the campaign does not say (`runRetries`).
+pub const DEFAULT_RUN_RETRIES: u32 = 2;
+
+/// How long after the last process of a run is ready the run starts (the processes poll for
+/// the start instant every 200 ms).
+pub const START_LEAD: Duration = Duration::from_secs(2);
+
+/// What the campaign asks of its runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Attempts after the first.
+    pub retries: u32,
+    /// How long an attempt may take, from its start to every process's files.
+    pub run_deadline: Duration,
+    /// The design's estimate of one run's wall time, for the ETA before a run has finished.
+    pub per_run_estimate: Duration,
+}
+
+impl Policy {
+    /// The policy of a campaign: `runRetries`, [`run_deadline`], and the design's estimate.
+    pub fn of(spec: &CampaignSpec, plan: &Plan) -> Self {
+        let runs = u32::try_from(plan.runs.len()).unwrap_or(u32::MAX).max(1);
+        Self {
+            retries: spec.run_retries.unwrap_or(DEFAULT_RUN_RETRIES),
+            run_deadline: run_deadline(spec),
+            per_run_estimate: estimate(plan, spec, &Assumptions::default()).wall / runs,
+        }
+    }
+
+    /// Why an attempt that outlived the deadline failed.
+    pub fn deadline_exceeded(&self) -> String {
+        format!(
+            "run deadline of {} exceeded",
+            campaign::units::format_duration(self.run_deadline)
+        )
+    }
+}
+
+/// How long one attempt of a run may take: `deadlines.run`, else the pause's longest wait +
+/// warm-up + window + drain + 5 minutes (scheduling, image pulls, keys and fixtures).
+pub fn run_deadline(spec: &CampaignSpec) -> Duration {
+    spec.deadlines.as_ref().and_then(|d| d.run).map_or_else(
+        || {
+            let pause = if spec.pause.enabled {
+                spec.pause.max_wait.0
+            } else {
+                Duration::ZERO
+            };
+            pause + spec.warmup.0 + spec.measured.0 + spec.drain.0 + Duration::from_secs(300)
+        },
+        |d| d.0,
+    )
+}
+
+/// A run given up after its last attempt failed (`failedRuns` in the operator's status,
+/// `failed-runs.json` in a local campaign directory).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GivenUp {
+    /// The run.
+    pub run_id: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why the last attempt failed.
+    pub reason: String,
+}
+
+/// The attempt in progress, as the executor recorded it when it started it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The run.
+    pub run_id: String,
+    /// Its plan index.
+    pub index: u32,
+    /// Attempt number, from 1.
+    pub attempt: u32,
+    /// When the attempt started (the deadline counts from here).
+    pub started: SystemTime,
+}
+
+/// What the executor observed of the attempt in progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptState {
+    /// Its processes are preparing or measuring.
+    Going,
+    /// Its processes ended, or can no longer end well, without every process's files: why.
+    Ended(String),
+}
+
+/// Everything [`decide`] needs to know.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed<'a> {
+    /// Now.
+    pub now: SystemTime,
+    /// Runs with every process's files.
+    pub complete: &'a BTreeSet<String>,
+    /// Runs given up.
+    pub given_up: &'a [GivenUp],
+    /// The attempt in progress, if any, and its state.
+    pub current: Option<(&'a Attempt, &'a AttemptState)>,
+    /// When the executor began counting finished runs for the ETA.
+    pub since: SystemTime,
+    /// Runs finished (complete or given up) since then.
+    pub finished_since: u32,
+}
+
+/// What to do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Start the first attempt of the next run.
+    Start {
+        /// The run.
+        run_id: String,
+        /// Its plan index.
+        index: u32,
+    },
+    /// The current attempt failed: clear what it left and start the next attempt.
+    Retry {
+        /// The run.
+        run_id: String,
+        /// Its plan index.
+        index: u32,
+        /// The attempt to start (the failed one + 1).
+        attempt: u32,
+        /// Why the failed attempt failed.
+        why: String,
+    },
+    /// The current attempt failed and was the last: stop what is left of it and record the
+    /// run as given up. The next decision starts the next run.
+    GiveUp(GivenUp),
+    /// The current attempt is going: look again later.
+    Wait,
+    /// Every run is complete or given up.
+    Done,
+}
+
+/// How far the campaign's runs are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Runs complete or given up.
+    pub done: u32,
+    /// Planned runs.
+    pub total: u32,
+    /// When the last run should be done (absent once every run is).
+    pub eta: Option<SystemTime>,
+}
+
+/// The outcome of [`decide`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// What to do.
+    pub next: Next,
+    /// The run of the attempt in progress, when its files are now complete.
+    pub completed: Option<String>,
+    /// Progress, counting the decision's give-up.
+    pub progress: Progress,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The ETA: the runs left at the rate observed since `since`, or at the design's estimate
+/// before any run finished.
+fn eta(policy: &Policy, o: &Observed<'_>, left: u32) -> Option<SystemTime> {
+    if left == 0 {
+        return None;
+    }
+    let per = match (o.finished_since, o.now.duration_since(o.since)) {
+        (n, Ok(spent)) if n > 0 => spent / n,
+        _ => policy.per_run_estimate,
+    };
+    Some(o.now + per * left)
+}
+
+/// Decides what the executor does next, from what it observed.
+pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
+    let given_up: BTreeSet<&str> = o.given_up.iter().map(|g| g.run_id.as_str()).collect();
+    let settled = |id: &str| o.complete.contains(id) || given_up.contains(id);
+    let total = count(plan.runs.len());
+    let mut done = count(plan.runs.iter().filter(|r| settled(&r.run_id)).count());
+    let completed = o
+        .current
+        .filter(|(a, _)| o.complete.contains(&a.run_id))
+        .map(|(a, _)| a.run_id.clone());
+    let next = match plan.runs.iter().find(|r| !settled(&r.run_id)) {
+        None => Next::Done,
+        Some(run) => match o.current {
+            Some((a, state)) if a.run_id == run.run_id => {
+                let late = o
+                    .now
+                    .duration_since(a.started)
+                    .is_ok_and(|d| d > policy.run_deadline);
+                let failure = match state {
+                    AttemptState::Ended(why) => Some(why.clone()),
+                    AttemptState::Going if late => Some(policy.deadline_exceeded()),
+                    AttemptState::Going => None,
+                };
+                match failure {
+                    None => Next::Wait,
+                    Some(why) if a.attempt <= policy.retries => Next::Retry {
+                        run_id: a.run_id.clone(),
+                        index: a.index,
+                        attempt: a.attempt + 1,
+                        why,
+                    },
+                    Some(why) => {
+                        done += 1;
+                        Next::GiveUp(GivenUp {
+                            run_id: a.run_id.clone(),
+                            attempts: a.attempt,
+                            reason: why,
+                        })
+                    }
+                }
+            }
+            // No attempt, or one of another run (its files were removed behind the
+            // executor's back): the next run starts afresh.
+            _ => Next::Start {
+                run_id: run.run_id.clone(),
+                index: run.index,
+            },
+        },
+    };
+    Decision {
+        next,
+        completed,
+        progress: Progress {
+            done,
+            total,
+            eta: eta(policy, o, total - done),
+        },
+    }
+}
+
+/// The start instant of a run whose processes are `ready` of `processes`: [`START_LEAD`]
+/// after now once every process is ready.
+pub fn start_at(ready: u32, processes: u32, now: SystemTime) -> Option<SystemTime> {
+    (ready >= processes).then_some(now + START_LEAD)
+}
+
+/// Test support: the scenarios every executor of the schedule must agree on. The
+/// schedule's own tests decide through them; the operator's step and the local runner are
+/// driven through the same ones.
+#[doc(hidden)]
+pub mod scenarios {
+    use super::*;
+
+    /// One step of a scenario: what the executor observed, and what it must do.
+    #[derive(Clone, Debug)]
+    pub struct Step {
+        /// What the step shows.
+        pub name: &'static str,
+        /// Plan indices of the complete runs.
+        pub complete: Vec<u32>,
+        /// Every run neither listed as complete nor given up is complete too.
+        pub rest_complete: bool,
+        /// Given-up runs by plan index, with their attempts.
+        pub given_up: Vec<(u32, u32)>,
+        /// The attempt in progress: (plan index, attempt, seconds since it started, how it
+        /// ended: `None` still going).
+        pub current: Option<(u32, u32, u64, Option<&'static str>)>,
+        /// What must follow.
+        pub expect: Expect,
+    }
+
+    /// The expected [`Next`], by plan index.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum Expect {
+        /// [`Next::Start`] of this run.
+        Start(u32),
+        /// [`Next::Retry`] of this run with this attempt, the reason containing the text.
+        Retry(u32, u32, &'static str),
+        /// [`Next::GiveUp`] of this run after these attempts.
+        GiveUp(u32, u32),
+        /// [`Next::Wait`].
+        Wait,
+        /// [`Next::Done`].
+        Done,
+    }
+
+    /// The scenarios, for a plan of at least three runs and a policy of 2 retries and a run
+    /// deadline under one hour.
+    pub fn table() -> Vec<Step> {
+        let s = |name, complete: &[u32], given_up: &[(u32, u32)], current, expect| Step {
+            name,
+            complete: complete.to_vec(),
+            rest_complete: false,
+            given_up: given_up.to_vec(),
+            current,
+            expect,
+        };
+        vec![
+            s(
+                "a fresh campaign starts its first run",
+                &[],
+                &[],
+                None,
+                Expect::Start(0),
+            ),
+            s(
+                "an attempt going waits",
+                &[],
+                &[],
+                Some((0, 1, 10, None)),
+                Expect::Wait,
+            ),
+            s(
+                "a complete run moves on to the next",
+                &[0],
+                &[],
+                Some((0, 1, 30, None)),
+                Expect::Start(1),
+            ),
+            s(
+                "a failed attempt is retried",
+                &[0],
+                &[],
+                Some((1, 1, 30, Some("process 0 could not start"))),
+                Expect::Retry(1, 2, "could not start"),
+            ),
+            s(
+                "an attempt past the run deadline fails",
+                &[0],
+                &[],
+                Some((1, 2, 3600, None)),
+                Expect::Retry(1, 3, "run deadline"),
+            ),
+            s(
+                "the last attempt failing gives the run up",
+                &[0],
+                &[],
+                Some((1, 3, 30, Some("again"))),
+                Expect::GiveUp(1, 3),
+            ),
+            s(
+                "after a give-up the campaign goes on",
+                &[0],
+                &[(1, 3)],
+                None,
+                Expect::Start(2),
+            ),
+            s(
+                "a run that stays invalid is complete and not repeated",
+                &[0, 1],
+                &[],
+                None,
+                Expect::Start(2),
+            ),
+            s(
+                "a restarted executor keeps the attempt it recorded instead of starting another",
+                &[0, 1],
+                &[],
+                Some((2, 1, 20, None)),
+                Expect::Wait,
+            ),
+            s(
+                "resuming without a record of the cut-off attempt starts that run again",
+                &[0, 1],
+                &[],
+                None,
+                Expect::Start(2),
+            ),
+            s(
+                "an attempt of a run no longer next does not hold the plan",
+                &[1],
+                &[],
+                Some((1, 1, 5, None)),
+                Expect::Start(0),
+            ),
+            Step {
+                rest_complete: true,
+                ..s(
+                    "every run complete or given up: done",
+                    &[0],
+                    &[(1, 3)],
+                    None,
+                    Expect::Done,
+                )
+            },
+        ]
+    }
+
+    /// Decides one step of the table over `plan` (at least three runs) at `now`.
+    pub fn decide_step(plan: &Plan, policy: &Policy, step: &Step, now: SystemTime) -> Decision {
+        let id = |i: u32| plan.runs[i as usize].run_id.clone();
+        let mut complete: BTreeSet<String> = step.complete.iter().map(|&i| id(i)).collect();
+        if step.rest_complete {
+            complete.extend(
+                plan.runs
+                    .iter()
+                    .filter(|r| !step.given_up.iter().any(|&(i, _)| i == r.index))
+                    .map(|r| r.run_id.clone()),
+            );
+        }
+        let given_up: Vec<GivenUp> = step
+            .given_up
+            .iter()
+            .map(|&(i, attempts)| GivenUp {
+                run_id: id(i),
+                attempts,
+                reason: "failed".into(),
+            })
+            .collect();
+        let current = step.current.map(|(i, attempt, ago, ended)| {
+            (
+                Attempt {
+                    run_id: id(i),
+                    index: i,
+                    attempt,
+                    started: now - Duration::from_secs(ago),
+                },
+                ended.map_or(AttemptState::Going, |w| AttemptState::Ended(w.into())),
+            )
+        });
+        decide(
+            plan,
+            policy,
+            &Observed {
+                now,
+                complete: &complete,
+                given_up: &given_up,
+                current: current.as_ref().map(|(a, s)| (a, s)),
+                since: now,
+                finished_since: 0,
+            },
+        )
+    }
+
+    /// Whether `next` is what `expect` says, by plan index.
+    pub fn matches(plan: &Plan, expect: &Expect, next: &Next) -> bool {
+        let id = |i: u32| plan.runs[i as usize].run_id.as_str();
+        match (expect, next) {
+            (Expect::Start(i), Next::Start { run_id, index }) => run_id == id(*i) && index == i,
+            (
+                Expect::Retry(i, n, text),
+                Next::Retry {
+                    run_id,
+                    attempt,
+                    why,
+                    ..
+                },
+            ) => run_id == id(*i) && attempt == n && why.contains(text),
+            (Expect::GiveUp(i, n), Next::GiveUp(g)) => g.run_id == id(*i) && g.attempts == *n,
+            (Expect::Wait, Next::Wait) | (Expect::Done, Next::Done) => true,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::scenarios::{decide_step, matches, table};
+    use super::*;
+
+    fn plan() -> (CampaignSpec, Plan) {
+        // The main job's campaign, as its text.
+        let text = include_str!("../../examples/quick.yaml");
+        let m = campaign::Manifest::parse(text, "examples/quick.yaml").unwrap();
+        let plan = campaign::design::plan(&m);
+        (m.spec, plan)
+    }
+
+    #[test]
+    fn every_scenario_of_the_table() {
+        let (spec, plan) = plan();
+        assert!(plan.runs.len() >= 3);
+        let policy = Policy::of(&spec, &plan);
+        assert_eq!(policy.retries, 2);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        for step in table() {
+            let d = decide_step(&plan, &policy, &step, now);
+            assert!(
+                matches(&plan, &step.expect, &d.next),
+                "{}: expected {:?}, decided {:?}",
+                step.name,
+                step.expect,
+                d.next
+            );
+        }
+    }
+
+    #[test]
+    fn progress_counts_give_ups_and_the_eta_follows_the_observed_rate() {
+        let (spec, plan) = plan();
+        let policy = Policy::of(&spec, &plan);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let total = u32::try_from(plan.runs.len()).unwrap();
+        let complete: BTreeSet<String> = [plan.runs[0].run_id.clone()].into();
+        let a = Attempt {
+            run_id: plan.runs[1].run_id.clone(),
+            index: 1,
+            attempt: 3,
+            started: now - Duration::from_secs(5),
+        };
+        let ended = AttemptState::Ended("no files".into());
+        let o = Observed {
+            now,
+            complete: &complete,
+            given_up: &[],
+            current: Some((&a, &ended)),
+            since: now - Duration::from_secs(100),
+            finished_since: 1,
+        };
+        let d = decide(&plan, &policy, &o);
+        assert!(matches!(d.next, Next::GiveUp(_)));
+        assert_eq!(d.progress.done, 2);
+        assert_eq!(d.progress.total, total);
+        // 100 s for one run: the runs left at 100 s each.
+        assert_eq!(
+            d.progress.eta,
+            Some(now + Duration::from_secs(100) * (total - 2))
+        );
+        // Before any run finished: the design's estimate per run.
+        let fresh = Observed {
+            complete: &BTreeSet::new(),
+            current: None,
+            finished_since: 0,
+            ..o
+        };
+        let d = decide(&plan, &policy, &fresh);
+        assert_eq!(d.progress.eta, Some(now + policy.per_run_estimate * total));
+        assert!(policy.per_run_estimate >= Duration::from_secs(4));
+    }
+
+    #[test]
+    fn the_current_run_completing_is_reported_once_and_the_end_has_no_eta() {
+        let (spec, plan) = plan();
+        let policy = Policy::of(&spec, &plan);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let all: BTreeSet<String> = plan.runs.iter().map(|r| r.run_id.clone()).collect();
+        let last = plan.runs.last().unwrap();
+        let a = Attempt {
+            run_id: last.run_id.clone(),
+            index: last.index,
+            attempt: 1,
+            started: now,
+        };
+        let d = decide(
+            &plan,
+            &policy,
+            &Observed {
+                now,
+                complete: &all,
+                given_up: &[],
+                current: Some((&a, &AttemptState::Going)),
+                since: now,
+                finished_since: 0,
+            },
+        );
+        assert_eq!(d.next, Next::Done);
+        assert_eq!(d.completed.as_deref(), Some(last.run_id.as_str()));
+        assert_eq!(d.progress.eta, None);
+    }
+
+    #[test]
+    fn a_run_starts_two_seconds_after_its_last_process_is_ready() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(start_at(1, 2, now), None);
+        assert_eq!(start_at(2, 2, now), Some(now + START_LEAD));
+    }
+
+    #[test]
+    fn the_deadline_is_the_spec_s_or_the_windows_and_pause_plus_five_minutes() {
+        let (mut spec, plan) = plan();
+        let p = Policy::of(&spec, &plan);
+        assert!(spec.pause.enabled);
+        assert_eq!(
+            p.run_deadline,
+            spec.pause.max_wait.0
+                + spec.warmup.0
+                + spec.measured.0
+                + spec.drain.0
+                + Duration::from_secs(300)
+        );
+        spec.deadlines = Some(campaign::cluster::Deadlines {
+            run: Some(campaign::units::Dur(Duration::from_secs(90))),
+            ..Default::default()
+        });
+        spec.run_retries = Some(0);
+        let p = Policy::of(&spec, &plan);
+        assert_eq!(p.run_deadline, Duration::from_secs(90));
+        assert_eq!(p.retries, 0);
+        assert_eq!(p.deadline_exceeded(), "run deadline of 90s exceeded");
+    }
+}
