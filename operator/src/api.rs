@@ -196,34 +196,7 @@ pub struct FailedRun {
     pub reason: String,
 }
 
-/// One comparison's verdict (a compact `report.json` entry).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VerdictRow {
-    /// Cell id.
-    pub cell: String,
-    /// Arm compared.
-    pub mode: String,
-    /// Baseline arm.
-    pub baseline: String,
-    /// Pairs (blocks holding both).
-    pub pairs: u32,
-    /// Throughput ratio mode/baseline, 4 significant digits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ratio: Option<String>,
-    /// 90 % interval of the ratio (`0.912–1.034`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci90: Option<String>,
-    /// Multiplicity-adjusted TOST p.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tost_p_adjusted: Option<String>,
-    /// `Equivalent`, `NotEquivalent` or `Inconclusive` (absent with fewer than 2 pairs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<String>,
-    /// `primary`, `control`, `deficit`, `advantage`, `underpowered`, `saturated`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flags: Vec<String>,
-}
+pub use run::verdicts::VerdictRow;
 
 /// The results bucket of a campaign.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

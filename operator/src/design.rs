@@ -227,6 +227,17 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
     Ok(s)
 }
 
+/// The analysis Job's spec: the campaign, the store under test (whose endpoint and
+/// credentials the results store shares unless it has its own) and the results.
+pub fn analysis_spec(m: &Manifest, owner: &Owner) -> run::verdicts::AnalysisSpec {
+    let env = environment(owner, &m.spec);
+    run::verdicts::AnalysisSpec {
+        campaign: m.clone(),
+        s3: env.s3,
+        results: env.output,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]

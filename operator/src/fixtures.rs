@@ -390,7 +390,6 @@ async fn run_with(s: Scenario, metrics: Arc<Metrics>) {
         Config {
             worker_image: "worker:test".into(),
             node_exporter_image: crate::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
-            tmp: std::env::temp_dir(),
             instance: "test".into(),
         },
         metrics,

@@ -3,7 +3,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -43,9 +42,6 @@ struct Args {
     /// Name of the Lease.
     #[arg(long, default_value = "pqbench-operator")]
     lease_name: String,
-    /// Where the analysis downloads run files.
-    #[arg(long, env = "PQBENCH_TMP", default_value = "/tmp")]
-    tmp: PathBuf,
 }
 
 struct Health {
@@ -161,7 +157,6 @@ async fn main() -> anyhow::Result<()> {
         Config {
             worker_image: args.worker_image,
             node_exporter_image: args.node_exporter_image,
-            tmp: args.tmp,
             instance: identity,
         },
         metrics,

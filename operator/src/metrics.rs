@@ -1,6 +1,6 @@
 //! The operator's metrics: a closed set of names, labels from fixed enums (STYLE.md
 //! "Observability"), served on `/metrics` (OpenMetrics with exemplars when the scraper
-//! accepts it, else the Prometheus text format: [`worker::metrics::exposition`]).
+//! accepts it, else the Prometheus text format: [`obs::exposition::exposition`]).
 //!
 //! - `pqbench_operator_reconciliations_total`: reconcile passes.
 //! - `pqbench_operator_reconcile_failures_total{error}`: failed passes by error kind
@@ -165,7 +165,7 @@ impl Metrics {
 
     /// The exposition for a scraper sending `accept`: content type and body.
     pub fn render(&self, accept: Option<&str>) -> (&'static str, String) {
-        worker::metrics::exposition(&self.registry, accept)
+        obs::exposition::exposition(&self.registry, accept)
     }
 }
 

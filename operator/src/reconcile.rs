@@ -8,7 +8,6 @@
 //! Secret data is generated here and goes only into the API server: never into a log,
 //! an event or the status.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -46,8 +45,6 @@ pub struct Config {
     pub worker_image: String,
     /// Image of the node-exporter sidecar beside MinIO.
     pub node_exporter_image: String,
-    /// Where the analysis downloads run files.
-    pub tmp: PathBuf,
     /// Reporter instance for events (the pod name).
     pub instance: String,
 }
@@ -280,7 +277,20 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     };
     let job = match (&status.current, phase) {
         (Some(cur), Phase::Running) => observe_job(ctx, &owner.namespace, &cur.job).await?,
+        (_, Phase::Analyzing) => {
+            observe_job(
+                ctx,
+                &owner.namespace,
+                &step::analysis_job_name(&plan.campaign),
+            )
+            .await?
+        }
         _ => JobState::NotLooked,
+    };
+    let outcome = match (phase, &store) {
+        (Phase::Analyzing, Ok(s)) => s.outcome().await.transpose(),
+        (Phase::Analyzing, Err(e)) => Some(Err(e.to_string())),
+        _ => None,
     };
     let facts = Facts {
         now: SystemTime::now(),
@@ -295,23 +305,13 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         server_bucket,
         bucket,
         job,
+        outcome,
         invalid,
     };
-    let mut d = step::decide(&facts);
-    let mut last = status.clone();
-    loop {
-        write_status(ctx, c, &last, &d).await?;
-        last = d.status.clone();
-        let mut next: Option<Decision> = None;
-        for a in std::mem::take(&mut d.actions) {
-            if let Some(after) = act(ctx, c, &owner, &m, &plan, &store, &facts, &d, a).await? {
-                next = Some(after);
-            }
-        }
-        match next {
-            Some(after) => d = after,
-            None => break,
-        }
+    let d = step::decide(&facts);
+    write_status(ctx, c, &status, &d).await?;
+    for a in d.actions.clone() {
+        act(ctx, c, &owner, &m, &plan, &store, a).await?;
     }
     Ok(d.requeue
         .map_or_else(Requeue::await_change, Requeue::requeue))
@@ -374,10 +374,8 @@ async fn act(
     m: &campaign::Manifest,
     plan: &campaign::Plan,
     store: &Result<ResultsStore>,
-    facts: &Facts<'_>,
-    d: &Decision,
     a: Action,
-) -> Result<Option<Decision>> {
+) -> Result<()> {
     let ns = &owner.namespace;
     let client = ctx.client.clone();
     let store = || {
@@ -464,31 +462,9 @@ async fn act(
                 if cleared > 0 {
                     info!(run = %spec.run_id, objects = cleared, "cleared an earlier attempt's objects");
                 }
-                let cl = &c.spec.clients;
-                let placement = Placement::new(
-                    &cl.node_group,
-                    cl.node_selector.as_ref(),
-                    &cl.tolerations,
-                    cl.affinity.as_ref(),
-                    "spec.clients.affinity",
-                )?;
                 let key_types = design::key_types(plan);
-                let spec_ = &c.spec.campaign;
-                let pods = resources::WorkerPods {
-                    image: cl.image.as_deref().unwrap_or(&ctx.config.worker_image),
-                    processes: cl.processes,
-                    resources: cl.resources.as_ref(),
-                    image_pull_secrets: &cl.image_pull_secrets,
-                    server_credentials: design::server_credentials_secret(owner, spec_),
-                    service_account_name: cl.service_account_name.clone(),
-                    results_credentials: spec_
-                        .results
-                        .as_ref()
-                        .and_then(|r| r.credentials_secret.clone()),
-                    key_types: &key_types,
-                    active_deadline_seconds: i64::try_from(step::run_deadline(spec_).as_secs())
-                        .unwrap_or(i64::MAX),
-                };
+                let deadline = step::run_deadline(&c.spec.campaign);
+                let (pods, placement) = worker_pods(ctx, c, owner, &key_types, deadline)?;
                 let job =
                     resources::worker_job(owner, &name, &spec, attempt, index, &pods, placement)?;
                 jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
@@ -499,12 +475,17 @@ async fn act(
             delete_if_present(&jobs, &name).await?;
         }
         Action::OpenGate { run_id, at } => store()?.open_gate(&run_id, &at).await?,
-        Action::Analyze => {
-            let outcome = store()?.analyze(m, plan, &ctx.config.tmp).await;
-            return Ok(Some(match outcome {
-                Ok(a) => step::analyzed(facts, &d.status, &a),
-                Err((why, fatal)) => step::analysis_failed(facts, &d.status, &why, fatal),
-            }));
+        Action::StartAnalysis => {
+            let name = step::analysis_job_name(&plan.campaign);
+            let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+            if jobs.get_opt(&name).await?.is_none() {
+                store()?.clear_outcome().await?;
+                let spec = design::analysis_spec(m, owner);
+                let deadline = step::analysis_deadline(&c.spec.campaign);
+                let (pods, placement) = worker_pods(ctx, c, owner, &[], deadline)?;
+                let job = resources::analysis_job(owner, &name, &spec, &pods, placement)?;
+                jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
+            }
         }
         Action::StopJobs => stop_jobs(ctx, owner).await?,
         Action::CleanUp => delete_children(ctx, owner).await?,
@@ -538,7 +519,42 @@ async fn act(
             }
         }
     }
-    Ok(None)
+    Ok(())
+}
+
+/// The pods of a worker or analysis Job: the client node group, image, resources and
+/// credentials of the campaign; `key_types` the recipient keys they get.
+fn worker_pods<'a>(
+    ctx: &'a Context,
+    c: &'a BenchmarkCampaign,
+    owner: &Owner,
+    key_types: &'a [envelope::KeyType],
+    deadline: std::time::Duration,
+) -> Result<(resources::WorkerPods<'a>, Placement)> {
+    let cl = &c.spec.clients;
+    let placement = Placement::new(
+        &cl.node_group,
+        cl.node_selector.as_ref(),
+        &cl.tolerations,
+        cl.affinity.as_ref(),
+        "spec.clients.affinity",
+    )?;
+    let spec_ = &c.spec.campaign;
+    let pods = resources::WorkerPods {
+        image: cl.image.as_deref().unwrap_or(&ctx.config.worker_image),
+        processes: cl.processes,
+        resources: cl.resources.as_ref(),
+        image_pull_secrets: &cl.image_pull_secrets,
+        server_credentials: design::server_credentials_secret(owner, spec_),
+        service_account_name: cl.service_account_name.clone(),
+        results_credentials: spec_
+            .results
+            .as_ref()
+            .and_then(|r| r.credentials_secret.clone()),
+        key_types,
+        active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
+    };
+    Ok((pods, placement))
 }
 
 async fn create_if_absent(api: &Api<Secret>, s: &Secret) -> Result<()> {
@@ -569,13 +585,15 @@ fn selector(owner: &Owner, component: &str) -> ListParams {
 
 async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    for j in jobs.list(&selector(owner, "worker")).await? {
-        delete_if_present(&jobs, &j.name_any()).await?;
+    for component in ["worker", "analysis"] {
+        for j in jobs.list(&selector(owner, component)).await? {
+            delete_if_present(&jobs, &j.name_any()).await?;
+        }
     }
     Ok(())
 }
 
-/// Deletes every child: worker Jobs, MinIO's StatefulSet and Service, the credentials
+/// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the credentials
 /// and keys Secrets. Owner references would let the garbage collector do it; doing it
 /// here stops running workers at once and works where no collector runs.
 async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {

@@ -444,6 +444,101 @@ fn env_value(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// The credentials a worker pod gets from Secrets, by reference: the store under test's
+/// and the results store's own.
+fn credential_env(pods: &WorkerPods<'_>) -> Vec<EnvVar> {
+    let mut env = Vec::new();
+    if let Some(secret) = &pods.server_credentials {
+        env.push(secret_env(ACCESS_KEY, secret, ACCESS_KEY));
+        env.push(secret_env(SECRET_KEY, secret, SECRET_KEY));
+    }
+    if let Some(r) = &pods.results_credentials {
+        env.push(secret_env(
+            crate::design::RESULTS_ACCESS_KEY_VAR,
+            r,
+            ACCESS_KEY,
+        ));
+        env.push(secret_env(
+            crate::design::RESULTS_SECRET_KEY_VAR,
+            r,
+            SECRET_KEY,
+        ));
+    }
+    env
+}
+
+/// The pod of a worker Job: `pqbench-worker ARGS` with `env` on the client node group,
+/// non-root on a read-only root with `/tmp` an emptyDir.
+fn worker_pod(
+    pods: &WorkerPods<'_>,
+    labels: BTreeMap<String, String>,
+    args: &[&str],
+    env: Vec<EnvVar>,
+    placement: Placement,
+) -> PodTemplateSpec {
+    let container = Container {
+        name: "worker".to_owned(),
+        image: Some(pods.image.to_owned()),
+        args: Some(args.iter().map(|a| (*a).to_owned()).collect()),
+        // The chart's PodMonitor scrapes this port by name.
+        ports: Some(vec![ContainerPort {
+            name: Some("metrics".to_owned()),
+            container_port: WORKER_METRICS_PORT,
+            ..ContainerPort::default()
+        }]),
+        env: Some(env),
+        resources: resources(pods.resources),
+        security_context: Some(restricted()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "tmp".to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        }]),
+        ..Container::default()
+    };
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            restart_policy: Some("Never".to_owned()),
+            node_selector: Some(placement.node_selector),
+            tolerations: (!placement.tolerations.is_empty()).then_some(placement.tolerations),
+            affinity: placement.affinity,
+            image_pull_secrets: (!pods.image_pull_secrets.is_empty()).then(|| {
+                pods.image_pull_secrets
+                    .iter()
+                    .map(|s| LocalObjectReference {
+                        name: s.name.clone(),
+                    })
+                    .collect()
+            }),
+            // IRSA's token is a projected volume of its own; the API token is not needed.
+            service_account_name: pods.service_account_name.clone(),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(65532),
+                run_as_group: Some(65532),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "RuntimeDefault".to_owned(),
+                    ..SeccompProfile::default()
+                }),
+                ..PodSecurityContext::default()
+            }),
+            volumes: Some(vec![Volume {
+                name: "tmp".to_owned(),
+                empty_dir: Some(EmptyDirVolumeSource::default()),
+                ..Volume::default()
+            }]),
+            ..PodSpec::default()
+        }),
+    }
+}
+
 /// The worker Job of one attempt of one run: an Indexed Job with one pod per client
 /// process, each running `pqbench-worker --spec-env PQBENCH_RUN_SPEC --index-env
 /// JOB_COMPLETION_INDEX` on the client node group. A pod that fails is not retried
@@ -476,22 +571,7 @@ pub fn worker_job(
         env_value("PQBENCH_RUN_SPEC", &spec_json),
         env_value("TMPDIR", "/tmp"),
     ];
-    if let Some(secret) = &pods.server_credentials {
-        env.push(secret_env(ACCESS_KEY, secret, ACCESS_KEY));
-        env.push(secret_env(SECRET_KEY, secret, SECRET_KEY));
-    }
-    if let Some(r) = &pods.results_credentials {
-        env.push(secret_env(
-            crate::design::RESULTS_ACCESS_KEY_VAR,
-            r,
-            ACCESS_KEY,
-        ));
-        env.push(secret_env(
-            crate::design::RESULTS_SECRET_KEY_VAR,
-            r,
-            SECRET_KEY,
-        ));
-    }
+    env.extend(credential_env(pods));
     for kt in pods.key_types {
         env.push(secret_env(
             &run::runspec::key_var(crate::design::KEY_ENV_PREFIX, *kt),
@@ -499,38 +579,15 @@ pub fn worker_job(
             kt.name(),
         ));
     }
-    let container = Container {
-        name: "worker".to_owned(),
-        image: Some(pods.image.to_owned()),
-        args: Some(
-            [
-                "--quiet",
-                "--spec-env",
-                "PQBENCH_RUN_SPEC",
-                "--index-env",
-                "JOB_COMPLETION_INDEX",
-                "--metrics-addr",
-                WORKER_METRICS_ADDR,
-            ]
-            .map(str::to_owned)
-            .to_vec(),
-        ),
-        // The chart's PodMonitor scrapes this port by name.
-        ports: Some(vec![ContainerPort {
-            name: Some("metrics".to_owned()),
-            container_port: WORKER_METRICS_PORT,
-            ..ContainerPort::default()
-        }]),
-        env: Some(env),
-        resources: resources(pods.resources),
-        security_context: Some(restricted()),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "tmp".to_owned(),
-            mount_path: "/tmp".to_owned(),
-            ..VolumeMount::default()
-        }]),
-        ..Container::default()
-    };
+    let args = [
+        "--quiet",
+        "--spec-env",
+        "PQBENCH_RUN_SPEC",
+        "--index-env",
+        "JOB_COMPLETION_INDEX",
+        "--metrics-addr",
+        WORKER_METRICS_ADDR,
+    ];
     let n = i32::try_from(pods.processes).unwrap_or(i32::MAX);
     Ok(Job {
         metadata: meta,
@@ -540,49 +597,47 @@ pub fn worker_job(
             parallelism: Some(n),
             backoff_limit_per_index: Some(0),
             active_deadline_seconds: Some(pods.active_deadline_seconds),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels_),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![container],
-                    restart_policy: Some("Never".to_owned()),
-                    node_selector: Some(placement.node_selector),
-                    tolerations: (!placement.tolerations.is_empty())
-                        .then_some(placement.tolerations),
-                    affinity: placement.affinity,
-                    image_pull_secrets: (!pods.image_pull_secrets.is_empty()).then(|| {
-                        pods.image_pull_secrets
-                            .iter()
-                            .map(|s| LocalObjectReference {
-                                name: s.name.clone(),
-                            })
-                            .collect()
-                    }),
-                    // IRSA's token is a projected volume of its own; the API token is
-                    // not needed.
-                    service_account_name: pods.service_account_name.clone(),
-                    automount_service_account_token: Some(false),
-                    enable_service_links: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        run_as_user: Some(65532),
-                        run_as_group: Some(65532),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".to_owned(),
-                            ..SeccompProfile::default()
-                        }),
-                        ..PodSecurityContext::default()
-                    }),
-                    volumes: Some(vec![Volume {
-                        name: "tmp".to_owned(),
-                        empty_dir: Some(EmptyDirVolumeSource::default()),
-                        ..Volume::default()
-                    }]),
-                    ..PodSpec::default()
-                }),
-            },
+            template: worker_pod(pods, labels_, &args, env, placement),
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    })
+}
+
+/// The analysis Job: one `pqbench-worker --analysis-env PQBENCH_ANALYSIS_SPEC` pod on the
+/// client node group (the worker image, its credentials from the same Secrets by
+/// reference; no recipient key). It downloads the run files into `/tmp`, analyses them,
+/// uploads the report and last the outcome the operator reads. A failed pod is tried once
+/// more by the Job; the operator deletes a Job that failed and makes it again until the
+/// analysis deadline (`activeDeadlineSeconds`).
+pub fn analysis_job(
+    owner: &Owner,
+    name: &str,
+    spec: &run::verdicts::AnalysisSpec,
+    pods: &WorkerPods<'_>,
+    placement: Placement,
+) -> Result<Job> {
+    let spec_json = serde_json::to_string(spec).map_err(|source| Error::Field {
+        field: "analysis spec",
+        source,
+    })?;
+    let labels_ = labels(&owner.name, "analysis");
+    let mut meta = owner.meta(name.to_owned(), "analysis");
+    meta.labels = Some(labels_.clone());
+    let mut env = vec![
+        env_value("PQBENCH_ANALYSIS_SPEC", &spec_json),
+        env_value("TMPDIR", "/tmp"),
+    ];
+    env.extend(credential_env(pods));
+    let args = ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"];
+    Ok(Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            completions: Some(1),
+            parallelism: Some(1),
+            backoff_limit: Some(1),
+            active_deadline_seconds: Some(pods.active_deadline_seconds),
+            template: worker_pod(pods, labels_, &args, env, placement),
             ..JobSpec::default()
         }),
         ..Job::default()

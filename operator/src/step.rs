@@ -33,7 +33,11 @@ use campaign::{CampaignSpec, Plan};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use run::schedule::{self, Attempt, AttemptState, GivenUp, Next, Observed, Policy};
 
-use crate::api::{CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation};
+use run::verdicts::{AnalysisOutcome, LeftOut};
+
+use crate::api::{
+    CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation, VerdictRow,
+};
 
 pub use run::schedule::{DEFAULT_RUN_RETRIES, START_LEAD};
 
@@ -91,8 +95,11 @@ pub struct Facts<'a> {
     pub server_bucket: bool,
     /// The results bucket; `Err` when it could not be read.
     pub bucket: Result<BucketView, String>,
-    /// The current attempt's Job.
+    /// The current attempt's Job (Running), or the analysis Job (Analyzing).
     pub job: JobState,
+    /// The analysis Job's outcome in the results bucket (Analyzing; `None` elsewhere or
+    /// when there is none yet); `Err` when it cannot be read.
+    pub outcome: Option<Result<AnalysisOutcome, String>>,
     /// A spec error the API server's schema could not catch.
     pub invalid: Option<String>,
 }
@@ -137,10 +144,10 @@ pub enum Action {
         /// The instant (RFC 3339).
         at: String,
     },
-    /// Download the run files, compute the verdicts, upload the report; then
-    /// [`analyzed`] or [`analysis_failed`] gives the status.
-    Analyze,
-    /// Delete every worker Job of the campaign.
+    /// Apply the analysis Job ([`analysis_job_name`]). If it does not exist yet, first
+    /// delete an earlier attempt's outcome.
+    StartAnalysis,
+    /// Delete every worker and analysis Job of the campaign.
     StopJobs,
     /// Delete the server, Secrets and Jobs (the TTL after the end).
     CleanUp,
@@ -168,10 +175,9 @@ fn parse_time(s: Option<&str>) -> Option<SystemTime> {
     s.and_then(|s| humantime::parse_rfc3339_weak(s).ok())
 }
 
-/// The name of an attempt's Job: `<campaign>-r<index>-a<attempt>` (a campaign name is
-/// shortened so that the name stays within 63 characters).
-pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
-    let suffix = format!("-r{index:04}-a{attempt}");
+/// `<campaign><suffix>` within 63 characters: a long campaign name is shortened and
+/// gets a hash of the whole name.
+fn child_name(campaign: &str, suffix: &str) -> String {
     let room = 63 - suffix.len();
     let base = if campaign.len() <= room {
         campaign.to_owned()
@@ -189,10 +195,26 @@ pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
     format!("{base}{suffix}")
 }
 
+/// The name of an attempt's Job: `<campaign>-r<index>-a<attempt>` (a campaign name is
+/// shortened so that the name stays within 63 characters).
+pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
+    child_name(campaign, &format!("-r{index:04}-a{attempt}"))
+}
+
+/// The name of the analysis Job: `<campaign>-analysis` (within 63 characters).
+pub fn analysis_job_name(campaign: &str) -> String {
+    child_name(campaign, "-analysis")
+}
+
 pub use run::schedule::run_deadline;
 
 fn deadlines(spec: &CampaignSpec) -> campaign::cluster::Deadlines {
     spec.deadlines.clone().unwrap_or_default()
+}
+
+/// The analysis deadline (`deadlines.analysis`, default 10 minutes).
+pub fn analysis_deadline(spec: &CampaignSpec) -> Duration {
+    deadlines(spec).analysis.0
 }
 
 /// Sets a condition, keeping its transition time when its status does not change.
@@ -642,7 +664,8 @@ impl Step<'_, '_> {
     }
 
     fn analyzing(&mut self) {
-        let limit = deadlines(self.f.spec).analysis.0;
+        let f = self.f;
+        let limit = deadlines(f.spec).analysis.0;
         if self.past(limit) {
             self.fail(
                 "AnalysisDeadlineExceeded",
@@ -653,8 +676,107 @@ impl Step<'_, '_> {
             );
             return;
         }
-        self.actions.push(Action::Analyze);
-        self.requeue(Duration::from_secs(10));
+        let job = analysis_job_name(&f.plan.campaign);
+        // A failed attempt: why, for the message (the Job is deleted and made again).
+        let failed = match (&f.outcome, &f.job) {
+            (Some(Ok(AnalysisOutcome::Analyzed { verdicts, excluded })), _) => {
+                self.analyzed(verdicts, excluded);
+                return;
+            }
+            (
+                Some(Ok(AnalysisOutcome::Failed {
+                    reason,
+                    fatal: true,
+                })),
+                _,
+            ) => {
+                self.cond("Analyzed", "False", "AnalysisFailed", reason);
+                self.fail("AnalysisFailed", format!("the analysis failed: {reason}"));
+                return;
+            }
+            (Some(Err(e)), _) => {
+                // The store, not the analysis: look again, the Job keeps going.
+                self.st.message = Some(format!("cannot read the analysis outcome: {e}"));
+                self.requeue(Duration::from_secs(15));
+                return;
+            }
+            (_, JobState::Absent) => {
+                self.actions.push(Action::StartAnalysis);
+                self.st.message = Some(format!("analysing (Job {job})"));
+                self.requeue(Duration::from_secs(5));
+                return;
+            }
+            (None, JobState::NotLooked) => {
+                // Just entered from Running: the next pass looks at the Job.
+                self.requeue(Duration::from_secs(1));
+                return;
+            }
+            (Some(Ok(AnalysisOutcome::Failed { reason, .. })), _) => Some(reason.clone()),
+            (None, JobState::Failed(why)) => Some(format!("Job {job} failed: {why}")),
+            (None, JobState::Succeeded) => Some(format!("Job {job} ended without an outcome")),
+            (None, JobState::Active) => None,
+        };
+        match failed {
+            Some(why) => {
+                self.actions.push(Action::DeleteJob { name: job });
+                self.st.message = Some(format!("the analysis failed, trying again: {why}"));
+                self.requeue(Duration::from_secs(15));
+            }
+            None => {
+                self.st.message = Some(format!("analysing (Job {job})"));
+                self.requeue(Duration::from_secs(10));
+            }
+        }
+    }
+
+    /// Succeeded, verdicts in status.
+    fn analyzed(&mut self, verdicts: &[VerdictRow], excluded: &[LeftOut]) {
+        let f = self.f;
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for v in verdicts {
+            *counts
+                .entry(v.verdict.as_deref().unwrap_or("None"))
+                .or_default() += 1;
+        }
+        let summary = counts
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let summary = if summary.is_empty() {
+            "no comparison".to_owned()
+        } else {
+            summary
+        };
+        self.st.verdicts = verdicts.to_vec();
+        self.st.verdict_summary = Some(summary.clone());
+        let where_ = &f.results;
+        let note = format!(
+            "{summary}; report at s3://{}/{}report.md{}",
+            where_.bucket,
+            where_.prefix,
+            if excluded.is_empty() {
+                String::new()
+            } else {
+                format!("; {} invalid run(s) left out", excluded.len())
+            }
+        );
+        if !excluded.is_empty() {
+            let n = excluded.len() + self.st.failed_runs.len();
+            self.cond(
+                "Degraded",
+                "True",
+                "RunsLeftOut",
+                &format!("{n} run(s) failed or were invalid and are left out of the analysis"),
+            );
+        }
+        self.cond("Analyzed", "True", "Analyzed", &note);
+        self.cond("Ready", "True", "Succeeded", &note);
+        self.enter(Phase::Succeeded);
+        self.st.finished_at = Some(rfc3339(f.now));
+        self.st.message = Some(note.clone());
+        self.event(false, "Analyzed", note);
+        self.ttl();
     }
 
     /// The TTL after the end.
@@ -701,99 +823,6 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         Phase::Running => s.running(),
         Phase::Analyzing => s.analyzing(),
         Phase::Succeeded | Phase::Failed => s.ttl(),
-    }
-    Decision {
-        status: s.st,
-        actions: s.actions,
-        requeue: s.requeue,
-    }
-}
-
-/// What the analysis found, in compact form.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Analyzed {
-    /// One row per comparison.
-    pub verdicts: Vec<crate::api::VerdictRow>,
-    /// Runs left out as invalid, with why.
-    pub excluded: Vec<(String, String)>,
-}
-
-/// The status after a successful analysis: Succeeded, verdicts in status.
-pub fn analyzed(f: &Facts<'_>, status: &CampaignStatus, a: &Analyzed) -> Decision {
-    let mut st = status.clone();
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for v in &a.verdicts {
-        *counts
-            .entry(v.verdict.as_deref().unwrap_or("None"))
-            .or_default() += 1;
-    }
-    let summary = counts
-        .iter()
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let summary = if summary.is_empty() {
-        "no comparison".to_owned()
-    } else {
-        summary
-    };
-    st.verdicts.clone_from(&a.verdicts);
-    st.verdict_summary = Some(summary.clone());
-    let mut s = Step {
-        f,
-        st,
-        actions: Vec::new(),
-        requeue: None,
-    };
-    let where_ = f.results.clone();
-    let note = format!(
-        "{summary}; report at s3://{}/{}report.md{}",
-        where_.bucket,
-        where_.prefix,
-        if a.excluded.is_empty() {
-            String::new()
-        } else {
-            format!("; {} invalid run(s) left out", a.excluded.len())
-        }
-    );
-    if !a.excluded.is_empty() {
-        let n = a.excluded.len() + s.st.failed_runs.len();
-        s.cond(
-            "Degraded",
-            "True",
-            "RunsLeftOut",
-            &format!("{n} run(s) failed or were invalid and are left out of the analysis"),
-        );
-    }
-    s.cond("Analyzed", "True", "Analyzed", &note);
-    s.cond("Ready", "True", "Succeeded", &note);
-    s.enter(Phase::Succeeded);
-    s.st.finished_at = Some(rfc3339(f.now));
-    s.st.message = Some(note.clone());
-    s.event(false, "Analyzed", note);
-    s.ttl();
-    Decision {
-        status: s.st,
-        actions: s.actions,
-        requeue: s.requeue,
-    }
-}
-
-/// The status after a failed analysis: Failed when the data cannot give verdicts
-/// (`fatal`), else unchanged with the error in `message` (tried again until the deadline).
-pub fn analysis_failed(f: &Facts<'_>, status: &CampaignStatus, why: &str, fatal: bool) -> Decision {
-    let mut s = Step {
-        f,
-        st: status.clone(),
-        actions: Vec::new(),
-        requeue: None,
-    };
-    if fatal {
-        s.cond("Analyzed", "False", "AnalysisFailed", why);
-        s.fail("AnalysisFailed", format!("the analysis failed: {why}"));
-    } else {
-        s.st.message = Some(format!("the analysis failed, trying again: {why}"));
-        s.requeue(Duration::from_secs(15));
     }
     Decision {
         status: s.st,
@@ -851,6 +880,7 @@ mod tests {
                 server_bucket: true,
                 bucket: Ok(bucket),
                 job,
+                outcome: None,
                 invalid: None,
             }
         }
@@ -1200,37 +1230,84 @@ mod tests {
         let st = f.running(None);
         let d = decide(&f.facts(&st, f.completed(f.plan.runs.len()), JobState::NotLooked));
         assert_eq!(d.status.phase, Phase::Analyzing);
-        assert!(d.actions.contains(&Action::Analyze));
-        let facts = f.facts(
-            &d.status,
-            f.completed(f.plan.runs.len()),
-            JobState::NotLooked,
-        );
-        let a = Analyzed {
-            verdicts: vec![crate::api::VerdictRow {
-                cell: "get-64KiB-c1".into(),
-                mode: "ml-kem-768".into(),
-                baseline: "x25519".into(),
-                pairs: 3,
-                ratio: Some("0.9950".into()),
-                ci90: None,
-                tost_p_adjusted: None,
-                verdict: Some("Inconclusive".into()),
-                flags: vec![],
-            }],
-            excluded: vec![],
+        assert!(d.requeue.is_some_and(|r| r <= Duration::from_secs(1)));
+        let analyzing = d.status;
+        let at = |job: JobState, outcome: Option<Result<AnalysisOutcome, String>>| {
+            let mut facts = f.facts(&analyzing, f.completed(f.plan.runs.len()), job);
+            facts.outcome = outcome;
+            decide(&facts)
         };
-        let done = analyzed(&facts, &d.status, &a);
+        let deletes = |d: &Decision| {
+            d.actions
+                .iter()
+                .filter(|a| matches!(a, Action::DeleteJob { name } if name == &analysis_job_name(&f.plan.campaign)))
+                .count()
+        };
+        // No Job yet: make it. Going: wait.
+        assert_eq!(at(JobState::Absent, None).actions, [Action::StartAnalysis]);
+        let going = at(JobState::Active, None);
+        assert!(going.actions.is_empty());
+        assert_eq!(going.status.phase, Phase::Analyzing);
+        // The outcome: verdicts into status.
+        let verdicts = vec![crate::api::VerdictRow {
+            cell: "get-64KiB-c1".into(),
+            mode: "ml-kem-768".into(),
+            baseline: "x25519".into(),
+            pairs: 3,
+            ratio: Some("0.9950".into()),
+            ci90: None,
+            tost_p_adjusted: None,
+            verdict: Some("Inconclusive".into()),
+            flags: vec![],
+        }];
+        let done = at(
+            JobState::Succeeded,
+            Some(Ok(AnalysisOutcome::Analyzed {
+                verdicts: verdicts.clone(),
+                excluded: vec![],
+            })),
+        );
         assert_eq!(done.status.phase, Phase::Succeeded);
+        assert_eq!(done.status.verdicts, verdicts);
         assert_eq!(
             done.status.verdict_summary.as_deref(),
             Some("1 Inconclusive")
         );
         assert_eq!(reasons(&done), ["Analyzed"]);
-        let failed = analysis_failed(&facts, &d.status, "no valid run", true);
+        // No valid run: Failed. Anything else: the Job is made again.
+        let failed = at(
+            JobState::Failed("BackoffLimitExceeded".into()),
+            Some(Ok(AnalysisOutcome::Failed {
+                reason: "no valid run".into(),
+                fatal: true,
+            })),
+        );
         assert_eq!(failed.status.phase, Phase::Failed);
-        let again = analysis_failed(&facts, &d.status, "store down", false);
+        let again = at(
+            JobState::Failed("BackoffLimitExceeded".into()),
+            Some(Ok(AnalysisOutcome::Failed {
+                reason: "store down".into(),
+                fatal: false,
+            })),
+        );
         assert_eq!(again.status.phase, Phase::Analyzing);
+        assert_eq!(deletes(&again), 1);
+        assert!(
+            again
+                .status
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("store down")
+        );
+        let crashed = at(JobState::Failed("OOMKilled".into()), None);
+        assert_eq!(deletes(&crashed), 1);
+        let silent = at(JobState::Succeeded, None);
+        assert_eq!(deletes(&silent), 1);
+        // An unreadable outcome is the store's problem: the Job is left alone.
+        let unread = at(JobState::Active, Some(Err("connection refused".into())));
+        assert_eq!(unread.status.phase, Phase::Analyzing);
+        assert!(unread.actions.is_empty());
     }
 
     #[test]

@@ -67,8 +67,8 @@ pub fn init() -> anyhow::Result<Telemetry> {
 }
 
 /// The operator's span exporter for `config` (batched OTLP, parent-based ratio sampling).
-pub fn provider(config: &TraceConfig) -> worker::Result<SdkTracerProvider> {
-    Ok(worker::telemetry::provider(
+pub fn provider(config: &TraceConfig) -> Result<SdkTracerProvider, obs::Error> {
+    Ok(obs::otlp::provider(
         config,
         "pqbench-operator",
         Vec::new(),

@@ -33,13 +33,12 @@ use operator::{BenchmarkCampaign, Phase};
 use run::runspec::{Credentials, KeyRef, RunSpec};
 
 /// Starts the controller for one namespace; it stops when the test ends.
-fn controller(client: &Client, ns: &str, tmp: &std::path::Path) {
+fn controller(client: &Client, ns: &str) {
     let ctx = Arc::new(Context::new(
         client.clone(),
         Config {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
-            tmp: tmp.to_path_buf(),
             instance: "test".into(),
         },
         Arc::new(operator::metrics::Metrics::default()),
@@ -82,8 +81,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     let client = Client::try_default().await.unwrap();
     install_crd(&client).await;
     let ns = namespace("minio");
-    let tmp = tempfile::tempdir().unwrap();
-    controller(&client, &ns, tmp.path());
+    controller(&client, &ns);
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
     let c = campaign(
         &std::fs::read_to_string(concat!(
@@ -194,6 +192,71 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     );
 }
 
+/// The value of a pod's environment variable: its value, or the Secret key it references.
+fn env_value(job: &Job, secrets: &BTreeMap<String, Secret>, name: &str) -> String {
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let e = pod.containers[0]
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("env {name}"));
+    if let Some(v) = &e.value {
+        return v.clone();
+    }
+    let r = e
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    let s = &secrets[&r.name];
+    String::from_utf8(s.data.as_ref().unwrap()[&r.key].0.clone()).unwrap()
+}
+
+/// Plays the pod of the analysis Job: `pqbench-worker --analysis-env` with the Job's
+/// spec, the credentials read from the Secrets it references.
+fn play_analysis(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+) -> std::thread::JoinHandle<()> {
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.containers[0].args.as_deref().unwrap(),
+        ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"]
+    );
+    let mut spec: run::verdicts::AnalysisSpec =
+        serde_json::from_str(&env_value(job, secrets, "PQBENCH_ANALYSIS_SPEC")).unwrap();
+    let creds = dir.join("analysis.env");
+    std::fs::write(
+        &creds,
+        format!(
+            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+            env_value(job, secrets, "AWS_ACCESS_KEY_ID"),
+            env_value(job, secrets, "AWS_SECRET_ACCESS_KEY")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    spec.s3.credentials = Credentials::File(creds);
+    let tmp = dir.join("analysis-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        match rt.block_on(worker::analyze::analyze_bucket(&spec, &tmp)) {
+            Ok(o) => eprintln!(
+                "played analysis: {}",
+                serde_json::to_string(&o).unwrap_or_default()
+            ),
+            Err(e) => eprintln!("played analysis: {e}"),
+        }
+    })
+}
+
 /// Plays the pods of one Job: every process of the run, with the Job's spec and the
 /// Secrets it references.
 fn play_job(
@@ -202,27 +265,7 @@ fn play_job(
     dir: &std::path::Path,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let spec = job.spec.as_ref().unwrap();
-    let pod = spec.template.spec.as_ref().unwrap();
-    let c = &pod.containers[0];
-    let env = c.env.as_ref().unwrap();
-    let value = |name: &str| -> String {
-        let e = env
-            .iter()
-            .find(|e| e.name == name)
-            .unwrap_or_else(|| panic!("env {name}"));
-        if let Some(v) = &e.value {
-            return v.clone();
-        }
-        let r = e
-            .value_from
-            .as_ref()
-            .unwrap()
-            .secret_key_ref
-            .as_ref()
-            .unwrap();
-        let s = &secrets[&r.name];
-        String::from_utf8(s.data.as_ref().unwrap()[&r.key].0.clone()).unwrap()
-    };
+    let value = |name: &str| env_value(job, secrets, name);
     let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
     // The pod's environment, as files (a test may not set process-wide variables).
     let creds = dir.join(format!("{}.env", run.run_id));
@@ -300,9 +343,7 @@ async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status()
         )
         .await
         .unwrap();
-    let tmp = dir.path().join("operator-tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    controller(&client, &ns, &tmp);
+    controller(&client, &ns);
     let yaml = format!(
         r"
 apiVersion: pqbench.io/v1alpha1
@@ -344,6 +385,7 @@ spec:
     let plan = campaign::design::plan(&operator::design::manifest(&c));
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let mut played: BTreeSet<String> = BTreeSet::new();
+    let mut analyses: BTreeSet<String> = BTreeSet::new();
     let mut threads = Vec::new();
     let until = std::time::Instant::now() + Duration::from_secs(300);
     let last = loop {
@@ -359,13 +401,32 @@ spec:
         );
         for job in jobs.list(&Default::default()).await.unwrap() {
             let name = job.name_any();
-            if !played.insert(name.clone()) {
+            if played.contains(&name) || analyses.contains(&name) {
                 continue;
             }
             assert!(
                 owned_by(&job.metadata, &c),
                 "Job {name} is owned by the campaign"
             );
+            let all: BTreeMap<String, Secret> = secrets
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| (s.name_any(), s))
+                .collect();
+            let component = job
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app.kubernetes.io/component"))
+                .cloned();
+            if component.as_deref() == Some("analysis") {
+                analyses.insert(name);
+                threads.push(play_analysis(&job, &all, dir.path()));
+                continue;
+            }
+            played.insert(name.clone());
             let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
             assert_eq!(
                 pod.node_selector
@@ -386,13 +447,6 @@ spec:
                     .all(|e| e.value.is_none() && e.value_from.is_some()),
                 "credentials and keys come from Secrets by reference"
             );
-            let all: BTreeMap<String, Secret> = secrets
-                .list(&Default::default())
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|s| (s.name_any(), s))
-                .collect();
             threads.extend(play_job(&job, &all, dir.path()));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -407,6 +461,7 @@ spec:
         plan.runs.len(),
         "one Job per run, none repeated: {played:?}"
     );
+    assert_eq!(analyses.len(), 1, "one analysis Job: {analyses:?}");
     let p = st.progress.unwrap();
     assert_eq!((p.done, p.total), (12, 12));
     let loc = st.results.unwrap();
@@ -425,7 +480,7 @@ spec:
     assert_eq!(json["prereg_hash"], plan.prereg_hash);
     // Status holds exactly the report's verdicts, in compact form.
     let analysis: campaign::analysis::Report = serde_json::from_slice(&report).unwrap();
-    assert_eq!(st.verdicts, operator::results::verdict_rows(&analysis));
+    assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
     // Every run is either analysed or left out with its reason: none is lost.
     let excluded = json["excluded_runs"].as_array().unwrap();
     let analysed: usize = analysis.comparisons.iter().map(|e| 2 * e.pairs).sum();

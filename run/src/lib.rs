@@ -14,6 +14,7 @@
 //! - [`rows`]: a whole-run summary as the analysis's row.
 //! - [`schedule`]: the campaign's progress decision both executors call: what to start,
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
+//! - [`verdicts`]: the analysis Job's spec and outcome, and the compact verdicts.
 //! - [`trace`] and [`s3conf`]: the recorded trace and S3 client settings.
 //!
 //! No tokio, no AWS SDK, no Parquet, no sockets: every function here is a function of its
@@ -28,6 +29,7 @@ pub mod schedule;
 pub mod summary;
 pub mod table;
 pub mod trace;
+pub mod verdicts;
 
 pub use campaign::units;
 

@@ -3,7 +3,7 @@
 //!
 //! [`summarize`] is a pure function of the run spec and what each process recorded
 //! ([`ProcessData`]); it is used by the worker for its own part, and over all processes'
-//! files for the whole run ([`load_process`]). Definitions:
+//! files for the whole run (`worker::collect::load_process`). Definitions:
 //!
 //! - the measured window is `[startAt + warmup, startAt + warmup + measured)`; a request
 //!   belongs to it by its start (open loop: arrival) time;

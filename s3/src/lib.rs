@@ -12,6 +12,8 @@
 //! - [`S3Settings`]: the HTTP client as a benchmark needs it: pool sized to the
 //!   concurrency, `TCP_NODELAY`, no automatic retries, explicit timeouts, recorded
 //!   payload-signing and checksum options.
+//! - [`ResultsBucket`]: a campaign's prefix in a results bucket (list, get, put, delete),
+//!   for the operator and the analysis Job.
 //! - [`EmbeddedS3`] (feature `server`): an in-process S3 server (`s3s` + `s3s-fs`) on
 //!   `127.0.0.1`, for local runs and tests.
 //!
@@ -47,6 +49,7 @@
 //! # }
 //! ```
 
+mod bucket;
 mod client;
 mod error;
 #[cfg(feature = "server")]
@@ -54,6 +57,7 @@ mod server;
 mod stats;
 mod store;
 
+pub use bucket::ResultsBucket;
 pub use client::S3Settings;
 pub use error::{Error, Result, S3Class};
 pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning};

@@ -143,16 +143,25 @@ pub fn settings(spec: &RunSpec, workers: usize) -> Result<S3Settings> {
 /// The S3 settings of the results store of a spec with S3 output: its own endpoint and
 /// credentials where given, else those of the store under test.
 pub fn results_settings(spec: &RunSpec) -> Result<S3Settings> {
-    let mut s = settings(spec, 1)?;
+    results_store_settings(&spec.s3, &spec.output)
+}
+
+/// The S3 settings of the results store `output` (S3 output): its own endpoint, region and
+/// credentials where given, else those of the store under test `s3`.
+pub fn results_store_settings(
+    s3: &run::runspec::S3Target,
+    output: &run::runspec::Output,
+) -> Result<S3Settings> {
+    let mut s = settings_for(&s3.endpoint, &s3.region, &s3.credentials)?;
     if let run::runspec::Output::S3 {
         endpoint,
         credentials,
         region,
         ..
-    } = &spec.output
+    } = output
     {
         if let Some(c) = credentials {
-            s = settings_for(&s.endpoint, &spec.s3.region, c)?;
+            s = settings_for(&s.endpoint, &s3.region, c)?;
         }
         if let Some(ep) = endpoint {
             s.endpoint.clone_from(ep);

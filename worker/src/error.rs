@@ -10,6 +10,9 @@ pub enum Error {
     /// The run spec or a run table is invalid.
     #[error(transparent)]
     Run(#[from] run::Error),
+    /// The trace exporter could not be built.
+    #[error(transparent)]
+    Traces(#[from] obs::Error),
     /// The envelope refused a key or the known-answer gate's input.
     #[error(transparent)]
     Envelope(#[from] envelope::Error),
@@ -48,7 +51,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(e) => e.kind(),
-            Self::Run(_) | Self::Config(_) => "config",
+            Self::Run(_) | Self::Config(_) | Self::Traces(_) => "config",
             Self::Envelope(e) => e.kind(),
             Self::NotReady { .. } => "not_ready",
             Self::Gate(_) => "gate",

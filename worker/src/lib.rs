@@ -10,9 +10,12 @@
 //!   writes the files with their checksum manifest, [`validate`] refuses a data set that
 //!   fails any of the study's checks, and [`collect`] reads a results directory into the
 //!   analysis's rows;
+//! - [`analyze`] is the operator's analysis Job: the results bucket analysed as
+//!   `pqbench analyze` does, its report uploaded, its outcome left for the operator;
 //! - [`metrics`] (Prometheus) and [`telemetry`] (OTLP traces) observe a run while it goes;
 //! - the `pqbench-worker` binary runs one spec.
 
+pub mod analyze;
 pub mod collect;
 pub mod engine;
 mod error;

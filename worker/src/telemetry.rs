@@ -23,7 +23,6 @@
 //! processor (its own thread), configured by the run spec's `traces` block or the standard
 //! `OTEL_*` variables ([`TraceConfig::resolve`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,16 +30,13 @@ use opentelemetry::trace::{
     Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::WithExportConfig as _;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{
-    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
-};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use run::records::Record;
 use s3::{OpStats, Stage};
 
-use crate::{Error, Result};
+use crate::Result;
 
+pub use obs::otlp::{ExportStats, provider};
 pub use run::trace::{DEFAULT_SAMPLE_RATIO, OtlpProtocol, TraceConfig, TraceReport, TraceSpec};
 
 /// Head sampling: request `n` is sampled when SplitMix64(n) falls below `ratio · 2⁶⁴`.
@@ -90,51 +86,6 @@ fn splitmix64(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-#[derive(Debug, Default)]
-struct ExportCounts {
-    exported: AtomicU64,
-    last_error: std::sync::Mutex<Option<String>>,
-}
-
-/// The OTLP exporter, counting what the collector accepted.
-#[derive(Debug)]
-struct Counting<E> {
-    inner: E,
-    counts: Arc<ExportCounts>,
-}
-
-impl<E: SpanExporter> SpanExporter for Counting<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let n = u64::try_from(batch.len()).unwrap_or(u64::MAX);
-        let r = self.inner.export(batch).await;
-        // What was not accepted is derived when the report is made (handed over − accepted),
-        // which also counts spans still queued or dropped by the processor.
-        match &r {
-            Ok(()) => {
-                self.counts.exported.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(e) => {
-                if let Ok(mut last) = self.counts.last_error.lock() {
-                    *last = Some(e.to_string());
-                }
-            }
-        }
-        r
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
 /// What a request span says about its run (the same on every request of the run).
 #[derive(Clone, Debug)]
 pub struct RunAttributes {
@@ -175,10 +126,6 @@ impl std::fmt::Debug for Traces {
             .finish_non_exhaustive()
     }
 }
-
-/// Spans a batch may hold before the processor drops new ones: at ratio 1 a fast run
-/// makes thousands of spans a second.
-const QUEUE: usize = 1 << 16;
 
 impl Traces {
     /// Starts the exporter (inside a Tokio runtime: the gRPC channel lives on it).
@@ -361,86 +308,6 @@ impl Traces {
             last_error: self.counts.last_error(),
         }
     }
-}
-
-/// What the exporter of a [`provider`] managed to send.
-#[derive(Clone, Debug, Default)]
-pub struct ExportStats(Arc<ExportCounts>);
-
-impl ExportStats {
-    /// Spans the collector accepted.
-    pub fn exported(&self) -> u64 {
-        self.0.exported.load(Ordering::Relaxed)
-    }
-
-    /// The exporter's last error.
-    pub fn last_error(&self) -> Option<String> {
-        self.0.last_error.lock().ok().and_then(|l| l.clone())
-    }
-}
-
-/// A tracer provider exporting over OTLP as `config` says, through a batch processor
-/// (its own thread), with `sampler`. `service` names the service unless
-/// `OTEL_SERVICE_NAME` does; `OTEL_RESOURCE_ATTRIBUTES` adds to `resource`. Call it inside
-/// a Tokio runtime: the gRPC channel lives there.
-pub fn provider(
-    config: &TraceConfig,
-    service: &'static str,
-    resource: Vec<KeyValue>,
-    sampler: opentelemetry_sdk::trace::Sampler,
-) -> Result<(SdkTracerProvider, ExportStats)> {
-    let build_err = |e: opentelemetry_otlp::ExporterBuildError| {
-        Error::Config(format!(
-            "traces: cannot build the OTLP {} exporter for {}: {e}",
-            config.protocol, config.endpoint
-        ))
-    };
-    let counts = Arc::new(ExportCounts::default());
-    let timeout = Duration::from_secs(10);
-    let exporter = match config.protocol {
-        OtlpProtocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(&config.endpoint)
-            .with_timeout(timeout)
-            .build(),
-        OtlpProtocol::HttpProtobuf => opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(&config.endpoint)
-            .with_timeout(timeout)
-            .build(),
-    }
-    .map_err(build_err)?;
-    let processor = batch(Counting {
-        inner: exporter,
-        counts: counts.clone(),
-    });
-    let mut res = opentelemetry_sdk::Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
-        res = res.with_service_name(service);
-    }
-    let res = res
-        .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
-        .with_attributes(resource)
-        .build();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(processor)
-        .with_sampler(sampler)
-        .with_resource(res)
-        .build();
-    Ok((provider, ExportStats(counts)))
-}
-
-fn batch<E: SpanExporter + 'static>(e: E) -> BatchSpanProcessor {
-    BatchSpanProcessor::builder(e)
-        .with_batch_config(
-            BatchConfigBuilder::default()
-                .with_max_queue_size(QUEUE)
-                .with_max_export_batch_size(512)
-                .with_scheduled_delay(Duration::from_millis(500))
-                .build(),
-        )
-        .build()
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@
 //! Exit codes: 0 valid run; 1 the run completed but is invalid (its files are kept and say
 //! why); 2 the run could not be carried out (bad spec, key, gate, not ready by `startAt`,
 //! S3 unreachable before the start).
+//!
+//! `pqbench-worker --analysis-env VAR`: the operator's analysis Job
+//! ([`worker::analyze`]). Exit codes: 0 analysed; 1 the analysis failed and its outcome
+//! says why; 2 no outcome could be written.
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -23,14 +27,18 @@ struct Args {
     /// The run spec (YAML or JSON); `-` reads it from stdin.
     #[arg(
         long,
-        required_unless_present = "spec_env",
-        conflicts_with = "spec_env"
+        required_unless_present_any = ["spec_env", "analysis_env"],
+        conflicts_with_all = ["spec_env", "analysis_env"]
     )]
     spec: Option<PathBuf>,
     /// Read the run spec from this environment variable instead (the operator's worker
     /// Jobs set `PQBENCH_RUN_SPEC`).
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", conflicts_with = "analysis_env")]
     spec_env: Option<String>,
+    /// Analyse a campaign's results bucket instead, the analysis spec in this environment
+    /// variable (the operator's analysis Job sets `PQBENCH_ANALYSIS_SPEC`).
+    #[arg(long, value_name = "VAR")]
+    analysis_env: Option<String>,
     /// Take this process's index (`processes.index`) from this environment variable (an
     /// Indexed Job's `JOB_COMPLETION_INDEX`).
     #[arg(long, value_name = "VAR")]
@@ -49,6 +57,16 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(var) = &args.analysis_env {
+        return match analysis(var) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("pqbench-worker: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -111,4 +129,38 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     }
     checked.eprint_failures();
     Ok(checked.valid())
+}
+
+/// The analysis Job: whether it analysed (the outcome is in the bucket either way).
+fn analysis(var: &str) -> anyhow::Result<bool> {
+    let text = std::env::var(var)
+        .with_context(|| format!("environment variable {var} (the analysis spec) is not set"))?;
+    let spec: run::verdicts::AnalysisSpec =
+        serde_json::from_str(&text).with_context(|| format!("${var} is not an analysis spec"))?;
+    let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let outcome = rt.block_on(worker::analyze::analyze_bucket(
+        &spec,
+        &std::env::temp_dir(),
+    ))?;
+    Ok(match outcome {
+        run::verdicts::AnalysisOutcome::Analyzed { verdicts, excluded } => {
+            eprintln!(
+                "analysed: {} comparison(s), {} run(s) left out",
+                verdicts.len(),
+                excluded.len()
+            );
+            true
+        }
+        run::verdicts::AnalysisOutcome::Failed { reason, fatal } => {
+            eprintln!(
+                "the analysis failed{}: {reason}",
+                if fatal {
+                    " (no verdicts can come of this data)"
+                } else {
+                    ""
+                }
+            );
+            false
+        }
+    })
 }
