@@ -156,7 +156,9 @@ impl Scenario {
     }
 
     fn calls(self) -> Vec<Call> {
-        let labels = "pqbench.io/campaign=quick,app.kubernetes.io/component=worker";
+        // Worker and analysis Jobs (as the query string carries it).
+        let labels =
+            "pqbench.io/campaign=quick,app.kubernetes.io/component+in+%28worker,+analysis%29";
         match self {
             Self::AddsFinalizer => vec![checked(Method::PATCH, CAMPAIGNS, Reply::Campaign, |b| {
                 assert!(b.to_string().contains("pqbench.io/cleanup"), "{b}");

@@ -490,13 +490,7 @@ async fn act(
         Action::StopJobs => stop_jobs(ctx, owner).await?,
         Action::CleanUp => delete_children(ctx, owner).await?,
         Action::Event(e) => {
-            let run_outcome = match e.reason {
-                "RunCompleted" => Some("completed"),
-                "RunRetried" => Some("retried"),
-                "RunFailed" => Some("failed"),
-                _ => None,
-            };
-            if let Some(o) = run_outcome {
+            if let Some(o) = e.reason.run_outcome() {
                 ctx.metrics
                     .runs
                     .get_or_create(&Outcome { outcome: o })
@@ -508,14 +502,14 @@ async fn act(
                 } else {
                     EventType::Normal
                 },
-                reason: e.reason.to_owned(),
+                reason: e.reason.as_str().to_owned(),
                 note: Some(e.note.chars().take(1000).collect()),
-                action: e.reason.to_owned(),
+                action: e.reason.as_str().to_owned(),
                 secondary: None,
             };
             if let Err(err) = ctx.recorder.publish(&ev, &c.object_ref(&())).await {
                 // An event that cannot be recorded does not stop the campaign.
-                warn!(reason = e.reason, error = %err, "cannot record an event");
+                warn!(reason = e.reason.as_str(), error = %err, "cannot record an event");
             }
         }
     }
@@ -576,19 +570,18 @@ where
     }
 }
 
-fn selector(owner: &Owner, component: &str) -> ListParams {
+/// The campaign's worker and analysis Jobs.
+fn jobs_selector(owner: &Owner) -> ListParams {
     ListParams::default().labels(&format!(
-        "{CAMPAIGN_LABEL}={},app.kubernetes.io/component={component}",
+        "{CAMPAIGN_LABEL}={},app.kubernetes.io/component in (worker, analysis)",
         owner.name
     ))
 }
 
 async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    for component in ["worker", "analysis"] {
-        for j in jobs.list(&selector(owner, component)).await? {
-            delete_if_present(&jobs, &j.name_any()).await?;
-        }
+    for j in jobs.list(&jobs_selector(owner)).await? {
+        delete_if_present(&jobs, &j.name_any()).await?;
     }
     Ok(())
 }
@@ -615,11 +608,11 @@ async fn cleanup(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     ctx.metrics.campaign_phase(&campaign_key(c), None);
     let ev = KEvent {
         type_: EventType::Normal,
-        reason: "Deleted".into(),
+        reason: step::Reason::Deleted.as_str().into(),
         note: Some(
             "deleted the campaign's server, Secrets and Jobs; the results bucket is kept".into(),
         ),
-        action: "Deleted".into(),
+        action: step::Reason::Deleted.as_str().into(),
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&ev, &c.object_ref(&())).await {

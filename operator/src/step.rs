@@ -110,7 +110,7 @@ pub struct Event {
     /// Warning rather than Normal.
     pub warning: bool,
     /// The reason.
-    pub reason: &'static str,
+    pub reason: Reason,
     /// What happened, for people.
     pub note: String,
 }
@@ -217,16 +217,179 @@ pub fn analysis_deadline(spec: &CampaignSpec) -> Duration {
     deadlines(spec).analysis.0
 }
 
+/// The status conditions of a campaign.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionType {
+    /// Server, Secrets and results bucket ready.
+    Provisioned,
+    /// Runs in progress.
+    Running,
+    /// The analysis is done.
+    Analyzed,
+    /// Runs failed or were left out.
+    Degraded,
+    /// The campaign succeeded (`True`), failed (`False`) or goes on (`Unknown`).
+    Ready,
+}
+
+impl ConditionType {
+    /// The condition's `type`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Provisioned => "Provisioned",
+            Self::Running => "Running",
+            Self::Analyzed => "Analyzed",
+            Self::Degraded => "Degraded",
+            Self::Ready => "Ready",
+        }
+    }
+}
+
+/// A condition's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionStatus {
+    /// `True`.
+    True,
+    /// `False`.
+    False,
+    /// `Unknown`.
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The condition's `status`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+/// The reason of a condition or an event: a fixed set, PascalCase on the API server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// The campaign is registered (event).
+    Accepted,
+    /// Server, Secrets and results bucket ready.
+    Provisioned,
+    /// Provisioning in progress.
+    Provisioning,
+    /// A phase that has not begun.
+    NotStarted,
+    /// No run has failed.
+    NoFailedRuns,
+    /// The campaign goes on.
+    InProgress,
+    /// Running the plan.
+    Running,
+    /// The results bucket cannot be read.
+    ResultsUnreachable,
+    /// A run attempt started (event).
+    RunStarted,
+    /// A run has every process's files (event).
+    RunCompleted,
+    /// A run attempt failed and the run is tried again (event).
+    RunRetried,
+    /// A run failed every attempt and is given up (event).
+    RunFailed,
+    /// Runs failed every attempt.
+    RunsFailed,
+    /// Runs failed or were invalid and are left out of the analysis.
+    RunsLeftOut,
+    /// Every run is done.
+    RunsComplete,
+    /// The analysis is done.
+    Analyzed,
+    /// The campaign succeeded.
+    Succeeded,
+    /// The server, Secrets and Jobs were deleted after the TTL (event).
+    CleanedUp,
+    /// The campaign was deleted and its children with it (event).
+    Deleted,
+    /// The spec is invalid.
+    InvalidSpec,
+    /// Provisioning passed its deadline.
+    ProvisioningDeadlineExceeded,
+    /// The analysis passed its deadline.
+    AnalysisDeadlineExceeded,
+    /// The analysis failed for want of valid data.
+    AnalysisFailed,
+}
+
+impl Reason {
+    /// The reason as the API server shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "Accepted",
+            Self::Provisioned => "Provisioned",
+            Self::Provisioning => "Provisioning",
+            Self::NotStarted => "NotStarted",
+            Self::NoFailedRuns => "NoFailedRuns",
+            Self::InProgress => "InProgress",
+            Self::Running => "Running",
+            Self::ResultsUnreachable => "ResultsUnreachable",
+            Self::RunStarted => "RunStarted",
+            Self::RunCompleted => "RunCompleted",
+            Self::RunRetried => "RunRetried",
+            Self::RunFailed => "RunFailed",
+            Self::RunsFailed => "RunsFailed",
+            Self::RunsLeftOut => "RunsLeftOut",
+            Self::RunsComplete => "RunsComplete",
+            Self::Analyzed => "Analyzed",
+            Self::Succeeded => "Succeeded",
+            Self::CleanedUp => "CleanedUp",
+            Self::Deleted => "Deleted",
+            Self::InvalidSpec => "InvalidSpec",
+            Self::ProvisioningDeadlineExceeded => "ProvisioningDeadlineExceeded",
+            Self::AnalysisDeadlineExceeded => "AnalysisDeadlineExceeded",
+            Self::AnalysisFailed => "AnalysisFailed",
+        }
+    }
+
+    /// The `outcome` label of `pqbench_operator_runs_total` an event with this reason
+    /// counts under, if any.
+    pub const fn run_outcome(self) -> Option<&'static str> {
+        match self {
+            Self::RunCompleted => Some("completed"),
+            Self::RunRetried => Some("retried"),
+            Self::RunFailed => Some("failed"),
+            Self::Accepted
+            | Self::Provisioned
+            | Self::Provisioning
+            | Self::NotStarted
+            | Self::NoFailedRuns
+            | Self::InProgress
+            | Self::Running
+            | Self::ResultsUnreachable
+            | Self::RunStarted
+            | Self::RunsFailed
+            | Self::RunsLeftOut
+            | Self::RunsComplete
+            | Self::Analyzed
+            | Self::Succeeded
+            | Self::CleanedUp
+            | Self::Deleted
+            | Self::InvalidSpec
+            | Self::ProvisioningDeadlineExceeded
+            | Self::AnalysisDeadlineExceeded
+            | Self::AnalysisFailed => None,
+        }
+    }
+}
+
 /// Sets a condition, keeping its transition time when its status does not change.
 pub fn set_condition(
     conds: &mut Vec<Condition>,
-    type_: &str,
-    status: &str,
-    reason: &str,
+    type_: ConditionType,
+    status: ConditionStatus,
+    reason: Reason,
     message: &str,
     generation: Option<i64>,
     now: SystemTime,
 ) {
+    let (type_, status, reason) = (type_.as_str(), status.as_str(), reason.as_str());
     let time = Time(jiff::Timestamp::try_from(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH));
     if let Some(c) = conds.iter_mut().find(|c| c.type_ == type_) {
         if c.status != status {
@@ -256,7 +419,13 @@ struct Step<'f, 'a> {
 }
 
 impl Step<'_, '_> {
-    fn cond(&mut self, type_: &str, status: &str, reason: &str, message: &str) {
+    fn cond(
+        &mut self,
+        type_: ConditionType,
+        status: ConditionStatus,
+        reason: Reason,
+        message: &str,
+    ) {
         set_condition(
             &mut self.st.conditions,
             type_,
@@ -268,7 +437,7 @@ impl Step<'_, '_> {
         );
     }
 
-    fn event(&mut self, warning: bool, reason: &'static str, note: String) {
+    fn event(&mut self, warning: bool, reason: Reason, note: String) {
         self.actions.push(Action::Event(Event {
             warning,
             reason,
@@ -297,13 +466,23 @@ impl Step<'_, '_> {
     }
 
     /// Ends the campaign as failed.
-    fn fail(&mut self, reason: &'static str, message: String) {
+    fn fail(&mut self, reason: Reason, message: String) {
         self.enter(Phase::Failed);
         self.st.finished_at = Some(rfc3339(self.f.now));
         self.st.message = Some(message.clone());
         self.st.current = None;
-        self.cond("Ready", "False", reason, &message);
-        self.cond("Running", "False", reason, &message);
+        self.cond(
+            ConditionType::Ready,
+            ConditionStatus::False,
+            reason,
+            &message,
+        );
+        self.cond(
+            ConditionType::Running,
+            ConditionStatus::False,
+            reason,
+            &message,
+        );
         if !self.f.spec.keep_on_failure {
             self.actions.push(Action::StopJobs);
         }
@@ -329,7 +508,10 @@ impl Step<'_, '_> {
     fn pending(&mut self) {
         let f = self.f;
         if let Some(why) = &f.invalid {
-            self.fail("InvalidSpec", format!("the campaign is invalid: {why}"));
+            self.fail(
+                Reason::InvalidSpec,
+                format!("the campaign is invalid: {why}"),
+            );
             return;
         }
         self.st.prereg_hash = Some(f.plan.prereg_hash.clone());
@@ -347,33 +529,38 @@ impl Step<'_, '_> {
         );
         self.st.message = Some("provisioning the server, Secrets and results bucket".into());
         self.cond(
-            "Provisioned",
-            "False",
-            "Provisioning",
+            ConditionType::Provisioned,
+            ConditionStatus::False,
+            Reason::Provisioning,
             "creating the server, Secrets and results bucket",
         );
         self.cond(
-            "Running",
-            "False",
-            "NotStarted",
+            ConditionType::Running,
+            ConditionStatus::False,
+            Reason::NotStarted,
             "runs start once provisioned",
         );
         self.cond(
-            "Analyzed",
-            "False",
-            "NotStarted",
+            ConditionType::Analyzed,
+            ConditionStatus::False,
+            Reason::NotStarted,
             "the analysis follows the runs",
         );
-        self.cond("Degraded", "False", "NoFailedRuns", "no run has failed");
         self.cond(
-            "Ready",
-            "Unknown",
-            "InProgress",
+            ConditionType::Degraded,
+            ConditionStatus::False,
+            Reason::NoFailedRuns,
+            "no run has failed",
+        );
+        self.cond(
+            ConditionType::Ready,
+            ConditionStatus::Unknown,
+            Reason::InProgress,
             "the campaign is in progress",
         );
         self.event(
             false,
-            "Accepted",
+            Reason::Accepted,
             format!(
                 "pre-registration {} ({} runs in {} blocks)",
                 &f.plan.prereg_hash[..f.plan.prereg_hash.len().min(16)],
@@ -407,7 +594,7 @@ impl Step<'_, '_> {
             Some(why) if self.past(limit) => {
                 self.actions.clear();
                 self.fail(
-                    "ProvisioningDeadlineExceeded",
+                    Reason::ProvisioningDeadlineExceeded,
                     format!(
                         "not provisioned within {}: {why}",
                         campaign::units::format_duration(limit)
@@ -416,22 +603,32 @@ impl Step<'_, '_> {
             }
             Some(why) => {
                 self.actions.insert(0, Action::Provision);
-                self.cond("Provisioned", "False", "Provisioning", &why);
+                self.cond(
+                    ConditionType::Provisioned,
+                    ConditionStatus::False,
+                    Reason::Provisioning,
+                    &why,
+                );
                 self.st.message = Some(why);
                 self.requeue(Duration::from_secs(5));
             }
             None => {
                 self.actions.push(Action::Provision);
                 self.cond(
-                    "Provisioned",
-                    "True",
-                    "Provisioned",
+                    ConditionType::Provisioned,
+                    ConditionStatus::True,
+                    Reason::Provisioned,
                     "server, Secrets and results bucket ready",
                 );
-                self.cond("Running", "True", "Running", "running the plan");
+                self.cond(
+                    ConditionType::Running,
+                    ConditionStatus::True,
+                    Reason::Running,
+                    "running the plan",
+                );
                 self.event(
                     false,
-                    "Provisioned",
+                    Reason::Provisioned,
                     "server, Secrets and results bucket ready".into(),
                 );
                 self.enter(Phase::Running);
@@ -449,9 +646,9 @@ impl Step<'_, '_> {
                 // meets its deadline on a later pass.
                 self.st.message = Some(format!("the results bucket cannot be read: {e}"));
                 self.cond(
-                    "Running",
-                    "True",
-                    "ResultsUnreachable",
+                    ConditionType::Running,
+                    ConditionStatus::True,
+                    Reason::ResultsUnreachable,
                     &format!("the results bucket cannot be read: {e}"),
                 );
                 self.requeue(Duration::from_secs(10));
@@ -512,7 +709,7 @@ impl Step<'_, '_> {
         if let (Some(run_id), Some(cur)) = (&d.completed, self.st.current.clone()) {
             self.event(
                 false,
-                "RunCompleted",
+                Reason::RunCompleted,
                 format!(
                     "run {run_id} (attempt {}) has its files in the results bucket",
                     cur.attempt
@@ -525,10 +722,15 @@ impl Step<'_, '_> {
             Next::Done => {
                 self.progress(d.progress, None);
                 self.st.current = None;
-                self.cond("Running", "False", "RunsComplete", "every run is done");
+                self.cond(
+                    ConditionType::Running,
+                    ConditionStatus::False,
+                    Reason::RunsComplete,
+                    "every run is done",
+                );
                 self.event(
                     false,
-                    "RunsComplete",
+                    Reason::RunsComplete,
                     format!("{} runs done; analysing", d.progress.done),
                 );
                 self.enter(Phase::Analyzing);
@@ -547,7 +749,7 @@ impl Step<'_, '_> {
                 self.actions.push(Action::StartJob { index, attempt: 1 });
                 self.event(
                     false,
-                    "RunStarted",
+                    Reason::RunStarted,
                     format!(
                         "run {} ({}/{}) in Job {}",
                         c.run_id,
@@ -574,7 +776,7 @@ impl Step<'_, '_> {
                 }
                 self.event(
                     true,
-                    "RunRetried",
+                    Reason::RunRetried,
                     format!(
                         "run {run_id} attempt {} failed ({why}); attempt {attempt} of {}",
                         attempt - 1,
@@ -613,14 +815,14 @@ impl Step<'_, '_> {
                 });
                 let n = self.st.failed_runs.len();
                 self.cond(
-                    "Degraded",
-                    "True",
-                    "RunsFailed",
+                    ConditionType::Degraded,
+                    ConditionStatus::True,
+                    Reason::RunsFailed,
                     &format!("{n} run(s) failed every attempt; the analysis leaves them out"),
                 );
                 self.event(
                     true,
-                    "RunFailed",
+                    Reason::RunFailed,
                     format!("run {}: {reason}; going on without it", g.run_id),
                 );
                 self.st.current = None;
@@ -668,7 +870,7 @@ impl Step<'_, '_> {
         let limit = deadlines(f.spec).analysis.0;
         if self.past(limit) {
             self.fail(
-                "AnalysisDeadlineExceeded",
+                Reason::AnalysisDeadlineExceeded,
                 format!(
                     "the analysis did not finish within {}",
                     campaign::units::format_duration(limit)
@@ -690,8 +892,16 @@ impl Step<'_, '_> {
                 })),
                 _,
             ) => {
-                self.cond("Analyzed", "False", "AnalysisFailed", reason);
-                self.fail("AnalysisFailed", format!("the analysis failed: {reason}"));
+                self.cond(
+                    ConditionType::Analyzed,
+                    ConditionStatus::False,
+                    Reason::AnalysisFailed,
+                    reason,
+                );
+                self.fail(
+                    Reason::AnalysisFailed,
+                    format!("the analysis failed: {reason}"),
+                );
                 return;
             }
             (Some(Err(e)), _) => {
@@ -764,18 +974,28 @@ impl Step<'_, '_> {
         if !excluded.is_empty() {
             let n = excluded.len() + self.st.failed_runs.len();
             self.cond(
-                "Degraded",
-                "True",
-                "RunsLeftOut",
+                ConditionType::Degraded,
+                ConditionStatus::True,
+                Reason::RunsLeftOut,
                 &format!("{n} run(s) failed or were invalid and are left out of the analysis"),
             );
         }
-        self.cond("Analyzed", "True", "Analyzed", &note);
-        self.cond("Ready", "True", "Succeeded", &note);
+        self.cond(
+            ConditionType::Analyzed,
+            ConditionStatus::True,
+            Reason::Analyzed,
+            &note,
+        );
+        self.cond(
+            ConditionType::Ready,
+            ConditionStatus::True,
+            Reason::Succeeded,
+            &note,
+        );
         self.enter(Phase::Succeeded);
         self.st.finished_at = Some(rfc3339(f.now));
         self.st.message = Some(note.clone());
-        self.event(false, "Analyzed", note);
+        self.event(false, Reason::Analyzed, note);
         self.ttl();
     }
 
@@ -798,8 +1018,8 @@ impl Step<'_, '_> {
                 self.actions.push(Action::CleanUp);
                 self.st.cleaned_up_at = Some(rfc3339(f.now));
                 self.event(
-                    false,
-                    "CleanedUp",
+            false,
+            Reason::CleanedUp,
                     format!("deleted the server, Secrets and Jobs {ttl}s after the end; the results bucket is kept"),
                 );
             }
@@ -917,7 +1137,7 @@ mod tests {
         d.actions
             .iter()
             .filter_map(|a| match a {
-                Action::Event(e) => Some(e.reason),
+                Action::Event(e) => Some(e.reason.as_str()),
                 _ => None,
             })
             .collect()
