@@ -25,7 +25,7 @@ use envelope::{Backend, Mode, Receiver, Sender};
 use s3::{OpStats, S3Settings, Store};
 use serde::Serialize;
 
-use crate::cli::{FreshKeys, parse_size};
+use crate::args::{FreshKeys, parse_size};
 use crate::serverproc::spawn_server;
 
 const BUCKET: &str = "pqbench-bench";

@@ -178,7 +178,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     node_exporter: Option<String>,
     #[command(flatten)]
-    traces: crate::cli::TraceArgs,
+    traces: crate::args::TraceArgs,
 }
 
 /// Makes (or checks) the campaign directory: the plan must match byte for byte.

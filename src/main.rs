@@ -1,9 +1,11 @@
 //! `pqbench`: the command-line front end. Thin: parse arguments, dispatch to `cli`.
 
+mod args;
 mod bench;
 mod campaigncmd;
 mod cli;
-mod layout;
+mod dirstore;
+mod envcmd;
 mod runcmd;
 mod s3cmd;
 mod serverproc;

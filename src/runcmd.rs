@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use envelope::{Backend, KeyType, Mode, SecretKey};
 use run::runspec::{Cell, KeyRef, Loop, Operation, PauseRule, PromSource, RunSpec, Session};
 
-use crate::cli::{parse_duration, parse_size};
+use crate::args::{parse_duration, parse_size};
 use crate::serverproc::local_or_embedded;
 
 /// Bucket `run-one` uses on its own server.
@@ -112,7 +112,7 @@ pub(crate) struct RunOneArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<std::net::SocketAddr>,
     #[command(flatten)]
-    traces: crate::cli::TraceArgs,
+    traces: crate::args::TraceArgs,
 }
 
 pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
 
-use crate::cli::{ReceiverArgs, SenderArgs, parse_duration};
-use crate::layout::Staged;
+use crate::args::{ReceiverArgs, SenderArgs, parse_duration};
+use crate::dirstore::Staged;
 
 /// Where the S3 server is and how to talk to it.
 #[derive(Args, Debug)]

@@ -1,7 +1,7 @@
 //! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources.
 //!
 //! - [`api`]: the custom resource, its status and the generated CRD;
-//! - [`design`]: the campaign placed on a cluster (endpoints, run specs, keys);
+//! - [`deploy`]: the campaign placed on a cluster (endpoints, run specs, keys);
 //! - [`resources`]: pure builders of the child objects (Secrets, MinIO, worker Jobs);
 //! - [`step`]: the pure decision (observed facts → new status and actions);
 //! - [`reconcile`]: the executor (observes, writes status, acts) and the controller;
@@ -10,7 +10,7 @@
 //!   logging.
 
 pub mod api;
-pub mod design;
+pub mod deploy;
 pub mod lease;
 pub mod metrics;
 pub mod reconcile;

@@ -26,7 +26,7 @@ use serde_json::json;
 use tracing::{info, instrument, warn};
 
 use crate::api::{BenchmarkCampaign, Phase};
-use crate::design;
+use crate::deploy;
 use crate::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
 use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, Placement, SECRET_KEY};
 use crate::results::ResultsStore;
@@ -141,9 +141,9 @@ async fn results_store(
     c: &BenchmarkCampaign,
 ) -> Result<ResultsStore> {
     let spec = &c.spec.campaign;
-    let loc = design::results_location(owner, spec);
-    let region = design::results_region(spec);
-    let settings = match design::results_credentials_secret(owner, spec) {
+    let loc = deploy::results_location(owner, spec);
+    let region = deploy::results_region(spec);
+    let settings = match deploy::results_credentials_secret(owner, spec) {
         Some(name) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
             let secret = secrets.get_opt(&name).await?.ok_or_else(|| Error::Spec {
@@ -208,7 +208,7 @@ async fn minio_bucket_exists(ctx: &Context, owner: &Owner) -> bool {
     };
     client
         .head_bucket()
-        .bucket(design::MINIO_BUCKET)
+        .bucket(deploy::MINIO_BUCKET)
         .send()
         .await
         .is_ok()
@@ -246,11 +246,11 @@ fn campaign_key(c: &BenchmarkCampaign) -> String {
 
 async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     let owner = Owner::of(c)?;
-    let m = design::manifest(c);
+    let m = deploy::manifest(c);
     let plan = campaign::design::plan(&m);
-    let invalid = m.validate().err().or_else(|| design::unsupported(&m.spec));
+    let invalid = m.validate().err().or_else(|| deploy::unsupported(&m.spec));
     let status = c.status.clone().unwrap_or_default();
-    let results = design::results_location(&owner, &m.spec);
+    let results = deploy::results_location(&owner, &m.spec);
     let phase = status.phase;
     ctx.metrics.campaign_phase(&campaign_key(c), Some(phase));
     let (server_ready, server_detail) = if matches!(phase, Phase::Provisioning | Phase::Running) {
@@ -398,7 +398,7 @@ async fn act(
             }
             if secrets.get_opt(&owner.keys_secret()).await?.is_none() {
                 let mut keys = Vec::new();
-                for kt in design::key_types(plan) {
+                for kt in deploy::key_types(plan) {
                     let sk = envelope::SecretKey::generate(kt, &mut envelope::os_rng()).map_err(
                         |e| Error::Spec {
                             detail: format!("generating a {kt} key: {e}"),
@@ -448,7 +448,7 @@ async fn act(
             if c.spec.server.external.is_none()
                 && let Some(st) = minio_settings(ctx, owner).await?
             {
-                s3::Store::new(&st, design::MINIO_BUCKET, &plan.campaign)?
+                s3::Store::new(&st, deploy::MINIO_BUCKET, &plan.campaign)?
                     .create_bucket()
                     .await?;
             }
@@ -457,12 +457,12 @@ async fn act(
             let name = step::job_name(&plan.campaign, index, attempt);
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
             if jobs.get_opt(&name).await?.is_none() {
-                let spec = design::run_spec(m, plan, index, owner)?;
+                let spec = deploy::run_spec(m, plan, index, owner)?;
                 let cleared = store()?.clear_run(&spec.run_id).await?;
                 if cleared > 0 {
                     info!(run = %spec.run_id, objects = cleared, "cleared an earlier attempt's objects");
                 }
-                let key_types = design::key_types(plan);
+                let key_types = deploy::key_types(plan);
                 let deadline = step::run_deadline(&c.spec.campaign);
                 let (pods, placement) = worker_pods(ctx, c, owner, &key_types, deadline)?;
                 let job =
@@ -480,7 +480,7 @@ async fn act(
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
             if jobs.get_opt(&name).await?.is_none() {
                 store()?.clear_outcome().await?;
-                let spec = design::analysis_spec(m, owner);
+                let spec = deploy::analysis_spec(m, owner);
                 let deadline = step::analysis_deadline(&c.spec.campaign);
                 let (pods, placement) = worker_pods(ctx, c, owner, &[], deadline)?;
                 let job = resources::analysis_job(owner, &name, &spec, &pods, placement)?;
@@ -539,7 +539,7 @@ fn worker_pods<'a>(
         processes: cl.processes,
         resources: cl.resources.as_ref(),
         image_pull_secrets: &cl.image_pull_secrets,
-        server_credentials: design::server_credentials_secret(owner, spec_),
+        server_credentials: deploy::server_credentials_secret(owner, spec_),
         service_account_name: cl.service_account_name.clone(),
         results_credentials: spec_
             .results

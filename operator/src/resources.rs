@@ -454,12 +454,12 @@ fn credential_env(pods: &WorkerPods<'_>) -> Vec<EnvVar> {
     }
     if let Some(r) = &pods.results_credentials {
         env.push(secret_env(
-            crate::design::RESULTS_ACCESS_KEY_VAR,
+            crate::deploy::RESULTS_ACCESS_KEY_VAR,
             r,
             ACCESS_KEY,
         ));
         env.push(secret_env(
-            crate::design::RESULTS_SECRET_KEY_VAR,
+            crate::deploy::RESULTS_SECRET_KEY_VAR,
             r,
             SECRET_KEY,
         ));
@@ -574,7 +574,7 @@ pub fn worker_job(
     env.extend(credential_env(pods));
     for kt in pods.key_types {
         env.push(secret_env(
-            &run::runspec::key_var(crate::design::KEY_ENV_PREFIX, *kt),
+            &run::runspec::key_var(crate::deploy::KEY_ENV_PREFIX, *kt),
             &owner.keys_secret(),
             kt.name(),
         ));
@@ -848,7 +848,7 @@ pub(crate) mod tests {
     fn quick_spec() -> run::runspec::RunSpec {
         let m = crate::fixtures::quick();
         let plan = campaign::design::plan(&m);
-        crate::design::run_spec(&m, &plan, 0, &owner()).unwrap()
+        crate::deploy::run_spec(&m, &plan, 0, &owner()).unwrap()
     }
 
     #[test]

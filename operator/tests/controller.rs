@@ -98,7 +98,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     })
     .await;
     let st = c.status.clone().unwrap();
-    let m = operator::design::manifest(&c);
+    let m = operator::deploy::manifest(&c);
     assert_eq!(
         st.prereg_hash.as_deref(),
         Some(campaign::design::prereg_hash(&m.spec).as_str())
@@ -141,7 +141,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     let keys = secrets.get(&format!("{name}-keys")).await.unwrap();
     assert!(owned_by(&keys.metadata, &c));
     let entries: BTreeSet<String> = keys.data.unwrap().into_keys().collect();
-    let want: BTreeSet<String> = operator::design::key_types(&campaign::design::plan(&m))
+    let want: BTreeSet<String> = operator::deploy::key_types(&campaign::design::plan(&m))
         .iter()
         .map(|k| k.name().to_owned())
         .collect();
@@ -382,7 +382,7 @@ spec:
         .create(&PostParams::default(), &campaign(&yaml))
         .await
         .unwrap();
-    let plan = campaign::design::plan(&operator::design::manifest(&c));
+    let plan = campaign::design::plan(&operator::deploy::manifest(&c));
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let mut played: BTreeSet<String> = BTreeSet::new();
     let mut analyses: BTreeSet<String> = BTreeSet::new();

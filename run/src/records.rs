@@ -49,16 +49,16 @@ impl Stage {
     }
 }
 
-/// Phase of the run a request belongs to, by its start (open loop: arrival) time.
+/// The phase of the run a request belongs to, by its start (open loop: arrival) time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
+pub enum RequestPhase {
     /// The warm-up phase (first `warmup` after `startAt`): recorded, not analysed.
     Warmup,
     /// The measured window.
     Measured,
 }
 
-impl Phase {
+impl RequestPhase {
     /// Fixed label.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -136,7 +136,7 @@ pub struct Record {
     /// arrival stream).
     pub seq: u64,
     /// Warm-up or measured.
-    pub phase: Option<Phase>,
+    pub phase: Option<RequestPhase>,
     /// Start (open loop: arrival) as nanoseconds since the Unix epoch.
     pub start_unix_ns: i64,
     /// Start (open loop: arrival) relative to `startAt`, from the monotonic clock.
@@ -367,7 +367,7 @@ pub fn records_from_table(t: &Table) -> Result<(Option<RunKeys>, Vec<Record>)> {
             |name: &'static str| -> Result<u64> { nn(name).map(|v| u64::try_from(v).unwrap_or(0)) };
         let phase = st("phase", i)
             .as_deref()
-            .and_then(Phase::parse)
+            .and_then(RequestPhase::parse)
             .ok_or_else(|| bad(i, "phase", "is not warmup or measured"))?;
         let outcome = st("outcome", i)
             .as_deref()

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::{Outcome, Phase, Record, Sample};
+use crate::records::{Outcome, Record, RequestPhase, Sample};
 use crate::runspec::{Loop, RunSpec};
 use crate::s3conf::ClientRecord;
 
@@ -369,7 +369,7 @@ fn dist(mut v: Vec<f64>) -> Dist {
 
 /// Whether a record is a successful measured request.
 pub fn is_measured_ok(r: &Record) -> bool {
-    r.phase == Some(Phase::Measured) && r.outcome == Some(Outcome::Ok)
+    r.phase == Some(RequestPhase::Measured) && r.outcome == Some(Outcome::Ok)
 }
 
 /// Unaccounted fraction of a request (0 for a zero total).
@@ -505,11 +505,11 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
     }
     let measured = records
         .iter()
-        .filter(|r| r.phase == Some(Phase::Measured))
+        .filter(|r| r.phase == Some(RequestPhase::Measured))
         .count();
     let failed = records
         .iter()
-        .filter(|r| r.phase == Some(Phase::Measured) && r.outcome != Some(Outcome::Ok))
+        .filter(|r| r.phase == Some(RequestPhase::Measured) && r.outcome != Some(Outcome::Ok))
         .count();
     let frac = if measured > 0 {
         f(failed as u64) / f(measured as u64)
@@ -546,8 +546,8 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
     let mut failures = BTreeMap::new();
     for r in &all {
         match r.phase {
-            Some(Phase::Warmup) => counts.warmup += 1,
-            Some(Phase::Measured) => {
+            Some(RequestPhase::Warmup) => counts.warmup += 1,
+            Some(RequestPhase::Measured) => {
                 counts.measured += 1;
                 match r.outcome {
                     Some(Outcome::Ok) => counts.ok += 1,

@@ -54,8 +54,8 @@ mod client;
 mod error;
 #[cfg(feature = "server")]
 mod server;
-mod stats;
 mod store;
+mod timing;
 
 pub use bucket::ResultsBucket;
 pub use client::S3Settings;
@@ -63,11 +63,11 @@ pub use error::{Error, Result, S3Class};
 pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning};
 #[cfg(feature = "server")]
 pub use server::EmbeddedS3;
-pub use stats::{OpStats, S3Call, Stage, Timeline};
 pub use store::{
     Event, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Store,
     VersionInfo, latest_of,
 };
+pub use timing::{OpStats, S3Call, Stage, Timeline};
 
 /// The stats of a typical 64 KiB GET (two S3 calls, one chunk) that began at `start`, for
 /// the tracing benchmark.

@@ -30,7 +30,7 @@ use envelope::layout::{self, Part};
 use envelope::{ObjectId, Receiver, Sender, SessionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::stats::{Call, cpu};
+use crate::timing::{Call, cpu};
 use crate::{Error, OpStats, Result, S3Class, S3Settings};
 
 /// Size of a multipart part of `data.enc` (the last part may be smaller).
@@ -192,7 +192,7 @@ async fn timed<T>(st: &mut OpStats, op: &'static str, request: impl Future<Outpu
     st.storage += storage;
     st.timeline
         .calls
-        .push(crate::stats::S3Call { op, start, storage });
+        .push(crate::timing::S3Call { op, start, storage });
     r
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use run::records::{Outcome, Record};
 use s3::{OpStats, stats_for_bench};
-use worker::telemetry::{OtlpProtocol, RunAttributes, TraceConfig, Traces};
+use worker::traces::{OtlpProtocol, RunAttributes, TraceConfig, Traces};
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");

@@ -31,9 +31,9 @@ use tokio::sync::Mutex;
 use crate::host::host_info;
 use crate::metrics::{Metrics, RunMetrics};
 use crate::sampler::{Sampler, Sources};
-use crate::telemetry::{RunAttributes, TraceConfig, Traces};
+use crate::traces::{RunAttributes, TraceConfig, Traces};
 use crate::{Error, Result};
-use run::records::{Outcome, Phase, Record};
+use run::records::{Outcome, Record, RequestPhase};
 use run::runspec::{Credentials, KeyRef, Loop, Operation, RunSpec};
 use run::summary::HostInfo;
 use run::summary::{ProcessData, ProcessInfo};
@@ -213,9 +213,9 @@ async fn one(
     // Closed loop: a request arrives when it starts.
     let arrival = arrival.unwrap_or(start);
     let phase = if arrival < ctx.measure_from {
-        Phase::Warmup
+        RequestPhase::Warmup
     } else {
-        Phase::Measured
+        RequestPhase::Measured
     };
     ctx.monitor.in_flight.fetch_add(1, Ordering::Relaxed);
     if let Some(m) = &ctx.metrics {
@@ -350,9 +350,9 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
                 worker,
                 seq,
                 phase: Some(if arrival < ctx.measure_from {
-                    Phase::Warmup
+                    RequestPhase::Warmup
                 } else {
-                    Phase::Measured
+                    RequestPhase::Measured
                 }),
                 start_unix_ns: ctx.origin_unix_ns.saturating_add(nanos(offset)),
                 offset,

@@ -12,7 +12,7 @@
 //!   analysis's rows;
 //! - [`analyze`] is the operator's analysis Job: the results bucket analysed as
 //!   `pqbench analyze` does, its report uploaded, its outcome left for the operator;
-//! - [`metrics`] (Prometheus) and [`telemetry`] (OTLP traces) observe a run while it goes;
+//! - [`metrics`] (Prometheus) and [`traces`] (OTLP request traces) observe a run while it goes;
 //! - the `pqbench-worker` binary runs one spec.
 
 pub mod analyze;
@@ -25,7 +25,7 @@ pub mod output;
 pub mod parquet;
 mod progress;
 pub mod sampler;
-pub mod telemetry;
+pub mod traces;
 pub mod validate;
 
 pub use error::{Error, Result};

@@ -64,7 +64,7 @@ pub struct Written {
     /// The staging directory of an S3 upload (removed when dropped).
     pub staging: Option<tempfile::TempDir>,
     /// Where the process's request traces went (absent: not traced).
-    pub traces: Option<crate::telemetry::TraceReport>,
+    pub traces: Option<crate::traces::TraceReport>,
 }
 
 /// Summarises, writes and (for S3 output) uploads one process's data.

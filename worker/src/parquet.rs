@@ -237,7 +237,7 @@ mod tests {
     use std::time::Duration;
 
     use run::records::{
-        Outcome, Phase, RECORD_SCHEMA, Record, RunKeys, records_from_table, records_table,
+        Outcome, RECORD_SCHEMA, Record, RequestPhase, RunKeys, records_from_table, records_table,
     };
     use run::table::{Column, ColumnSpec, Kind, Table};
 
@@ -325,7 +325,7 @@ mod tests {
             Record {
                 worker: 3,
                 seq: 0,
-                phase: Some(Phase::Warmup),
+                phase: Some(RequestPhase::Warmup),
                 start_unix_ns: 1_790_000_000_000_000_000,
                 offset: ms(1),
                 total: ms(5),
@@ -341,7 +341,7 @@ mod tests {
             Record {
                 worker: 1,
                 seq: 9,
-                phase: Some(Phase::Measured),
+                phase: Some(RequestPhase::Measured),
                 outcome: Some(Outcome::Error),
                 error_class: Some("connect"),
                 ..Record::default()

@@ -18,7 +18,9 @@ use std::time::{Duration, SystemTime};
 
 use campaign::units::{Dur, Size};
 use envelope::{KeyType, Mode, SecretKey};
-use run::records::{Outcome, Phase, RECORD_SCHEMA, RunKeys, records_from_table, records_table};
+use run::records::{
+    Outcome, RECORD_SCHEMA, RequestPhase, RunKeys, records_from_table, records_table,
+};
 use run::runspec::{
     Cell, Credentials, KeyRef, Loop, Operation, PromSource, RunSpec, ServerMetricNames, Session,
 };
@@ -134,11 +136,11 @@ fn closed_loop_counts(kind: Kind) {
     let recs = records(&w.dir);
     let warm = recs
         .iter()
-        .filter(|r| r.phase == Some(Phase::Warmup))
+        .filter(|r| r.phase == Some(RequestPhase::Warmup))
         .count();
     let meas = recs
         .iter()
-        .filter(|r| r.phase == Some(Phase::Measured))
+        .filter(|r| r.phase == Some(RequestPhase::Measured))
         .count();
     assert!(warm > 0 && meas > 0, "warm-up {warm}, measured {meas}");
     assert_eq!(s.counts.warmup as usize, warm);

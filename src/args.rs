@@ -1,0 +1,227 @@
+//! Argument groups and parsers several commands share: the sender and receiver of a mode
+//! (`--mode`, `--backend`, keys), freshly generated keys for in-process measurements, sizes
+//! and durations with units, and the request-trace flags.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use envelope::{
+    Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds,
+};
+
+/// The writer's mode and key, shared by `seal` and `put`.
+#[derive(Args, Debug)]
+pub(crate) struct SenderArgs {
+    /// Mode (name or study code).
+    #[arg(long)]
+    mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient public key file (every public-key mode).
+    #[arg(long)]
+    recipient: Option<PathBuf>,
+    /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
+    #[arg(long)]
+    psk: Option<PathBuf>,
+    /// ml-kem-768-session: B_max, objects per session.
+    #[arg(long, default_value_t = 100)]
+    session_max_objects: u64,
+    /// ml-kem-768-session: T_max in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    session_max_age: f64,
+}
+
+/// The reader's expected mode and key, shared by `open` and `get`.
+#[derive(Args, Debug)]
+pub(crate) struct ReceiverArgs {
+    /// The mode the object must be in (a different one is refused: no downgrade).
+    #[arg(long)]
+    expect_mode: Mode,
+    /// Crypto backend: aws-lc (default) or rustcrypto.
+    #[arg(long, default_value = "aws-lc")]
+    backend: Backend,
+    /// Recipient secret key file (must be mode 0600).
+    #[arg(long)]
+    secret: Option<PathBuf>,
+    /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
+    #[arg(long)]
+    psk: Option<PathBuf>,
+}
+
+fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
+    let p = path.context("mode psk needs --psk FILE (from `pqbench keygen --mode psk`)")?;
+    let sk = SecretKey::read_file(p)?;
+    if sk.key_type() != KeyType::Psk {
+        bail!(
+            "{} holds a {} key, not a pre-shared key",
+            p.display(),
+            sk.key_type()
+        );
+    }
+    Ok(sk)
+}
+
+impl SenderArgs {
+    /// The sender: reads the recipient public key or the pre-shared key, and sets the
+    /// session bounds of `ml-kem-768-session`.
+    pub(crate) fn sender(&self) -> Result<Sender> {
+        let mode = self.mode;
+        let mut sender = match mode.key_type() {
+            KeyType::None => Sender::new(mode, self.backend, SealKey::None)?,
+            KeyType::Psk => Sender::new(
+                mode,
+                self.backend,
+                SealKey::Psk(&read_psk(self.psk.as_deref())?),
+            )?,
+            kt => {
+                let p = self.recipient.as_deref().with_context(|| {
+                    format!("mode {mode} needs --recipient FILE (a {kt} public key)")
+                })?;
+                Sender::new(
+                    mode,
+                    self.backend,
+                    SealKey::Public(&PublicKey::read_file(p)?),
+                )?
+            }
+        };
+        if mode == Mode::MlKem768Session {
+            if !(self.session_max_age.is_finite() && self.session_max_age > 0.0) {
+                bail!("--session-max-age must be a positive number of seconds");
+            }
+            sender = sender.with_session_bounds(SessionBounds {
+                max_objects: self.session_max_objects,
+                max_age: Duration::from_secs_f64(self.session_max_age),
+            })?;
+        }
+        Ok(sender)
+    }
+}
+
+impl ReceiverArgs {
+    /// The receiver: reads the recipient secret key (0600) or the pre-shared key.
+    pub(crate) fn receiver(&self) -> Result<Receiver> {
+        let mode = self.expect_mode;
+        let sk = match mode.key_type() {
+            KeyType::None => None,
+            KeyType::Psk => Some(read_psk(self.psk.as_deref())?),
+            kt => {
+                let p = self.secret.as_deref().with_context(|| {
+                    format!("mode {mode} needs --secret FILE (a {kt} secret key)")
+                })?;
+                Some(SecretKey::read_file(p)?)
+            }
+        };
+        Ok(Receiver::new(mode, self.backend, sk.as_ref())?)
+    }
+}
+
+/// A freshly generated recipient key for `mode` (none for `plaintext`), for in-process
+/// measurements (`modes`, `bench-store`).
+pub(crate) struct FreshKeys {
+    mode: Mode,
+    sk: Option<SecretKey>,
+    pk: Option<PublicKey>,
+}
+
+impl FreshKeys {
+    /// Generates the key `mode` uses.
+    pub(crate) fn generate(mode: Mode) -> Result<Self> {
+        let kt = mode.key_type();
+        let sk = (kt != KeyType::None)
+            .then(|| SecretKey::generate(kt, &mut envelope::os_rng()))
+            .transpose()?;
+        let pk = sk
+            .as_ref()
+            .map(SecretKey::public_key)
+            .transpose()?
+            .flatten();
+        Ok(Self { mode, sk, pk })
+    }
+
+    /// A sender to this key.
+    pub(crate) fn sender(&self, backend: Backend) -> Result<Sender> {
+        let key = match (&self.pk, &self.sk) {
+            (Some(p), _) => SealKey::Public(p),
+            (None, Some(s)) => SealKey::Psk(s),
+            _ => SealKey::None,
+        };
+        Ok(Sender::new(self.mode, backend, key)?)
+    }
+
+    /// A receiver holding this key.
+    pub(crate) fn receiver(&self, backend: Backend) -> Result<Receiver> {
+        Ok(Receiver::new(self.mode, backend, self.sk.as_ref())?)
+    }
+}
+
+/// Parses `123`, `64KiB`, `1MiB`, `2GiB`, `10kB`.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    campaign::units::parse_size(s)
+}
+
+/// Parses `500ms`, `20s`, `5m`, `1h`, or plain seconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    campaign::units::parse_duration(s)
+}
+
+/// Request traces (OTLP) of a run: `--otlp-endpoint` and friends. Absent flags leave the
+/// standard `OTEL_*` variables in charge.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct TraceArgs {
+    /// Export request traces (one `pqbench.request` span per traced request, a child per
+    /// stage and per S3 call) to this OTLP collector: http://HOST:4317 (gRPC) or
+    /// http://HOST:4318 (HTTP). Default: OTEL_EXPORTER_OTLP_ENDPOINT; none, no traces.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
+    /// OTLP transport: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else
+    /// gRPC on port 4317 and HTTP on any other).
+    #[arg(long, value_name = "PROTOCOL")]
+    pub(crate) otlp_protocol: Option<run::trace::OtlpProtocol>,
+    /// Share of requests traced, 0 to 1; failed requests always are (default:
+    /// OTEL_TRACES_SAMPLER_ARG, else 0.01).
+    #[arg(long, value_name = "RATIO")]
+    pub(crate) trace_sample_ratio: Option<f64>,
+}
+
+impl TraceArgs {
+    /// The run spec's `traces` block, if any flag was given.
+    pub(crate) fn spec(&self) -> Option<run::trace::TraceSpec> {
+        (self.otlp_endpoint.is_some()
+            || self.otlp_protocol.is_some()
+            || self.trace_sample_ratio.is_some())
+        .then(|| run::trace::TraceSpec {
+            endpoint: self.otlp_endpoint.clone(),
+            protocol: self.otlp_protocol,
+            sample_ratio: self.trace_sample_ratio,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("KiB").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        use super::parse_duration;
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5 days").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}
