@@ -25,6 +25,8 @@ use envelope::{Backend, Mode, Receiver, Sender};
 use s3::{OpStats, S3Settings, Store};
 use serde::Serialize;
 
+use worker::progress::{Progress, Unit};
+
 use crate::args::{FreshKeys, parse_size};
 use crate::serverproc::spawn_server;
 
@@ -311,7 +313,11 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             anyhow::Ok(usize::try_from(out.stats.manifest_bytes).unwrap_or(1200))
         })?;
         let total_cells = cells.len() * a.rounds;
-        let started = Instant::now();
+        let bar = Progress::new(
+            "bench-store",
+            u64::try_from(total_cells).unwrap_or(u64::MAX),
+            Unit::Count,
+        );
         for round in 0..a.rounds {
             for (ci, &(op, c, m)) in cells.iter().enumerate() {
                 let cell_rt = runtime(c.min(cores))?;
@@ -385,17 +391,14 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                 }
                 samples[ci].push(sample);
                 let done = round * cells.len() + ci + 1;
-                let el = started.elapsed().as_secs_f64();
-                #[allow(clippy::cast_precision_loss, reason = "cell counts are small")]
-                let eta = el / done as f64 * (total_cells - done) as f64;
-                eprint!(
-                    "\r\x1b[Kround {}/{}: cell {done}/{total_cells}, ETA {eta:.0} s",
-                    round + 1,
-                    a.rounds
+                bar.set(
+                    u64::try_from(done).unwrap_or(u64::MAX),
+                    &format!("round {}/{}", round + 1, a.rounds),
+                    None,
                 );
             }
         }
-        eprintln!("\r\x1b[K");
+        bar.finish();
 
         println!(
             "{:<4} {:<12} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",

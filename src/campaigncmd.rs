@@ -40,6 +40,8 @@ use run::runspec::{KeyRef, Output, RunSpec, S3Target, StartGate, Telemetry};
 use run::schedule::{self, Attempt, AttemptState, GivenUp, Observed, Policy};
 use serde::Serialize;
 
+use worker::progress::{Progress, Unit};
+
 use crate::serverproc::local_or_embedded;
 
 const BUCKET: &str = "pqbench-campaign";
@@ -287,12 +289,6 @@ fn run_complete(run_dir: &Path, processes: u32) -> bool {
     })
 }
 
-fn bar(done: usize, total: usize) -> String {
-    let width = 24;
-    let filled = (done * width).checked_div(total).unwrap_or(width);
-    format!("[{}{}]", "#".repeat(filled), ".".repeat(width - filled))
-}
-
 pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
@@ -407,7 +403,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
         }
         finished?;
-        eprintln!("{} {total}/{total} runs done", bar(total, total));
+        eprintln!("{total}/{total} runs done");
     }
     if !given_up.is_empty() {
         eprintln!(
@@ -527,6 +523,11 @@ impl Local<'_> {
         let since = SystemTime::now();
         let mut finished_since = 0;
         let mut current: Option<(Attempt, AttemptState)> = None;
+        let bar = Progress::new(
+            "runs",
+            u64::try_from(self.plan.runs.len()).unwrap_or(u64::MAX),
+            Unit::Count,
+        );
         loop {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Ok(());
@@ -554,7 +555,7 @@ impl Local<'_> {
                 }
                 schedule::Next::GiveUp(g) => {
                     let aside = self.move_aside(&g.run_id)?;
-                    eprintln!(
+                    bar.line(&format!(
                         "run {} failed {} attempt(s) ({}); given up, the campaign goes on without it{}",
                         g.run_id,
                         g.attempts,
@@ -562,7 +563,7 @@ impl Local<'_> {
                         aside
                             .map(|p| format!(" (its files moved to {})", p.display()))
                             .unwrap_or_default()
-                    );
+                    ));
                     given_up.push(g);
                     write_given_up(self.dir, given_up)?;
                     finished_since += 1;
@@ -571,10 +572,10 @@ impl Local<'_> {
                 }
                 schedule::Next::Start { run_id, index } => {
                     if let Some(aside) = self.move_aside(&run_id)? {
-                        eprintln!(
+                        bar.line(&format!(
                             "run {run_id} was cut off; its files moved to {} and it runs again",
                             aside.display()
-                        );
+                        ));
                     }
                     (run_id, index, 1)
                 }
@@ -585,14 +586,14 @@ impl Local<'_> {
                     why,
                 } => {
                     let aside = self.move_aside(&run_id)?;
-                    eprintln!(
+                    bar.line(&format!(
                         "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {}",
                         attempt - 1,
                         aside
                             .map(|p| format!("; its files moved to {}", p.display()))
                             .unwrap_or_default(),
                         self.policy.retries + 1
-                    );
+                    ));
                     (run_id, index, attempt)
                 }
             };
@@ -600,17 +601,18 @@ impl Local<'_> {
             let eta = d
                 .progress
                 .eta
-                .and_then(|t| t.duration_since(SystemTime::now()).ok())
-                .unwrap_or_default();
-            eprintln!(
-                "{} run {}/{}  {}  {}  block {}  ETA {}",
-                bar(d.progress.done as usize, d.progress.total as usize),
-                index + 1,
-                d.progress.total,
-                r.cell,
-                r.arm,
-                r.block,
-                humantime::format_duration(round_s(eta))
+                .map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
+            bar.set(
+                u64::from(d.progress.done),
+                &format!(
+                    "run {}/{}  {}  {}  block {}",
+                    index + 1,
+                    d.progress.total,
+                    r.cell,
+                    r.arm,
+                    r.block
+                ),
+                eta,
             );
             let specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
             let a = Attempt {
@@ -937,25 +939,18 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
 #[derive(Args, Debug)]
 pub(crate) struct RunSpecArgs {}
 
-/// `pqbench run-spec` (hidden): one process of one run, the spec on stdin; exit 0 valid,
-/// 1 invalid, 2 not carried out, as `pqbench-worker`.
+/// `pqbench run-spec` (hidden): one process of one run, the spec on stdin, carried out as
+/// `pqbench-worker` carries it out ([`worker::process::carry_out`]); exit 0 valid, 1
+/// invalid, 2 not carried out.
 pub(crate) fn run_spec_cmd(_: RunSpecArgs) -> Result<std::process::ExitCode> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
         .context("reading the run spec")?;
     let spec = RunSpec::parse(&text, "stdin")?;
-    match worker::engine::run_and_validate(&spec, &worker::engine::RunOptions::default()) {
-        Ok(checked) => {
-            checked.eprint_failures();
-            Ok(if checked.valid() {
-                std::process::ExitCode::SUCCESS
-            } else {
-                std::process::ExitCode::from(1)
-            })
-        }
-        Err(e) => {
-            eprintln!("run {}: {e}", spec.run_id);
-            Ok(std::process::ExitCode::from(2))
-        }
-    }
+    Ok(worker::process::carry_out(
+        &spec,
+        &worker::engine::RunOptions::default(),
+        worker::process::Report::Quiet,
+    )
+    .into())
 }

@@ -1,15 +1,17 @@
 //! Subcommands against an S3 endpoint: `put`, `get`, `ls`, `rm`, `gc`, and `serve-s3` (the
 //! embedded server in the foreground). Each documented in README.md.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
 
 use crate::args::{ReceiverArgs, SenderArgs, parse_duration};
+use worker::progress::{Progress, Unit};
+
 use crate::dirstore::Staged;
 
 /// Where the S3 server is and how to talk to it.
@@ -187,48 +189,22 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn mib(n: u64) -> f64 {
-    #[allow(clippy::cast_precision_loss, reason = "display only")]
-    let x = n as f64;
-    x / 1_048_576.0
-}
-
-/// Progress on stderr for transfers above 16 MiB, when stderr is a terminal.
+/// Progress on stderr for transfers above 16 MiB ([`worker::progress`]).
 fn progress(label: &'static str) -> impl FnMut(Event) + Send {
-    let show = std::io::stderr().is_terminal();
-    let start = Instant::now();
-    let mut last = Instant::now();
+    let mut bar: Option<Progress> = None;
     move |e: Event| {
         let (done, total) = match e {
             Event::Sent { done, total } | Event::Received { done, total } => (done, total),
             Event::DataStored | Event::Committed => {
-                if show {
-                    eprint!("\r\x1b[K");
-                }
+                bar = None;
                 return;
             }
         };
-        if !show
-            || total < 16 << 20
-            || (last.elapsed() < Duration::from_millis(200) && done < total)
-        {
+        if total < 16 << 20 {
             return;
         }
-        last = Instant::now();
-        let secs = start.elapsed().as_secs_f64().max(1e-3);
-        let rate = mib(done) / secs;
-        let eta = if rate > 0.0 {
-            (mib(total) - mib(done)) / rate
-        } else {
-            0.0
-        };
-        eprint!(
-            "\r\x1b[K{label} {:.1} / {:.1} MiB ({:.0} %), {rate:.1} MiB/s, ETA {eta:.0} s",
-            mib(done),
-            mib(total),
-            100.0 * mib(done) / mib(total).max(1e-9),
-        );
-        let _ = std::io::stderr().flush();
+        bar.get_or_insert_with(|| Progress::new(label, total, Unit::Bytes))
+            .set(done, "", None);
     }
 }
 

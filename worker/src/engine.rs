@@ -77,33 +77,30 @@ pub fn settings_for(endpoint: &str, region: &str, c: &Credentials) -> Result<S3S
 /// Reads the S3 keys a spec refers to (not for [`Credentials::Identity`], which has none).
 pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
     match c {
-        Credentials::Identity => Err(Error::Config(
-            "s3.credentials: the pod's identity has no keys to read".into(),
+        Credentials::Identity => Err(Error::Credentials(
+            "the pod's identity has no keys to read".into(),
         )),
         Credentials::Env {
             access_key_var,
             secret_key_var,
         } => {
             let get = |v: &str| {
-                std::env::var(v).map_err(|_| {
-                    Error::Config(format!(
-                        "s3.credentials: environment variable {v} is not set"
-                    ))
-                })
+                std::env::var(v)
+                    .map_err(|_| Error::Credentials(format!("environment variable {v} is not set")))
             };
             Ok((get(access_key_var)?, get(secret_key_var)?))
         }
         Credentials::File(p) => {
             let text = std::fs::read_to_string(p)
-                .map_err(|e| Error::Config(format!("s3.credentials file {}: {e}", p.display())))?;
+                .map_err(|e| Error::Credentials(format!("file {}: {e}", p.display())))?;
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt as _;
                 if let Ok(m) = std::fs::metadata(p)
                     && m.permissions().mode() & 0o077 != 0
                 {
-                    return Err(Error::Config(format!(
-                        "s3.credentials file {} is readable by others; chmod 600 it",
+                    return Err(Error::Credentials(format!(
+                        "file {} is readable by others; chmod 600 it",
                         p.display()
                     )));
                 }
@@ -124,8 +121,8 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
             }
             match (ak, sk) {
                 (Some(a), Some(s)) => Ok((a, s)),
-                _ => Err(Error::Config(format!(
-                    "s3.credentials file {} must set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+                _ => Err(Error::Credentials(format!(
+                    "file {} must set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
                     p.display()
                 ))),
             }
@@ -424,28 +421,26 @@ fn load_key(spec: &RunSpec) -> Result<(Option<SecretKey>, Option<PublicKey>)> {
         return Ok((None, None));
     }
     let Some(r) = &spec.recipient_key else {
-        return Err(Error::Config(format!(
-            "recipientKey is required for {mode}"
-        )));
+        return Err(Error::RecipientKey(format!("required for {mode}")));
     };
     let path = r.path_for(mode);
     let sk = match r {
         KeyRef::Env(prefix) => {
             let var = run::runspec::key_var(prefix, mode.key_type());
             let text = zeroize::Zeroizing::new(std::env::var(&var).map_err(|_| {
-                Error::Config(format!(
-                    "recipientKey: environment variable {var} (the {} key) is not set",
+                Error::RecipientKey(format!(
+                    "environment variable {var} (the {} key) is not set",
                     mode.key_type()
                 ))
             })?);
             SecretKey::from_file_json(&text)
-                .map_err(|e| Error::Config(format!("recipientKey ${var}: {e}")))?
+                .map_err(|e| Error::RecipientKey(format!("${var}: {e}")))?
         }
         KeyRef::File(_) | KeyRef::Dir(_) => SecretKey::read_file(&path)?,
     };
     if sk.key_type() != mode.key_type() {
-        return Err(Error::Config(format!(
-            "recipientKey {} is a {} key; mode {mode} needs a {} key",
+        return Err(Error::RecipientKey(format!(
+            "{} is a {} key; mode {mode} needs a {} key",
             path.display(),
             sk.key_type(),
             mode.key_type()
@@ -516,8 +511,7 @@ pub async fn execute(
         )
     });
     let host: HostInfo = host_info();
-    let sources =
-        Sources::new(&spec.telemetry).map_err(|e| Error::Config(format!("telemetry: {e}")))?;
+    let sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
 
     let pause = match &spec.pause {
         Some(rule) => Some(crate::sampler::pause(&sources, rule).await),
@@ -537,12 +531,7 @@ pub async fn execute(
     let size = spec.cell.object_size.0;
     let body = {
         let mut rng = ChaCha20Rng::seed_from_u64(spec.seed ^ 0x0070_6179_6c6f_6164);
-        let mut v = vec![
-            0u8;
-            usize::try_from(size).map_err(|_| Error::Config(
-                "objectSize does not fit in memory".into()
-            ))?
-        ];
+        let mut v = vec![0u8; usize::try_from(size).map_err(|_| Error::TooLarge(size))?];
         rng.fill_bytes(&mut v);
         Arc::new(v)
     };
@@ -610,10 +599,10 @@ pub async fn execute(
         }
         let mut all = Vec::new();
         for t in tasks {
-            all.extend(
-                t.await
-                    .map_err(|e| Error::Config(format!("fixture task: {e}")))??,
-            );
+            all.extend(t.await.map_err(|source| Error::Task {
+                what: "fixture",
+                source,
+            })??);
         }
         all.sort_by_key(|x| x.0);
         fixtures = all.into_iter().map(|(_, k, v)| (k, v)).collect();
@@ -727,9 +716,10 @@ pub async fn execute(
     let mut written = Vec::new();
     let mut worker_start_ms = Vec::new();
     for h in handles {
-        let (r, w, s) = h
-            .await
-            .map_err(|e| Error::Config(format!("worker task failed: {e}")))?;
+        let (r, w, s) = h.await.map_err(|source| Error::Task {
+            what: "worker",
+            source,
+        })?;
         records.extend(r);
         written.extend(w);
         worker_start_ms.push(s);
@@ -813,15 +803,15 @@ async fn wait_for_start(spec: &RunSpec, gate: &run::runspec::StartGate) -> Resul
 fn parse_start(text: &str, place: &str) -> Result<SystemTime> {
     let text = text.trim();
     humantime::parse_rfc3339_weak(text).map_err(|e| {
-        Error::Config(format!(
+        Error::StartGate(format!(
             "{place} holds {text:?}, not an RFC 3339 instant: {e}"
         ))
     })
 }
 
 fn gate_timed_out(place: &str, gate: &run::runspec::StartGate, last: &str) -> Error {
-    Error::Config(format!(
-        "start gate: no start instant at {place} within {} after becoming ready ({last})",
+    Error::StartGate(format!(
+        "no start instant at {place} within {} after becoming ready ({last})",
         campaign::units::format_duration(gate.timeout.0)
     ))
 }
@@ -892,11 +882,10 @@ async fn gate_in_bucket(
     loop {
         match s3.get_object().bucket(bucket).key(&key).send().await {
             Ok(o) => {
-                let body = o
-                    .body
-                    .collect()
-                    .await
-                    .map_err(|e| Error::Config(format!("reading s3://{bucket}/{key}: {e}")))?;
+                let body =
+                    o.body.collect().await.map_err(|e| {
+                        Error::StartGate(format!("reading s3://{bucket}/{key}: {e}"))
+                    })?;
                 let text = String::from_utf8_lossy(&body.into_bytes()).into_owned();
                 return parse_start(&text, &format!("s3://{bucket}/{key}"));
             }
@@ -943,7 +932,7 @@ pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::
         .worker_threads(runtime_threads(workers))
         .enable_all()
         .build()
-        .map_err(|e| Error::Config(format!("cannot start the async runtime: {e}")))?;
+        .map_err(Error::Runtime)?;
     let monitor = Arc::new(Monitor::default());
     let show = progress.then(|| {
         let m = monitor.clone();
@@ -984,9 +973,7 @@ pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::
         };
         crate::output::write(&ex, results.as_ref()).await
     });
-    if progress {
-        crate::progress::clear();
-    }
+    // Aborted, the status task dropped its bar with the runtime.
     res
 }
 

@@ -16,9 +16,45 @@ pub enum Error {
     /// The envelope refused a key or the known-answer gate's input.
     #[error(transparent)]
     Envelope(#[from] envelope::Error),
-    /// Invalid settings (endpoint, credentials, sizes).
+    /// Invalid settings the spec holds (a results location that cannot be).
     #[error("invalid setting: {0}")]
     Config(String),
+    /// The S3 credentials the spec names cannot be read or are unsafe.
+    #[error("s3.credentials: {0}")]
+    Credentials(String),
+    /// The recipient key the spec names is missing, unreadable or of the wrong type.
+    #[error("recipientKey: {0}")]
+    RecipientKey(String),
+    /// A server-side sampler's source is invalid (`telemetry`).
+    #[error("telemetry: {0}")]
+    Telemetry(String),
+    /// The object size does not fit in this machine's memory.
+    #[error("objectSize {0} does not fit in memory")]
+    TooLarge(u64),
+    /// A task of the run (a fixture writer, a worker) panicked or was cancelled.
+    #[error("{what} task failed: {source}")]
+    Task {
+        /// Which task.
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The start gate failed: no start instant in time, or not an instant.
+    #[error("start gate: {0}")]
+    StartGate(String),
+    /// The `/metrics` listener could not start.
+    #[error("cannot listen on {addr} for /metrics: {source}")]
+    Metrics {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The worker was not ready at the scheduled start (`startAt`); the run fails rather
     /// than starting late.
     #[error(
@@ -51,7 +87,16 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Store(e) => e.kind(),
-            Self::Run(_) | Self::Config(_) | Self::Traces(_) => "config",
+            Self::Run(_)
+            | Self::Config(_)
+            | Self::Traces(_)
+            | Self::Credentials(_)
+            | Self::RecipientKey(_)
+            | Self::Telemetry(_)
+            | Self::TooLarge(_) => "config",
+            Self::Task { .. } | Self::Runtime(_) => "internal",
+            Self::StartGate(_) => "start_gate",
+            Self::Metrics { .. } => "metrics",
             Self::Envelope(e) => e.kind(),
             Self::NotReady { .. } => "not_ready",
             Self::Gate(_) => "gate",

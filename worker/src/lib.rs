@@ -12,8 +12,10 @@
 //!   analysis's rows;
 //! - [`analyze`] is the operator's analysis Job: the results bucket analysed as
 //!   `pqbench analyze` does, its report uploaded, its outcome left for the operator;
+//! - [`progress`] is the one progress reporter of every long command;
 //! - [`metrics`] (Prometheus) and [`traces`] (OTLP request traces) observe a run while it goes;
-//! - the `pqbench-worker` binary runs one spec.
+//! - [`process::carry_out`] is one process of one run as both binaries carry it out
+//!   (`pqbench-worker`, and `pqbench run-spec` for `pqbench run`).
 
 pub mod analyze;
 pub mod collect;
@@ -23,7 +25,8 @@ pub mod host;
 pub mod metrics;
 pub mod output;
 pub mod parquet;
-mod progress;
+pub mod process;
+pub mod progress;
 pub mod sampler;
 pub mod traces;
 pub mod validate;

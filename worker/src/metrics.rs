@@ -278,10 +278,10 @@ pub async fn serve(
 
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| Error::Config(format!("cannot listen on {addr} for /metrics: {e}")))?;
+        .map_err(|source| Error::Metrics { addr, source })?;
     let bound = listener
         .local_addr()
-        .map_err(|e| Error::Config(format!("metrics listener: {e}")))?;
+        .map_err(|source| Error::Metrics { addr, source })?;
     let handle = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {

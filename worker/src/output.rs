@@ -159,8 +159,10 @@ mod erased {
 
     impl<T: serde::Serialize> Json for T {
         fn to_json(&self) -> Result<Vec<u8>> {
-            let mut v = serde_json::to_vec_pretty(self)
-                .map_err(|e| Error::Config(format!("serializing: {e}")))?;
+            let mut v = serde_json::to_vec_pretty(self).map_err(|e| Error::Output {
+                path: "(a run file)".into(),
+                detail: format!("serializing: {e}"),
+            })?;
             v.push(b'\n');
             Ok(v)
         }

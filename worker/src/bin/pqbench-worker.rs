@@ -67,17 +67,29 @@ fn main() -> ExitCode {
             }
         };
     }
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+    match spec(&args) {
+        Ok(spec) => worker::process::carry_out(
+            &spec,
+            &worker::engine::RunOptions {
+                progress: !args.quiet,
+                metrics_addr: args.metrics_addr,
+            },
+            if args.json {
+                worker::process::Report::Json
+            } else {
+                worker::process::Report::Text
+            },
+        )
+        .into(),
         Err(e) => {
             eprintln!("pqbench-worker: {e:#}");
-            ExitCode::from(2)
+            worker::process::Outcome::NotCarriedOut.into()
         }
     }
 }
 
-fn run(args: &Args) -> anyhow::Result<bool> {
+/// The run spec from `--spec` or `--spec-env`, with the index from `--index-env`.
+fn spec(args: &Args) -> anyhow::Result<RunSpec> {
     let mut spec = match (&args.spec, &args.spec_env) {
         (Some(p), _) if p.as_os_str() == "-" => {
             let mut text = String::new();
@@ -104,31 +116,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
             .with_context(|| format!("{var}={v:?} is not a process index"))?;
         spec.validate()?;
     }
-    let checked = worker::engine::run_and_validate(
-        &spec,
-        &worker::engine::RunOptions {
-            progress: !args.quiet,
-            metrics_addr: args.metrics_addr,
-        },
-    )?;
-    let written = &checked.written;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&written.summary)?);
-    } else {
-        print!("{}", run::summary::render(&written.summary));
-        println!(
-            "files: {}",
-            written
-                .uploaded_to
-                .clone()
-                .unwrap_or_else(|| written.dir.display().to_string())
-        );
-    }
-    if let Some(t) = &written.traces {
-        eprintln!("{}", t.describe());
-    }
-    checked.eprint_failures();
-    Ok(checked.valid())
+    Ok(spec)
 }
 
 /// The analysis Job: whether it analysed (the outcome is in the bucket either way).
