@@ -470,77 +470,97 @@ fn endpoints(
     Ok((sender, receiver))
 }
 
-/// Runs the spec's run in this process. Call inside a multi-thread Tokio runtime with
-/// enough worker threads (see [`runtime_threads`]).
-pub async fn execute(
-    spec: &RunSpec,
-    monitor: Arc<Monitor>,
-    metrics: Option<&Metrics>,
-) -> Result<Executed> {
-    spec.validate()?;
-    let prep_t0 = Instant::now();
-    let mut spec = spec.clone();
-    let workers = spec.processes.workers(spec.cell.concurrency);
-    let settings = settings(&spec, workers.len())?;
-    let store = Store::new(&settings, &spec.s3.bucket, &spec.campaign)?;
-    let traces = match TraceConfig::resolve(spec.traces.as_ref(), &|v| std::env::var(v).ok())? {
-        Some(config) => Some(Arc::new(Traces::start(
-            &config,
-            &RunAttributes {
-                run_id: spec.run_id.clone(),
-                campaign: spec.campaign.clone(),
-                mode: spec.cell.mode.name(),
-                backend: spec.cell.backend.name(),
-                operation: spec.cell.operation.as_str(),
-                object_size: spec.cell.object_size.0,
-                bucket: spec.s3.bucket.clone(),
-            },
-            vec![opentelemetry::KeyValue::new(
-                "pqbench.process.index",
-                i64::from(spec.processes.index),
-            )],
-            spec.seed ^ u64::from(spec.processes.index).rotate_left(32),
-        )?)),
-        None => None,
-    };
-    let run_metrics = metrics.map(|m| {
-        m.run(
-            spec.cell.mode.name(),
-            spec.cell.backend.name(),
-            spec.cell.operation.as_str(),
-        )
-    });
-    let host: HostInfo = host_info();
-    let sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
+/// The recipient key of a run and the sender and receiver made with it.
+struct Keys {
+    sk: Option<SecretKey>,
+    pk: Option<PublicKey>,
+}
 
-    let pause = match &spec.pause {
-        Some(rule) => Some(crate::sampler::pause(&sources, rule).await),
-        None => None,
-    };
-    let prepare_from = Instant::now();
+impl Keys {
+    fn endpoints(&self, spec: &RunSpec) -> Result<(Sender, Receiver)> {
+        endpoints(spec, self.sk.as_ref(), self.pk.as_ref())
+    }
+}
 
-    // Keys, known-answer gate, warm-up round trip.
-    let (sk, pk) = load_key(&spec)?;
+/// When the run starts, on both clocks.
+struct Start {
+    /// `startAt` on the monotonic clock.
+    origin: Instant,
+    /// `startAt`, nanoseconds since the Unix epoch.
+    origin_unix_ns: i64,
+    /// How long before `startAt` the process was ready.
+    lead: Duration,
+}
+
+/// What the measured part of a run (warm-up, window, drain) recorded.
+struct Measured {
+    records: Vec<run::records::Record>,
+    written: Vec<(String, String)>,
+    worker_start_ms: Vec<f64>,
+    window_cpu_s: f64,
+    window_wall_s: f64,
+    samples: Vec<run::records::Sample>,
+    traces: Option<run::trace::TraceReport>,
+}
+
+/// Phase: traces (when configured), the exporter for this process's request spans.
+fn start_traces(spec: &RunSpec) -> Result<Option<Arc<Traces>>> {
+    let Some(config) = TraceConfig::resolve(spec.traces.as_ref(), &|v| std::env::var(v).ok())?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(Traces::start(
+        &config,
+        &RunAttributes {
+            run_id: spec.run_id.clone(),
+            campaign: spec.campaign.clone(),
+            mode: spec.cell.mode.name(),
+            backend: spec.cell.backend.name(),
+            operation: spec.cell.operation.as_str(),
+            object_size: spec.cell.object_size.0,
+            bucket: spec.s3.bucket.clone(),
+        },
+        vec![opentelemetry::KeyValue::new(
+            "pqbench.process.index",
+            i64::from(spec.processes.index),
+        )],
+        spec.seed ^ u64::from(spec.processes.index).rotate_left(32),
+    )?)))
+}
+
+/// Phase: the known-answer gate of the mode on the backend (off the runtime's threads).
+async fn known_answer_gate(spec: &RunSpec) -> Result<envelope::gate::GateReport> {
     let (mode, backend) = (spec.cell.mode, spec.cell.backend);
-    let gate =
-        tokio::task::spawn_blocking(move || envelope::gate::known_answer_gate(mode, backend))
-            .await
-            .map_err(|e| Error::Gate(format!("gate task: {e}")))?
-            .map_err(|e| Error::Gate(e.to_string()))?;
-    let (sender, receiver) = endpoints(&spec, sk.as_ref(), pk.as_ref())?;
+    tokio::task::spawn_blocking(move || envelope::gate::known_answer_gate(mode, backend))
+        .await
+        .map_err(|e| Error::Gate(format!("gate task: {e}")))?
+        .map_err(|e| Error::Gate(e.to_string()))
+}
+
+/// The payload every request writes: the object size, from the run's seed.
+fn payload(spec: &RunSpec) -> Result<Arc<Vec<u8>>> {
     let size = spec.cell.object_size.0;
-    let body = {
-        let mut rng = ChaCha20Rng::seed_from_u64(spec.seed ^ 0x0070_6179_6c6f_6164);
-        let mut v = vec![0u8; usize::try_from(size).map_err(|_| Error::TooLarge(size))?];
-        rng.fill_bytes(&mut v);
-        Arc::new(v)
-    };
-    let pre = prefix(&spec);
-    let warm_key = format!("{pre}/warmup");
+    let mut rng = ChaCha20Rng::seed_from_u64(spec.seed ^ 0x0070_6179_6c6f_6164);
+    let mut v = vec![0u8; usize::try_from(size).map_err(|_| Error::TooLarge(size))?];
+    rng.fill_bytes(&mut v);
+    Ok(Arc::new(v))
+}
+
+/// Phase: one full round trip in the mode under test, its ciphertext size checked and its
+/// data read back; the object is deleted whatever the outcome.
+async fn warm_up_round_trip(
+    spec: &RunSpec,
+    store: &Store,
+    keys: &Keys,
+    body: &Arc<Vec<u8>>,
+) -> Result<()> {
+    let mode = spec.cell.mode;
+    let (sender, receiver) = keys.endpoints(spec)?;
+    let warm_key = format!("{}/warmup", prefix(spec));
+    let size = spec.cell.object_size.0;
     let put = store
         .put(&sender, &warm_key, size, &body[..], &mut |_| {})
         .await?;
-    // Check and read back, then delete the warm-up object whatever the outcome.
     let check = async {
         let m = Manifest::parse(&put.manifest, mode)?;
         if m.c.len() != mode.ciphertext_len() {
@@ -560,7 +580,7 @@ pub async fn execute(
                 &mut |_| {},
             )
             .await?;
-        if back != *body {
+        if back != **body {
             return Err(Error::Gate(
                 "warm-up round trip returned different data".into(),
             ));
@@ -571,66 +591,69 @@ pub async fn execute(
     let deleted = store.delete_version(&warm_key, &put.id.version).await;
     check?;
     deleted?;
+    Ok(())
+}
 
-    // GET fixtures, written concurrently outside the timed window.
-    let mut fixtures = Vec::new();
-    if spec.cell.operation == Operation::Get {
-        let n = spec.fixtures;
-        let par = u32::try_from(workers.len()).unwrap_or(1).clamp(1, 16);
-        let mut tasks = Vec::new();
-        for t in 0..par {
-            let (store, sender, body, pre) = (
-                store.clone(),
-                endpoints(&spec, sk.as_ref(), pk.as_ref())?.0,
-                body.clone(),
-                pre.clone(),
-            );
-            tasks.push(tokio::spawn(async move {
-                let mut out = Vec::new();
-                for j in (t..n).step_by(par as usize) {
-                    let key = format!("{pre}/fixture-{j}");
-                    let o = store
-                        .put(&sender, &key, size, &body[..], &mut |_| {})
-                        .await?;
-                    out.push((j, key, o.id.version));
-                }
-                Ok::<_, Error>(out)
-            }));
-        }
-        let mut all = Vec::new();
-        for t in tasks {
-            all.extend(t.await.map_err(|source| Error::Task {
-                what: "fixture",
-                source,
-            })??);
-        }
-        all.sort_by_key(|x| x.0);
-        fixtures = all.into_iter().map(|(_, k, v)| (k, v)).collect();
+/// Phase: the GET fixtures, written concurrently outside the timed window (none for PUT).
+async fn write_fixtures(
+    spec: &RunSpec,
+    store: &Store,
+    keys: &Keys,
+    body: &Arc<Vec<u8>>,
+    workers: usize,
+) -> Result<Vec<(String, String)>> {
+    if spec.cell.operation != Operation::Get {
+        return Ok(Vec::new());
     }
-    let prepare_ms = prepare_from.elapsed().as_secs_f64() * 1e3;
+    let n = spec.fixtures;
+    let size = spec.cell.object_size.0;
+    let pre = prefix(spec);
+    let par = u32::try_from(workers).unwrap_or(1).clamp(1, 16);
+    let mut tasks = Vec::new();
+    for t in 0..par {
+        let (store, sender, body, pre) = (
+            store.clone(),
+            keys.endpoints(spec)?.0,
+            body.clone(),
+            pre.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for j in (t..n).step_by(par as usize) {
+                let key = format!("{pre}/fixture-{j}");
+                let o = store
+                    .put(&sender, &key, size, &body[..], &mut |_| {})
+                    .await?;
+                out.push((j, key, o.id.version));
+            }
+            Ok::<_, Error>(out)
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.map_err(|source| Error::Task {
+            what: "fixture",
+            source,
+        })??);
+    }
+    all.sort_by_key(|x| x.0);
+    Ok(all.into_iter().map(|(_, k, v)| (k, v)).collect())
+}
 
-    // Ready: map startAt onto the monotonic clock.
+/// Phase: the start. The start gate when the spec has one, else `startAt`, else one second
+/// from now; `startAt` is filled into the spec. A process not ready by `startAt` fails
+/// rather than starting late.
+async fn start_gate(spec: &mut RunSpec, prep_t0: Instant) -> Result<Start> {
     let now_wall = SystemTime::now();
     let now_mono = Instant::now();
     let gated = match &spec.start_gate {
-        Some(g) => match wait_for_start(&spec, g).await {
-            Ok(t) => Some(t),
-            Err(e) => {
-                let _ = store.delete_many(&fixtures).await;
-                return Err(e);
-            }
-        },
+        Some(g) => Some(wait_for_start(spec, g).await?),
         None => None,
     };
-    let now_wall = if gated.is_some() {
-        SystemTime::now()
+    let (now_wall, now_mono) = if gated.is_some() {
+        (SystemTime::now(), Instant::now())
     } else {
-        now_wall
-    };
-    let now_mono = if gated.is_some() {
-        Instant::now()
-    } else {
-        now_mono
+        (now_wall, now_mono)
     };
     let start_at = match gated.or_else(|| spec.start_at()) {
         Some(t) => {
@@ -643,29 +666,36 @@ pub async fn execute(
             spec.start_at().unwrap_or(t)
         }
     };
-    let lead = start_at.duration_since(now_wall);
-    let Ok(lead) = lead else {
+    let Ok(lead) = start_at.duration_since(now_wall) else {
         let late = now_wall.duration_since(start_at).unwrap_or_default();
-        let _ = store.delete_many(&fixtures).await;
         return Err(Error::NotReady {
             late_ms: u64::try_from(late.as_millis()).unwrap_or(u64::MAX),
             prepare_ms: u64::try_from(prep_t0.elapsed().as_millis()).unwrap_or(u64::MAX),
         });
     };
-    monitor.start_in_ms.store(
-        u64::try_from(lead.as_millis()).unwrap_or(u64::MAX),
-        Ordering::Relaxed,
-    );
-    let origin = now_mono + lead;
-    let origin_unix_ns = nanos(
-        start_at
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default(),
-    );
-    let measure_from = origin + spec.warmup.0;
-    let end = measure_from + spec.measured.0;
+    Ok(Start {
+        origin: now_mono + lead,
+        origin_unix_ns: nanos(
+            start_at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default(),
+        ),
+        lead,
+    })
+}
 
-    let sampler = Sampler::start(sources.clone(), origin, origin_unix_ns);
+/// Phases: warm-up, the measured window and (open loop) the drain. Exactly the spec's
+/// workers run the closed or open loop from `startAt`; the samplers read client and server
+/// once per second; the process CPU is read at the window's edges.
+async fn measure(
+    spec: &RunSpec,
+    ctx: Arc<Ctx>,
+    workers: &[u32],
+    sources: &Sources,
+    traces: Option<Arc<Traces>>,
+) -> Result<Measured> {
+    let (origin, measure_from, end) = (ctx.origin, ctx.measure_from, ctx.end);
+    let sampler = Sampler::start(sources.clone(), origin, ctx.origin_unix_ns);
     let window = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
         let c0 = cpu_time::ProcessTime::try_now().ok();
@@ -674,29 +704,10 @@ pub async fn execute(
         let cpu = c0.map_or(0.0, |c| c.elapsed().as_secs_f64());
         (cpu, t0.elapsed().as_secs_f64())
     });
-
-    let ctx = Arc::new(Ctx {
-        store: store.clone(),
-        sender,
-        receiver,
-        op: spec.cell.operation,
-        size,
-        body,
-        fixtures,
-        prefix: pre,
-        origin,
-        origin_unix_ns,
-        measure_from,
-        end,
-        start_by: end + spec.drain.0,
-        monitor,
-        metrics: run_metrics,
-        traces: traces.clone(),
-    });
     let mut handles = Vec::new();
     match spec.cell.arrival {
         Loop::Closed => {
-            for &w in &workers {
+            for &w in workers {
                 handles.push(tokio::spawn(closed_worker(ctx.clone(), w)));
             }
         }
@@ -707,7 +718,7 @@ pub async fn execute(
             let queue: Queue = Arc::new(Mutex::new(rx));
             let seed = spec.seed.wrapping_add(u64::from(spec.processes.index));
             tokio::spawn(arrivals(share, seed, origin, end, tx));
-            for &w in &workers {
+            for &w in workers {
                 handles.push(tokio::spawn(open_worker(ctx.clone(), w, queue.clone())));
             }
         }
@@ -727,31 +738,120 @@ pub async fn execute(
     let (window_cpu_s, window_wall_s) = window.await.unwrap_or((0.0, 0.0));
     let samples = sampler.finish().await;
     // The last spans go out before cleanup; flushing blocks, so off the runtime's threads.
-    let trace_report = match traces {
+    let traces = match traces {
         Some(t) => tokio::task::spawn_blocking(move || t.finish()).await.ok(),
         None => None,
     };
+    records.sort_by_key(|r| (r.offset, r.worker, r.seq));
+    Ok(Measured {
+        records,
+        written,
+        worker_start_ms,
+        window_cpu_s,
+        window_wall_s,
+        samples,
+        traces,
+    })
+}
 
-    // Cleanup, outside the window.
-    let t_clean = Instant::now();
-    written.extend(ctx.fixtures.iter().cloned());
-    let (deleted, mut failed) = match store.delete_many(&written).await {
+/// Phase: cleanup, outside the window. Deletes what the run wrote; how many objects, what
+/// failed (at most 100), and how long it took.
+async fn cleanup(store: &Store, written: &[(String, String)]) -> (u64, Vec<String>, f64) {
+    let t = Instant::now();
+    let (deleted, mut failed) = match store.delete_many(written).await {
         Ok(x) => x,
         Err(e) => (0, vec![format!("cleanup: {e}")]),
     };
     failed.truncate(100);
-    records.sort_by_key(|r| (r.offset, r.worker, r.seq));
+    (deleted, failed, t.elapsed().as_secs_f64())
+}
+
+/// Runs the spec's run in this process, phase by phase: the pause rule, keys, the
+/// known-answer gate, the warm-up round trip, fixtures, the start gate, warm-up and
+/// measured window (and drain), cleanup. Call inside a multi-thread Tokio runtime with
+/// enough worker threads (see [`runtime_threads`]).
+pub async fn execute(
+    spec: &RunSpec,
+    monitor: Arc<Monitor>,
+    metrics: Option<&Metrics>,
+) -> Result<Executed> {
+    spec.validate()?;
+    let prep_t0 = Instant::now();
+    let mut spec = spec.clone();
+    let workers = spec.processes.workers(spec.cell.concurrency);
+    let settings = settings(&spec, workers.len())?;
+    let store = Store::new(&settings, &spec.s3.bucket, &spec.campaign)?;
+    let traces = start_traces(&spec)?;
+    let run_metrics = metrics.map(|m| {
+        m.run(
+            spec.cell.mode.name(),
+            spec.cell.backend.name(),
+            spec.cell.operation.as_str(),
+        )
+    });
+    let host: HostInfo = host_info();
+    let sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
+    let pause = match &spec.pause {
+        Some(rule) => Some(crate::sampler::pause(&sources, rule).await),
+        None => None,
+    };
+
+    let prepare_from = Instant::now();
+    let (sk, pk) = load_key(&spec)?;
+    let keys = Keys { sk, pk };
+    let gate = known_answer_gate(&spec).await?;
+    let body = payload(&spec)?;
+    warm_up_round_trip(&spec, &store, &keys, &body).await?;
+    let fixtures = write_fixtures(&spec, &store, &keys, &body, workers.len()).await?;
+    let prepare_ms = prepare_from.elapsed().as_secs_f64() * 1e3;
+
+    let start = match start_gate(&mut spec, prep_t0).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = store.delete_many(&fixtures).await;
+            return Err(e);
+        }
+    };
+    monitor.start_in_ms.store(
+        u64::try_from(start.lead.as_millis()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+    let measure_from = start.origin + spec.warmup.0;
+    let end = measure_from + spec.measured.0;
+    let (sender, receiver) = keys.endpoints(&spec)?;
+    let ctx = Arc::new(Ctx {
+        store: store.clone(),
+        sender,
+        receiver,
+        op: spec.cell.operation,
+        size: spec.cell.object_size.0,
+        body,
+        fixtures,
+        prefix: prefix(&spec),
+        origin: start.origin,
+        origin_unix_ns: start.origin_unix_ns,
+        measure_from,
+        end,
+        start_by: end + spec.drain.0,
+        monitor,
+        metrics: run_metrics,
+        traces: traces.clone(),
+    });
+    let mut m = measure(&spec, ctx.clone(), &workers, &sources, traces).await?;
+
+    m.written.extend(ctx.fixtures.iter().cloned());
+    let (cleanup_deleted, cleanup_failed, cleanup_s) = cleanup(&store, &m.written).await;
 
     let info = ProcessInfo {
         index: spec.processes.index,
         workers,
         start_at: spec.start_at.clone().unwrap_or_default(),
-        start_at_unix_ns: origin_unix_ns,
-        ready_lead_ms: lead.as_secs_f64() * 1e3,
+        start_at_unix_ns: start.origin_unix_ns,
+        ready_lead_ms: start.lead.as_secs_f64() * 1e3,
         prepare_ms,
-        worker_start_ms,
-        window_cpu_s,
-        window_wall_s,
+        worker_start_ms: m.worker_start_ms,
+        window_cpu_s: m.window_cpu_s,
+        window_wall_s: m.window_wall_s,
         runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
         host,
         client: Some(settings.record()),
@@ -760,18 +860,18 @@ pub async fn execute(
             gate.mode, gate.backend, gate.public_key_len, gate.ciphertext_len
         ),
         pause,
-        cleanup_deleted: deleted,
-        cleanup_failed: failed,
-        cleanup_s: t_clean.elapsed().as_secs_f64(),
+        cleanup_deleted,
+        cleanup_failed,
+        cleanup_s,
         sampler_errors: sources.errors(),
-        traces: trace_report,
+        traces: m.traces,
     };
     Ok(Executed {
         spec,
         data: ProcessData {
             info,
-            records,
-            samples,
+            records: m.records,
+            samples: m.samples,
         },
     })
 }
