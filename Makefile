@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc bench bench-build bench-store bench-run bench-tracing python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all test lint fmt clippy doc crate-graph bench bench-build bench-store bench-run bench-tracing python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -54,8 +54,12 @@ oracle-check: $(PY)
 	$(PY) stats/tests/oracle/generate.py --out target/oracle/cases.json
 	$(PY) stats/tests/oracle/compare.py stats/tests/oracle/cases.json target/oracle/cases.json
 
-# Formatting, clippy and rustdoc, warnings as errors.
-lint: fmt clippy doc
+# Formatting, clippy and rustdoc, warnings as errors; the crate graph as README states it.
+lint: fmt clippy doc crate-graph
+
+# No pure crate links an I/O crate; the operator links neither the engine, Parquet nor s3s.
+crate-graph:
+	scripts/crate-graph.sh
 
 # Check formatting (stable rustfmt).
 fmt:

@@ -216,14 +216,10 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
         what: "run index beyond the plan",
     })?;
     let env = environment(owner, &m.spec);
-    let mut specs = run::planner::run_specs(m, plan, run, &env).map_err(|e| Error::Spec {
-        detail: e.to_string(),
-    })?;
+    let mut specs = run::planner::run_specs(m, plan, run, &env)?;
     let mut s = specs.swap_remove(0);
     s.start_gate = Some(StartGate::default());
-    s.validate().map_err(|e| Error::Spec {
-        detail: e.to_string(),
-    })?;
+    s.validate()?;
     Ok(s)
 }
 

@@ -52,26 +52,34 @@ pub enum Error {
         what: &'static str,
     },
     /// The campaign cannot be turned into run specs.
-    #[error("campaign: {detail}")]
-    Spec {
-        /// Why.
+    #[error("campaign: {0}")]
+    Run(#[from] run::Error),
+    /// A Secret the campaign names is missing or lacks a key.
+    #[error("Secret {name}: {detail}")]
+    Secret {
+        /// The Secret.
+        name: String,
+        /// What is wrong with it.
         detail: String,
     },
+    /// A recipient key could not be made or encoded.
+    #[error("the {key_type} recipient key: {source}")]
+    Keys {
+        /// The key type.
+        key_type: envelope::KeyType,
+        /// Why.
+        #[source]
+        source: envelope::Error,
+    },
+    /// The results store could not be reached this pass (why, as it was reported).
+    #[error("results store unavailable: {0}")]
+    ResultsUnavailable(String),
     /// A Kubernetes API call failed.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     /// A call to the results store failed.
     #[error("results store: {0}")]
     Store(#[from] s3::Error),
-    /// A local file operation failed (the analysis's download directory).
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
     /// The finalizer's add, remove or cleanup step failed.
     #[error("finalizer: {0}")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
@@ -84,10 +92,12 @@ impl Error {
             Self::Serialize { .. } => "serialize",
             Self::Field { .. } => "field",
             Self::Invalid { .. } => "invalid",
-            Self::Spec { .. } => "spec",
+            Self::Run(_) => "spec",
+            Self::Secret { .. } => "secret",
+            Self::Keys { .. } => "keys",
+            Self::ResultsUnavailable(_) => "store",
             Self::Kube(_) => "kube",
             Self::Store(_) => "store",
-            Self::Io { .. } => "io",
             Self::Finalizer(_) => "finalizer",
         }
     }

@@ -125,8 +125,9 @@ fn settings(endpoint: &str, region: &str, secret: &Secret, name: &str) -> Result
             .as_ref()
             .and_then(|d| d.get(k))
             .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-            .ok_or(Error::Spec {
-                detail: format!("Secret {name} has no {k}"),
+            .ok_or_else(|| Error::Secret {
+                name: name.to_owned(),
+                detail: format!("has no {k}"),
             })
     };
     let mut s = S3Settings::new(endpoint, &get(ACCESS_KEY)?, &get(SECRET_KEY)?);
@@ -146,8 +147,9 @@ async fn results_store(
     let settings = match deploy::results_credentials_secret(owner, spec) {
         Some(name) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-            let secret = secrets.get_opt(&name).await?.ok_or_else(|| Error::Spec {
-                detail: format!("Secret {name} (results store credentials) does not exist"),
+            let secret = secrets.get_opt(&name).await?.ok_or_else(|| Error::Secret {
+                name: name.clone(),
+                detail: "(the results store's credentials) does not exist".into(),
             })?;
             settings(&loc.endpoint, &region, &secret, &name)?
         }
@@ -379,9 +381,9 @@ async fn act(
     let ns = &owner.namespace;
     let client = ctx.client.clone();
     let store = || {
-        store.as_ref().map_err(|e| Error::Spec {
-            detail: e.to_string(),
-        })
+        store
+            .as_ref()
+            .map_err(|e| Error::ResultsUnavailable(e.to_string()))
     };
     let ssa = PatchParams::apply(MANAGER).force();
     match a {
@@ -399,14 +401,13 @@ async fn act(
             if secrets.get_opt(&owner.keys_secret()).await?.is_none() {
                 let mut keys = Vec::new();
                 for kt in deploy::key_types(plan) {
-                    let sk = envelope::SecretKey::generate(kt, &mut envelope::os_rng()).map_err(
-                        |e| Error::Spec {
-                            detail: format!("generating a {kt} key: {e}"),
-                        },
-                    )?;
-                    let json = sk.to_file_json().map_err(|e| Error::Spec {
-                        detail: format!("encoding a {kt} key: {e}"),
-                    })?;
+                    let keys_err = |source| Error::Keys {
+                        key_type: kt,
+                        source,
+                    };
+                    let sk = envelope::SecretKey::generate(kt, &mut envelope::os_rng())
+                        .map_err(keys_err)?;
+                    let json = sk.to_file_json().map_err(keys_err)?;
                     keys.push((kt, json));
                 }
                 create_if_absent(&secrets, &resources::keys_secret(owner, &keys)).await?;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The crate graph, as README "Layout" states it: the pure crates (envelope, stats, campaign,
+# run) link no I/O crate of the workspace and no I/O library (async runtime, HTTP, the AWS
+# SDK, Parquet, the S3 server), and the operator links neither the run engine (worker),
+# Parquet nor the embedded S3 server. `cargo tree` only reads the lock file: no build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+# $1 crate, $2 extended regex of crate names it must not link (normal dependencies).
+check() {
+    local hits
+    hits=$(cargo tree -q -e normal -p "$1" --prefix none | awk '{print $1}' | sort -u |
+        grep -Ex "$2" || true)
+    if [ -n "$hits" ]; then
+        echo "*** crate-graph: $1 links $(echo "$hits" | tr '\n' ' ')(README \"Layout\") ***" >&2
+        fail=1
+    else
+        echo "crate-graph: $1 ok"
+    fi
+}
+io='tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|parquet|s3s|s3s-fs|s3|obs|worker|operator'
+for crate in envelope stats campaign run; do
+    check "$crate" "$io"
+done
+check operator 'worker|parquet|s3s|s3s-fs'
+exit "$fail"
