@@ -11,6 +11,7 @@
 //! - [`records`] and [`table`]: the per-request record and the 1 Hz sample, and their
 //!   columnar tables (the Parquet schema of the run files; the files are `worker`'s).
 //! - [`summary`]: the run summary, [`summary::summarize`] and the checks a run must pass.
+//! - [`checks`]: the validator's rules over a data set's runs.
 //! - [`rows`]: a whole-run summary as the analysis's row.
 //! - [`schedule`]: the campaign's progress decision both executors call: what to start,
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
@@ -20,6 +21,7 @@
 //! No tokio, no AWS SDK, no Parquet, no sockets: every function here is a function of its
 //! arguments (reading a spec file is the one exception, [`runspec::RunSpec::read`]).
 
+pub mod checks;
 pub mod planner;
 pub mod records;
 pub mod rows;

@@ -18,27 +18,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use run::records::{RECORD_SCHEMA, Record, SAMPLE_SCHEMA, records_from_table};
+use run::checks::{Process, data_set_checks};
+use run::records::{RECORD_SCHEMA, SAMPLE_SCHEMA, records_from_table};
 use run::runspec::RunSpec;
-use run::summary::{
-    ProcessInfo, RunSummary, UNACCOUNTED_AGGREGATE_LIMIT, files, is_measured_ok, record_checks,
-};
+use run::summary::{ProcessInfo, RunSummary, files};
 use run::table::Table;
 
 use crate::parquet::TableFile as _;
 
-/// One finding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// Check name.
-    pub check: &'static str,
-    /// Where (a file, a process directory or a run).
-    pub location: String,
-    /// Passed?
-    pub passed: bool,
-    /// What was found.
-    pub detail: String,
-}
+pub use run::checks::Finding;
 
 /// The validator's verdict.
 #[derive(Clone, Debug, Default)]
@@ -145,13 +133,7 @@ fn check_sums(dir: &Path, loc: &str) -> Finding {
     }
 }
 
-struct Loaded {
-    spec: RunSpec,
-    info: ProcessInfo,
-    records: Vec<Record>,
-}
-
-fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Loaded>) {
+fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Process>) {
     let fail = |detail: String| {
         (
             Finding {
@@ -204,7 +186,7 @@ fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Loaded>) {
             passed: true,
             detail: format!("{} records with the documented columns", records.len()),
         },
-        Some(Loaded {
+        Some(Process {
             spec,
             info,
             records,
@@ -232,7 +214,7 @@ pub fn validate(root: &Path) -> Report {
         });
         return report;
     }
-    let mut runs: BTreeMap<String, Vec<Loaded>> = BTreeMap::new();
+    let mut runs: BTreeMap<String, Vec<Process>> = BTreeMap::new();
     for dir in &dirs {
         let loc = dir
             .strip_prefix(root)
@@ -252,55 +234,6 @@ pub fn validate(root: &Path) -> Report {
         }
     }
     report.runs = runs.len();
-    let (mut un, mut tot) = (0.0, 0.0);
-    for (run, parts) in &runs {
-        let spec = &parts[0].spec;
-        let mut seen: Vec<u32> = parts.iter().map(|p| p.info.index).collect();
-        seen.sort_unstable();
-        let want: Vec<u32> = (0..spec.processes.count).collect();
-        report.findings.push(Finding {
-            check: "complete",
-            location: format!("run {run}"),
-            passed: seen == want,
-            detail: format!("processes {seen:?} of {} expected", spec.processes.count),
-        });
-        let all: Vec<Record> = parts
-            .iter()
-            .flat_map(|p| p.records.iter().cloned())
-            .collect();
-        for c in record_checks(spec, &all) {
-            let check = match c.name.as_str() {
-                "stage_sum" => "stage_sum",
-                "unaccounted_p99" => "unaccounted_p99",
-                "unaccounted_aggregate" => "unaccounted_aggregate",
-                "session_bounds" => "session_bounds",
-                _ => "failures",
-            };
-            report.findings.push(Finding {
-                check,
-                location: format!("run {run}"),
-                passed: c.passed,
-                detail: c.detail,
-            });
-        }
-        for r in all.iter().filter(|r| is_measured_ok(r)) {
-            un += r.total.saturating_sub(r.stage_sum()).as_secs_f64();
-            tot += r.total.as_secs_f64();
-        }
-    }
-    if !runs.is_empty() {
-        let agg = if tot > 0.0 { un / tot } else { 0.0 };
-        report.findings.push(Finding {
-            check: "unaccounted_aggregate",
-            location: "data set".into(),
-            passed: agg < UNACCOUNTED_AGGREGATE_LIMIT,
-            detail: format!(
-                "unaccounted time is {:.3} % of all request time over {} runs (limit {} %)",
-                agg * 100.0,
-                runs.len(),
-                UNACCOUNTED_AGGREGATE_LIMIT * 100.0
-            ),
-        });
-    }
+    report.findings.extend(data_set_checks(&runs));
     report
 }

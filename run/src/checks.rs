@@ -1,0 +1,161 @@
+//! The validator's rules over a data set's runs (study section IV-A: "A validator checks
+//! every data set before analysis and refuses it if any check fails"), as pure functions of
+//! what was read. Reading the files, their checksums and their schema is the `worker`
+//! crate's (`worker::validate`, `pqbench validate`).
+
+use std::collections::BTreeMap;
+
+use crate::records::Record;
+use crate::runspec::RunSpec;
+use crate::summary::{ProcessInfo, UNACCOUNTED_AGGREGATE_LIMIT, is_measured_ok, record_checks};
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Check name.
+    pub check: &'static str,
+    /// Where (a file, a process directory or a run).
+    pub location: String,
+    /// Passed?
+    pub passed: bool,
+    /// What was found.
+    pub detail: String,
+}
+
+/// One process of a run, as read from its directory.
+#[derive(Clone, Debug)]
+pub struct Process {
+    /// Its spec as run.
+    pub spec: RunSpec,
+    /// `process.json`.
+    pub info: ProcessInfo,
+    /// Its records.
+    pub records: Vec<Record>,
+}
+
+/// The checks of every run (its processes by run id) and of the whole data set: each run
+/// has all the processes its spec names (`complete`), the record checks of the run summary
+/// over all its processes' records, and the unaccounted time over the data set.
+pub fn data_set_checks(runs: &BTreeMap<String, Vec<Process>>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let (mut un, mut tot) = (0.0, 0.0);
+    for (run, parts) in runs {
+        let Some(first) = parts.first() else {
+            continue;
+        };
+        let spec = &first.spec;
+        let mut seen: Vec<u32> = parts.iter().map(|p| p.info.index).collect();
+        seen.sort_unstable();
+        let want: Vec<u32> = (0..spec.processes.count).collect();
+        out.push(Finding {
+            check: "complete",
+            location: format!("run {run}"),
+            passed: seen == want,
+            detail: format!("processes {seen:?} of {} expected", spec.processes.count),
+        });
+        let all: Vec<Record> = parts
+            .iter()
+            .flat_map(|p| p.records.iter().cloned())
+            .collect();
+        for c in record_checks(spec, &all) {
+            let check = match c.name.as_str() {
+                "stage_sum" => "stage_sum",
+                "unaccounted_p99" => "unaccounted_p99",
+                "unaccounted_aggregate" => "unaccounted_aggregate",
+                "session_bounds" => "session_bounds",
+                _ => "failures",
+            };
+            out.push(Finding {
+                check,
+                location: format!("run {run}"),
+                passed: c.passed,
+                detail: c.detail,
+            });
+        }
+        for r in all.iter().filter(|r| is_measured_ok(r)) {
+            un += r.total.saturating_sub(r.stage_sum()).as_secs_f64();
+            tot += r.total.as_secs_f64();
+        }
+    }
+    if !runs.is_empty() {
+        let agg = if tot > 0.0 { un / tot } else { 0.0 };
+        out.push(Finding {
+            check: "unaccounted_aggregate",
+            location: "data set".into(),
+            passed: agg < UNACCOUNTED_AGGREGATE_LIMIT,
+            detail: format!(
+                "unaccounted time is {:.3} % of all request time over {} runs (limit {} %)",
+                agg * 100.0,
+                runs.len(),
+                UNACCOUNTED_AGGREGATE_LIMIT * 100.0
+            ),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::records::{Outcome, RequestPhase};
+
+    const SPEC: &str = "
+runId: r0001
+cell: {mode: x25519, operation: get, objectSize: 1KiB, concurrency: 2}
+s3: {endpoint: 'http://127.0.0.1:9000', bucket: b}
+recipientKey: {file: /keys/x25519.key}
+processes: {count: 2, index: 0}
+output: {dir: /tmp/out}
+";
+
+    fn process(index: u32, unaccounted_us: u64) -> Process {
+        let us = Duration::from_micros;
+        let rec = |seq| Record {
+            worker: index,
+            seq,
+            phase: Some(RequestPhase::Measured),
+            outcome: Some(Outcome::Ok),
+            total: us(1000),
+            storage: us(1000 - unaccounted_us),
+            ..Record::default()
+        };
+        Process {
+            spec: RunSpec::parse(SPEC, "spec").unwrap(),
+            info: ProcessInfo {
+                index,
+                ..ProcessInfo::default()
+            },
+            records: (0..200).map(rec).collect(),
+        }
+    }
+
+    fn find<'a>(f: &'a [Finding], check: &str, location: &str) -> &'a Finding {
+        f.iter()
+            .find(|x| x.check == check && x.location == location)
+            .unwrap_or_else(|| panic!("no {check} at {location}: {f:?}"))
+    }
+
+    #[test]
+    fn a_run_needs_every_process_and_the_data_set_its_unaccounted_time_bound() {
+        let mut runs = BTreeMap::new();
+        runs.insert("r0001".to_owned(), vec![process(0, 1), process(1, 1)]);
+        let f = data_set_checks(&runs);
+        assert!(find(&f, "complete", "run r0001").passed);
+        assert!(
+            find(&f, "unaccounted_aggregate", "data set").passed,
+            "{f:?}"
+        );
+        // One process missing; 5 % of every request unaccounted.
+        runs.insert("r0001".to_owned(), vec![process(1, 50)]);
+        let f = data_set_checks(&runs);
+        let complete = find(&f, "complete", "run r0001");
+        assert!(!complete.passed);
+        assert_eq!(complete.detail, "processes [1] of 2 expected");
+        assert!(!find(&f, "unaccounted_aggregate", "data set").passed);
+        assert!(!find(&f, "unaccounted_p99", "run r0001").passed);
+    }
+}
