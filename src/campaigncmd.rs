@@ -604,14 +604,7 @@ impl Local<'_> {
                 .map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
             bar.set(
                 u64::from(d.progress.done),
-                &format!(
-                    "run {}/{}  {}  {}  block {}",
-                    index + 1,
-                    d.progress.total,
-                    r.cell,
-                    r.arm,
-                    r.block
-                ),
+                &format!("done; next {} (block {})", r.run_id, r.block),
                 eta,
             );
             let specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
