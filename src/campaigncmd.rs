@@ -318,11 +318,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let mut given_up = read_given_up(&dir)?;
     let complete = complete_runs(&runs_dir, &plan, processes);
     let total = plan.runs.len();
-    let settled = plan
-        .runs
-        .iter()
-        .filter(|r| complete.contains(&r.run_id) || given_up.iter().any(|g| g.run_id == r.run_id))
-        .count();
+    let settled = schedule::settled(&plan, &complete, &given_up) as usize;
     eprintln!(
         "campaign {} ({} runs, pre-registration {}), results in {}, keys in {}",
         plan.campaign,

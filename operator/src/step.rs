@@ -686,14 +686,7 @@ impl Step<'_, '_> {
             (a, state)
         });
         // Every run settled in this phase was settled by this campaign's Running phase.
-        let settled = f
-            .plan
-            .runs
-            .iter()
-            .filter(|r| {
-                b.completed.contains(&r.run_id) || given_up.iter().any(|g| g.run_id == r.run_id)
-            })
-            .count();
+        let settled = schedule::settled(f.plan, &b.completed, &given_up);
         let d = schedule::decide(
             f.plan,
             &policy,
@@ -703,7 +696,7 @@ impl Step<'_, '_> {
                 given_up: &given_up,
                 current: attempt.as_ref().map(|(a, s)| (a, s)),
                 since: self.since(),
-                finished_since: u32::try_from(settled).unwrap_or(u32::MAX),
+                finished_since: settled,
             },
         );
         if let (Some(run_id), Some(cur)) = (&d.completed, self.st.current.clone()) {

@@ -209,19 +209,39 @@ fn eta(policy: &Policy, o: &Observed<'_>, left: u32) -> Option<SystemTime> {
     Some(o.now + per * left)
 }
 
+/// Whether each planned run is settled: complete or given up.
+fn settled_runs<'p>(
+    plan: &'p Plan,
+    complete: &BTreeSet<String>,
+    given_up: &[GivenUp],
+) -> impl Iterator<Item = (&'p campaign::design::PlannedRun, bool)> {
+    let given_up: BTreeSet<&str> = given_up.iter().map(|g| g.run_id.as_str()).collect();
+    plan.runs.iter().map(move |r| {
+        let s = complete.contains(&r.run_id) || given_up.contains(r.run_id.as_str());
+        (r, s)
+    })
+}
+
+/// How many planned runs are complete or given up.
+pub fn settled(plan: &Plan, complete: &BTreeSet<String>, given_up: &[GivenUp]) -> u32 {
+    count(
+        settled_runs(plan, complete, given_up)
+            .filter(|(_, s)| *s)
+            .count(),
+    )
+}
+
 /// Decides what the executor does next, from what it observed.
 pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
-    let given_up: BTreeSet<&str> = o.given_up.iter().map(|g| g.run_id.as_str()).collect();
-    let settled = |id: &str| o.complete.contains(id) || given_up.contains(id);
     let total = count(plan.runs.len());
-    let mut done = count(plan.runs.iter().filter(|r| settled(&r.run_id)).count());
+    let mut done = settled(plan, o.complete, o.given_up);
     let completed = o
         .current
         .filter(|(a, _)| o.complete.contains(&a.run_id))
         .map(|(a, _)| a.run_id.clone());
-    let next = match plan.runs.iter().find(|r| !settled(&r.run_id)) {
+    let next = match settled_runs(plan, o.complete, o.given_up).find(|(_, s)| !s) {
         None => Next::Done,
-        Some(run) => match o.current {
+        Some((run, _)) => match o.current {
             Some((a, state)) if a.run_id == run.run_id => {
                 let late = o
                     .now
