@@ -36,7 +36,7 @@ use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use run::planner::Environment;
-use run::runspec::{KeyRef, Output, RunSpec, S3Target, StartGate, Telemetry};
+use run::runspec::{KeyRef, Output, RunSpec, S3Target, StartGate, Telemetry, ready_key, start_key};
 use run::schedule::{self, Attempt, AttemptState, GivenUp, Observed, Policy};
 use serde::Serialize;
 
@@ -445,11 +445,7 @@ fn traces_sent(runs_dir: &Path) -> Option<run::trace::TraceReport> {
 /// (128 + SIGINT), as a shell reports an interrupted command.
 fn interrupted(file: &Path, plan: &Plan, runs_dir: &Path, processes: u32) -> ExitCode {
     let total = plan.runs.len();
-    let complete = plan
-        .runs
-        .iter()
-        .filter(|r| run_complete(&runs_dir.join(&r.run_id), processes))
-        .count();
+    let complete = complete_runs(runs_dir, plan, processes).len();
     eprintln!(
         "interrupted: {complete} of {total} runs complete and kept. \
          Rerun `pqbench run {}` with the same --out to resume; the cut-off run is moved aside \
@@ -712,7 +708,7 @@ impl Local<'_> {
                 break;
             }
             if !gate_open {
-                gate_open = self.open_gate(&run_dir, count)?;
+                gate_open = self.open_gate(&run_id, count)?;
             }
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -729,11 +725,11 @@ impl Local<'_> {
         Ok(why)
     }
 
-    /// Writes the run's start instant once every process is ready ([`schedule::start_at`]);
-    /// whether it is written.
-    fn open_gate(&self, run_dir: &Path, processes: u32) -> Result<bool> {
+    /// Writes the run's start instant once every process is ready ([`schedule::start_at`]),
+    /// at the keys the engine's gate uses under the runs directory; whether it is written.
+    fn open_gate(&self, run_id: &str, processes: u32) -> Result<bool> {
         let ready = (0..processes)
-            .filter(|i| run_dir.join("ready").join(format!("p{i}")).is_file())
+            .filter(|&i| self.runs_dir.join(ready_key("", run_id, i)).is_file())
             .count();
         let Some(at) = schedule::start_at(
             u32::try_from(ready).unwrap_or(0),
@@ -742,8 +738,8 @@ impl Local<'_> {
         ) else {
             return Ok(false);
         };
-        let path = run_dir.join("start-at");
-        let tmp = run_dir.join("start-at.tmp");
+        let path = self.runs_dir.join(start_key("", run_id));
+        let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, humantime::format_rfc3339_millis(at).to_string())
             .and_then(|()| std::fs::rename(&tmp, &path))
             .with_context(|| format!("cannot write {}", path.display()))?;

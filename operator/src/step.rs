@@ -39,7 +39,7 @@ use crate::api::{
     CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation, VerdictRow,
 };
 
-pub use run::schedule::{DEFAULT_RUN_RETRIES, START_LEAD};
+pub use run::schedule::START_LEAD;
 
 /// What the executor observed of the results bucket.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
