@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use crate::records::Record;
 use crate::runspec::RunSpec;
-use crate::summary::{ProcessInfo, UNACCOUNTED_AGGREGATE_LIMIT, is_measured_ok, record_checks};
+use crate::summary::{
+    PauseTaken, ProcessInfo, UNACCOUNTED_AGGREGATE_LIMIT, is_measured_ok, pause_check,
+    record_checks,
+};
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +38,8 @@ pub struct Process {
 
 /// The checks of every run (its processes by run id) and of the whole data set: each run
 /// has all the processes its spec names (`complete`), the record checks of the run summary
-/// over all its processes' records, and the unaccounted time over the data set.
+/// over all its processes' records, the pauses its processes took (`pause_quiet`), and the
+/// unaccounted time over the data set.
 pub fn data_set_checks(runs: &BTreeMap<String, Vec<Process>>) -> Vec<Finding> {
     let mut out = Vec::new();
     let (mut un, mut tot) = (0.0, 0.0);
@@ -67,6 +71,18 @@ pub fn data_set_checks(runs: &BTreeMap<String, Vec<Process>>) -> Vec<Finding> {
             };
             out.push(Finding {
                 check,
+                location: format!("run {run}"),
+                passed: c.passed,
+                detail: c.detail,
+            });
+        }
+        let pauses: Vec<(u32, &PauseTaken)> = parts
+            .iter()
+            .filter_map(|p| p.info.pause.as_ref().map(|t| (p.info.index, t)))
+            .collect();
+        if let Some(c) = pause_check(spec.pause.as_ref(), &pauses) {
+            out.push(Finding {
+                check: "pause_quiet",
                 location: format!("run {run}"),
                 passed: c.passed,
                 detail: c.detail,
@@ -157,5 +173,93 @@ output: {dir: /tmp/out}
         assert_eq!(complete.detail, "processes [1] of 2 expected");
         assert!(!find(&f, "unaccounted_aggregate", "data set").passed);
         assert!(!find(&f, "unaccounted_p99", "run r0001").passed);
+    }
+
+    /// Issue 18: a pause that waited `maxWait` without the server host going quiet fails
+    /// `pause_quiet`, in the run summary (the run is invalid) and in the validator.
+    #[test]
+    fn a_pause_that_gave_up_invalidates_the_run() {
+        use campaign::units::{Dur, Size};
+
+        use crate::runspec::PauseRule;
+        use crate::summary::{PauseTaken, ProcessData, summarize};
+
+        let rule = PauseRule {
+            max_dirty: Size(32 << 20),
+            max_disk_write_per_s: Size(5 << 20),
+            quiet_for: Dur(Duration::from_secs(2)),
+            max_wait: Dur(Duration::from_secs(40)),
+        };
+        let with_pause = |pause: Option<PauseTaken>| {
+            let mut p = process(0, 1);
+            p.spec.pause = pause.is_some().then_some(rule);
+            p.info.pause = pause;
+            p
+        };
+        let summary = |p: &Process| {
+            summarize(
+                &p.spec,
+                &[ProcessData {
+                    info: p.info.clone(),
+                    records: p.records.clone(),
+                    samples: Vec::new(),
+                }],
+            )
+        };
+        let check = |s: &crate::summary::RunSummary| {
+            s.checks.iter().find(|c| c.name == "pause_quiet").cloned()
+        };
+
+        // Gave up: 300 MiB dirty at the last reading, 12 MiB/s written.
+        let gave_up = with_pause(Some(PauseTaken {
+            waited_s: 40.2,
+            quiet: false,
+            last_dirty_bytes: Some(f64::from(300u32 << 20)),
+            last_disk_write_per_s: Some(f64::from(12u32 << 20)),
+        }));
+        let s = summary(&gave_up);
+        let c = check(&s).expect("a pause was taken: pause_quiet is checked");
+        assert!(!c.passed && !s.valid, "{:?}", s.checks);
+        assert_eq!(
+            c.detail,
+            "process 0: the pause gave up after 40.2 s (maxWait 40s) without the server host \
+             quiet for 2s; last reading: dirty + write-back 300.0 MiB (maxDirty 32MiB), disk \
+             writes 12.0 MiB/s (maxDiskWritePerS 5MiB/s)"
+        );
+        assert!(crate::summary::render(&s).contains("FAILED pause_quiet: process 0"));
+        // Every other check passes: the pause alone makes the run invalid.
+        assert!(s.checks.iter().all(|c| c.passed || c.name == "pause_quiet"));
+        let mut runs = BTreeMap::new();
+        runs.insert("r0001".to_owned(), vec![gave_up]);
+        let f = find(&data_set_checks(&runs), "pause_quiet", "run r0001").clone();
+        assert!(!f.passed && f.detail == c.detail, "{f:?}");
+
+        // Quiet after 3.1 s: passes, the run is valid.
+        let quiet = with_pause(Some(PauseTaken {
+            waited_s: 3.1,
+            quiet: true,
+            last_dirty_bytes: Some(1e6),
+            last_disk_write_per_s: Some(0.0),
+        }));
+        let s = summary(&quiet);
+        let c = check(&s).expect("pause_quiet");
+        assert!(c.passed && s.valid, "{:?}", s.checks);
+        assert_eq!(
+            c.detail,
+            "every pause found the server host quiet (1 process, longest wait 3.1 s)"
+        );
+        runs.insert("r0001".to_owned(), vec![quiet]);
+        assert!(find(&data_set_checks(&runs), "pause_quiet", "run r0001").passed);
+
+        // No pause taken (none set, or no view of the server host): nothing to check.
+        let none = with_pause(None);
+        let s = summary(&none);
+        assert!(check(&s).is_none() && s.valid, "{:?}", s.checks);
+        runs.insert("r0001".to_owned(), vec![none]);
+        assert!(
+            data_set_checks(&runs)
+                .iter()
+                .all(|f| f.check != "pause_quiet")
+        );
     }
 }

@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::records::{Outcome, Record, RequestPhase, Sample};
-use crate::runspec::{Loop, RunSpec};
+use crate::runspec::{Loop, PauseRule, RunSpec};
 use crate::s3conf::ClientRecord;
 
 /// What one process knew besides its records and samples (`process.json`).
@@ -531,6 +531,62 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
     checks
 }
 
+/// The pause check (`pause_quiet`): every process's pause before the run found the server
+/// host quiet. A pause that waited `maxWait` without the host going quiet gave up, and the
+/// run then measured a server still writing back: the check fails, and the run is invalid.
+/// `pauses` are the pauses taken, by process index; none taken (no pause rule, or no view
+/// of the server host), no check.
+pub fn pause_check(rule: Option<&PauseRule>, pauses: &[(u32, &PauseTaken)]) -> Option<Check> {
+    let mib = |x: Option<f64>, unit: &str| {
+        x.map_or_else(
+            || "n/a".to_owned(),
+            |b| format!("{:.1} {unit}", b / f64::from(1u32 << 20)),
+        )
+    };
+    let max =
+        |what: &str, v: Option<String>| v.map_or_else(String::new, |v| format!(" ({what} {v})"));
+    let gave_up: Vec<&(u32, &PauseTaken)> = pauses.iter().filter(|(_, p)| !p.quiet).collect();
+    let longest = pauses.iter().map(|(_, p)| p.waited_s).reduce(f64::max)?;
+    let detail = match gave_up.first() {
+        None => format!(
+            "every pause found the server host quiet ({} {}, longest wait {longest:.1} s)",
+            pauses.len(),
+            if pauses.len() == 1 {
+                "process"
+            } else {
+                "processes"
+            }
+        ),
+        Some((i, p)) => format!(
+            "process {i}: the pause gave up after {:.1} s{} without the server host quiet{}; last reading: dirty + write-back {}{}, disk writes {}{}{}",
+            p.waited_s,
+            max("maxWait", rule.map(|r| r.max_wait.to_string())),
+            rule.map_or_else(String::new, |r| format!(" for {}", r.quiet_for)),
+            mib(p.last_dirty_bytes, "MiB"),
+            max("maxDirty", rule.map(|r| r.max_dirty.to_string())),
+            mib(p.last_disk_write_per_s, "MiB/s"),
+            max(
+                "maxDiskWritePerS",
+                rule.map(|r| format!("{}/s", r.max_disk_write_per_s))
+            ),
+            if gave_up.len() > 1 {
+                format!(
+                    "; {} of {} processes' pauses gave up",
+                    gave_up.len(),
+                    pauses.len()
+                )
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Some(Check {
+        name: "pause_quiet".into(),
+        passed: gave_up.is_empty(),
+        detail,
+    })
+}
+
 /// Summarises a run from its processes' data.
 pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
     let warm = spec.warmup.0;
@@ -698,6 +754,11 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             start.min_ready_lead_ms, start.skew_ms
         ),
     });
+    let pauses: Vec<(u32, &PauseTaken)> = parts
+        .iter()
+        .filter_map(|p| p.info.pause.as_ref().map(|t| (p.info.index, t)))
+        .collect();
+    checks.extend(pause_check(spec.pause.as_ref(), &pauses));
     let valid = checks.iter().all(|c| c.passed);
     let p0 = parts.first();
     RunSummary {

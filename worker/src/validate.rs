@@ -14,6 +14,7 @@
 //! | `unaccounted_aggregate` | per run and over the whole data set, Σ unaccounted / Σ total < 1 % |
 //! | `session_bounds` | `ml-kem-768-session`: no object index ≥ B_max, no root age > T_max |
 //! | `failures` | measured failures within the run's allowed fraction (0 by default) |
+//! | `pause_quiet` | every process's pause found the server host quiet (a pause that gave up at `maxWait` fails; no pause taken, no check) |
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -517,9 +517,14 @@ fn samplers_read_garage_metrics_and_the_server_process() {
         resident_bytes: "garage_local_disk_total".into(),
     };
     spec.telemetry.local_server_pid = env.server.pid();
+    // Quiet at once: the point is that /proc readings arrive. A pause that gives up makes
+    // the run invalid (`pause_quiet`), and this host may be busy; the waiting branch is
+    // tests/pause.rs's.
     spec.pause = Some(run::runspec::PauseRule {
-        max_wait: Dur(Duration::from_secs(3)),
-        ..run::runspec::PauseRule::default()
+        max_dirty: Size(64 << 30),
+        max_disk_write_per_s: Size(64 << 30),
+        quiet_for: Dur(Duration::from_secs(1)),
+        max_wait: Dur(Duration::from_secs(5)),
     });
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
@@ -535,7 +540,10 @@ fn samplers_read_garage_metrics_and_the_server_process() {
     );
     assert!(s.server.max_dirty_writeback_bytes.is_some());
     let p = &s.pause[0];
-    assert!(p.waited_s <= 5.0 && p.last_dirty_bytes.is_some(), "{p:?}");
+    assert!(
+        p.quiet && p.waited_s <= 5.0 && p.last_dirty_bytes.is_some(),
+        "{p:?}"
+    );
     // Samples were taken about once per second over the run.
     let t = Table::read_parquet(&w.dir.join(files::SAMPLES), run::records::SAMPLE_SCHEMA)
         .expect("samples");
