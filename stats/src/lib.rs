@@ -16,11 +16,14 @@
 //!   the open-loop knee (sections IV-C, V-B, V-C).
 //! - [`storage`]: manifest overhead per object and per billion objects against the S3
 //!   user-metadata limit (section V-E).
+//! - [`contingency`]: Fisher's exact test (two-sided) on a 2×2 table, the check that a
+//!   comparison's two arms lose runs to invalidity at the same rate.
 //! - [`dist`]: the Student t and normal distributions these use.
 //!
 //! Every function is cross-checked against SciPy/statsmodels in `tests/oracle.rs`, with
 //! the reference values produced by `tests/oracle/generate.py`.
 
+pub mod contingency;
 pub mod dist;
 pub mod multiplicity;
 pub mod paired;

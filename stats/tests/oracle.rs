@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 use serde::Deserialize;
+use stats::contingency::fisher_exact;
 use stats::dist::{norm_ppf, t_cdf, t_ppf};
 use stats::multiplicity::{benjamini_hochberg, holm};
 use stats::paired::{Paired, bootstrap_interval, log_ratios};
@@ -24,6 +25,7 @@ struct Cases {
     bh: Vec<Adjust>,
     bootstrap: Vec<Boot>,
     power: Vec<Power>,
+    fisher: Vec<Fisher>,
     provenance: serde_json::Value,
 }
 
@@ -84,6 +86,11 @@ struct Power {
     n_exact: f64,
     n: u32,
     statsmodels_n: f64,
+}
+#[derive(Deserialize)]
+struct Fisher {
+    table: [[u64; 2]; 2],
+    p: f64,
 }
 
 fn cases() -> Cases {
@@ -230,5 +237,15 @@ fn power_normal_approximation() {
         close(&what, r.exact, k.n_exact, REL);
         close(&what, r.exact, k.statsmodels_n, REL);
         assert_eq!(r.needed, k.n, "{what}");
+    }
+}
+
+#[test]
+fn fisher_exact_two_sided() {
+    let c = cases();
+    assert!(c.fisher.len() >= 30, "{} Fisher cases", c.fisher.len());
+    for k in &c.fisher {
+        let got = fisher_exact(k.table).unwrap();
+        close(&format!("fisher_exact({:?})", k.table), got, k.p, REL);
     }
 }

@@ -49,6 +49,15 @@ independent implementation. Keys of ``cases.json``:
               still calls solve_power and asserts it is within 1e-6 relative
               of n_exact wherever it converges (and that it only fails for
               n_exact < 2).
+``fisher``    Two-sided Fisher exact test on hand-picked 2x2 tables (small,
+              unbalanced, zero cells and zero margins, ties, thousands of
+              counts): ``p`` is ``scipy.stats.fisher_exact(table,
+              alternative="two-sided").pvalue``. SciPy counts a table as "at
+              most as probable" within 1 + 1e-14 relative, R's fisher.test and
+              the crate within 1 + 1e-7; the script asserts that, for every
+              table, the sum of ``scipy.stats.hypergeom.pmf`` over the tables
+              within 1 + 1e-7 agrees with SciPy's p to 1e-10 (so no case lies
+              between the two tolerances).
 
 Data are synthetic and deterministic: one ``numpy.random.default_rng(20261130)``
 drives everything, in the order of the sections above. Library versions go
@@ -100,6 +109,25 @@ POWER_SDS = [0.005, 0.01, 0.02, 0.04, 0.08]
 POWER_ALPHA = 0.05
 POWER_FAMILIES = [1, 8]
 POWER_POWERS = [0.8, 0.9]
+
+FISHER_TIE_TOLERANCE = 1e-7  # R's fisher.test relErr, and the crate's
+FISHER_TABLES = [
+    # small, hand-checkable
+    [[1, 9], [11, 3]], [[0, 5], [5, 0]], [[3, 3], [3, 3]], [[8, 2], [1, 5]],
+    [[1, 0], [0, 1]], [[2, 1], [1, 2]], [[1, 2], [3, 4]], [[7, 1], [2, 6]],
+    [[10, 0], [0, 10]],
+    # zero cells, and zero margins (p = 1)
+    [[0, 10], [3, 7]], [[0, 20], [5, 15]], [[4, 0], [6, 10]], [[0, 1], [1, 0]],
+    [[0, 0], [0, 0]], [[0, 3], [0, 4]], [[2, 0], [5, 0]], [[0, 12], [0, 0]],
+    # unbalanced arms or rates
+    [[1, 99], [10, 90]], [[0, 200], [4, 46]], [[2, 48], [0, 500]], [[3, 997], [12, 988]],
+    [[25, 5], [2, 1]], [[1, 30], [0, 2]],
+    # invalid runs out of a campaign's blocks
+    [[0, 40], [3, 37]], [[2, 38], [2, 38]], [[5, 115], [1, 119]],
+    # thousands of counts; equal rows make exact ties between mirror tables
+    [[120, 880], [160, 840]], [[500, 500], [480, 520]], [[30, 1970], [55, 1945]],
+    [[1500, 1500], [1400, 1600]], [[10, 9990], [40, 9960]], [[2000, 1000], [1000, 2000]],
+]
 
 
 def close(a, b, tol):
@@ -329,6 +357,33 @@ def power_cases():
     return cases
 
 
+# --------------------------------------------------------------------------- Fisher
+
+
+def fisher_within_tolerance(table):
+    """Sum of the hypergeometric pmf over the tables with the margins of ``table`` at most
+    (1 + FISHER_TIE_TOLERANCE) times as probable as it; 1 for a zero margin."""
+    (a, b), (c, d) = table
+    r1, r2, k = a + b, c + d, a + c
+    if 0 in (r1, r2, k, b + d):
+        return 1.0
+    x = np.arange(max(0, k - r2), min(k, r1) + 1)
+    pmf = scipy.stats.hypergeom.pmf(x, r1 + r2, r1, k)
+    observed = scipy.stats.hypergeom.pmf(a, r1 + r2, r1, k)
+    return min(1.0, float(pmf[pmf <= observed * (1 + FISHER_TIE_TOLERANCE)].sum()))
+
+
+def fisher_cases():
+    cases = []
+    for table in FISHER_TABLES:
+        p = float(scipy.stats.fisher_exact(table, alternative="two-sided").pvalue)
+        by_hand = fisher_within_tolerance(table)
+        assert abs(p - by_hand) <= 1e-10 * max(p, 1e-300), (table, p, by_hand)
+        assert 0 < p <= 1, (table, p)
+        cases.append({"table": table, "p": p})
+    return cases
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -356,12 +411,14 @@ def main():
         "bh": adjusted_cases(vectors, "fdr_bh"),
         "bootstrap": bootstrap_cases(rng),
         "power": power_cases(),
+        "fisher": fisher_cases(),
     }
     with out.open("w") as f:
         json.dump(cases, f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
     print(f"wrote {out} ({len(paired)} paired, {len(vectors)} p-vectors, "
-          f"{len(cases['bootstrap'])} bootstrap, {len(cases['power'])} power cases)")
+          f"{len(cases['bootstrap'])} bootstrap, {len(cases['power'])} power, "
+          f"{len(cases['fisher'])} Fisher cases)")
 
 
 if __name__ == "__main__":
