@@ -252,7 +252,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let size = usize::try_from(a.size).context("--size does not fit in memory")?;
     let (_server, settings) = match &a.endpoint {
         None => {
-            let child = spawn_server(BUCKET)?;
+            let child = spawn_server(BUCKET, None)?;
             let s = child.settings.clone();
             (Some(child), s)
         }

@@ -106,23 +106,55 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     }
     println!("campaign {}", plan.campaign);
     println!("pre-registration hash {}", plan.prereg_hash);
-    println!(
-        "arms: {}",
-        plan.arms
-            .iter()
-            .map(|x| x.label.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    println!("arms ({}, every one in every block):", plan.arms.len());
+    for x in &plan.arms {
+        println!(
+            "  {:<32} {} on {}{}",
+            x.label,
+            x.mode,
+            x.backend.name(),
+            if x.control { "  (A/A control)" } else { "" }
+        );
+    }
+    println!("comparisons (in every cell):");
+    for c in &plan.comparisons {
+        println!("  {} vs {}", c.arm, c.against);
+    }
     println!("cells ({}):", plan.cells.len());
     for c in &plan.cells {
-        let primary = m.spec.analysis.primary.contains(&c.id);
-        println!(
-            "  {:<28} {} blocks{}",
-            c.id,
-            c.repetitions,
-            if primary { "  (primary)" } else { "" }
-        );
+        println!("  {:<28} {} blocks", c.id, c.repetitions);
+    }
+    let primary: Vec<String> = plan
+        .cells
+        .iter()
+        .flat_map(|c| {
+            plan.comparisons
+                .iter()
+                .filter(|x| {
+                    m.spec
+                        .analysis
+                        .primary
+                        .iter()
+                        .any(|p| p.selects(&c.id, &x.arm, &x.against))
+                        && !plan.arm(&x.arm).is_some_and(|a| a.control)
+                })
+                .map(move |x| format!("  {} · {} vs {}", c.id, x.arm, x.against))
+        })
+        .collect();
+    println!(
+        "primary family ({}, {} over it at α = {}):",
+        primary.len(),
+        match m.spec.analysis.correction {
+            campaign::spec::Correction::Holm => "Holm",
+            campaign::spec::Correction::None => "no correction",
+        },
+        m.spec.analysis.alpha
+    );
+    for p in &primary {
+        println!("{p}");
+    }
+    if primary.is_empty() {
+        println!("  (none: every comparison is exploratory; name cells in analysis.primary)");
     }
     println!("blocks: {}   runs: {}", plan.blocks, plan.runs.len());
     println!("run order:");
@@ -279,6 +311,53 @@ fn prepare_keys(keys: &Path, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// This machine's CPUs and where the server and the clients go on them
+/// ([`campaign::placement::place`]); says so on stderr.
+fn local_cpus(m: &Manifest, embedded: bool) -> Result<run::planner::LocalCpus> {
+    use campaign::placement::{format_cpu_list, place};
+    let allowed = worker::affinity::allowed().map_err(anyhow::Error::msg)?;
+    let placement = place(
+        &allowed,
+        m.spec.server.cpus.as_ref(),
+        m.spec.clients.cpus.as_ref(),
+        embedded,
+        m.spec.clients.processes,
+    )
+    .map_err(|e| anyhow::anyhow!("spec.{e}"))?;
+    let show = |s: &Option<Vec<u32>>| {
+        s.as_deref().map_or_else(
+            || "any CPU".to_owned(),
+            |v| format!("CPU {}", format_cpu_list(v)),
+        )
+    };
+    match (&placement.server, &placement.clients) {
+        (None, None) => eprintln!(
+            "placement: none (this process may use CPU {}{}); server and clients share them \
+             (set server.cpus / clients.cpus to place them)",
+            format_cpu_list(&allowed),
+            if allowed.len() >= 2 && embedded {
+                format!(
+                    "; too few to give each of the {} client processes a CPU of its own",
+                    m.spec.clients.processes
+                )
+            } else {
+                String::new()
+            }
+        ),
+        (s, c) => eprintln!(
+            "placement: {} on {}, clients on {} (server.cpus / clients.cpus; none to disable)",
+            if embedded {
+                "embedded server"
+            } else {
+                "server (not placed)"
+            },
+            show(s),
+            show(c)
+        ),
+    }
+    Ok(run::planner::LocalCpus { allowed, placement })
+}
+
 /// Whether a run directory holds every process's checksummed files.
 fn run_complete(run_dir: &Path, processes: u32) -> bool {
     (0..processes).all(|i| {
@@ -346,9 +425,19 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         // group); this process only notes it, to report what is kept and how to resume.
         ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
             .context("cannot install the Ctrl-C handler")?;
+        let cpus = local_cpus(m, a.endpoint.is_none())?;
+        let server_cpus = cpus
+            .placement
+            .server
+            .as_deref()
+            .map(campaign::placement::format_cpu_list);
         // The embedded server lives until every run is done (dropping it stops it).
-        let (server, endpoint, credentials, local_pid) =
-            local_or_embedded(a.endpoint.as_deref(), &a.bucket, &keys.join("s3.env"))?;
+        let (server, endpoint, credentials, local_pid) = local_or_embedded(
+            a.endpoint.as_deref(),
+            &a.bucket,
+            &keys.join("s3.env"),
+            server_cpus.as_deref(),
+        )?;
         let env = Environment {
             s3: S3Target {
                 endpoint: endpoint.clone(),
@@ -371,6 +460,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 ..Telemetry::default()
             },
             traces: a.traces.spec(),
+            cpus: Some(cpus),
         };
         let cluster_only = m.spec.cluster_only_fields();
         if !cluster_only.is_empty() {
@@ -577,7 +667,12 @@ impl Local<'_> {
                     attempt,
                     why,
                 } => {
-                    let aside = self.move_aside(&run_id)?;
+                    let invalid = matches!(current, Some((_, AttemptState::Invalid(_))));
+                    let aside = if invalid {
+                        self.keep_attempt(&run_id, attempt - 1)?
+                    } else {
+                        self.move_aside(&run_id)?
+                    };
                     bar.line(&format!(
                         "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {}",
                         attempt - 1,
@@ -606,12 +701,33 @@ impl Local<'_> {
                 attempt,
                 started: SystemTime::now(),
             };
-            let state = match self.attempt(&specs, a.started)? {
-                None => AttemptState::Going,
-                Some(why) => AttemptState::Ended(why),
-            };
+            let state = self.attempt(&specs, a.started)?;
             current = Some((a, state));
         }
+    }
+
+    /// Keeps an invalid attempt's files as `attempts/<runId>/a<attempt>/` (never analysed,
+    /// never deleted; counted in the report's attempts table).
+    fn keep_attempt(&self, run_id: &str, attempt: u32) -> Result<Option<PathBuf>> {
+        let run_dir = self.runs_dir.join(run_id);
+        if !run_dir.exists() {
+            return Ok(None);
+        }
+        let kept = self
+            .dir
+            .join(ATTEMPTS)
+            .join(run_id)
+            .join(format!("a{attempt}"));
+        std::fs::create_dir_all(kept.parent().unwrap_or(self.dir))?;
+        if kept.exists() {
+            // A resumed campaign repeating an attempt number: keep both.
+            let alt = kept.with_file_name(format!("a{attempt}-{}", unix_millis()));
+            std::fs::rename(&run_dir, &alt)?;
+            return Ok(Some(alt));
+        }
+        std::fs::rename(&run_dir, &kept)
+            .with_context(|| format!("cannot move {} to {}", run_dir.display(), kept.display()))?;
+        Ok(Some(kept))
     }
 
     /// Moves what an earlier attempt of `run_id` left to `incomplete/` (never analysed, never
@@ -634,9 +750,11 @@ impl Local<'_> {
     /// Carries out one attempt: one fresh `pqbench run-spec` process per client process, all
     /// behind the start gate in the run directory, which opens [`schedule::START_LEAD`]
     /// after the last process is ready. `Ok(None)`: every process ended and left its files;
-    /// `Ok(Some(why))`: the attempt failed (a process could not carry it out, or the run
-    /// deadline passed and the processes were stopped).
-    fn attempt(&self, specs: &[RunSpec], started: SystemTime) -> Result<Option<String>> {
+    /// `Invalid(why)`: every file is there but the run failed validation; `Ended(why)`: the
+    /// attempt failed (a process could not carry it out, or the run deadline passed and the
+    /// processes were stopped). `Going` stands for "complete and valid" (and for an
+    /// interruption, which the caller checks first).
+    fn attempt(&self, specs: &[RunSpec], started: SystemTime) -> Result<AttemptState> {
         let exe = std::env::current_exe().context("own executable")?;
         let run_id = specs[0].run_id.clone();
         let run_dir = self.runs_dir.join(&run_id);
@@ -712,17 +830,16 @@ impl Local<'_> {
             }
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
-            return Ok(None);
+            return Ok(AttemptState::Going);
         }
         if why.is_none() && !run_complete(&run_dir, count) {
             why = Some("the processes ended without every process's files".into());
         }
-        if why.is_none() && invalid {
-            eprintln!(
-                "run {run_id} is invalid (its files are kept and the analysis leaves it out)"
-            );
-        }
-        Ok(why)
+        Ok(match why {
+            Some(why) => AttemptState::Ended(why),
+            None if invalid => AttemptState::Invalid(failed_checks(&run_dir)),
+            None => AttemptState::Going,
+        })
     }
 
     /// Writes the run's start instant once every process is ready ([`schedule::start_at`]),
@@ -747,6 +864,28 @@ impl Local<'_> {
     }
 }
 
+/// Where invalid attempts are kept in a campaign directory.
+const ATTEMPTS: &str = "attempts";
+
+/// The names of the failed checks of a run's processes (from their `summary.json`).
+fn failed_checks(run_dir: &Path) -> String {
+    let mut names = BTreeSet::new();
+    for p in std::fs::read_dir(run_dir).into_iter().flatten().flatten() {
+        let Some(s) = std::fs::read_to_string(p.path().join(run::summary::files::SUMMARY))
+            .ok()
+            .and_then(|t| serde_json::from_str::<run::summary::RunSummary>(&t).ok())
+        else {
+            continue;
+        };
+        names.extend(s.checks.into_iter().filter(|c| !c.passed).map(|c| c.name));
+    }
+    if names.is_empty() {
+        "failed validation".into()
+    } else {
+        names.into_iter().collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// Validates and analyses a campaign directory; writes runs.csv, report.json, report.md
 /// and the plots; prints the verdict table.
 fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
@@ -756,7 +895,52 @@ fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
         prereg_hash: Some(plan.prereg_hash.clone()),
         ..Header::default()
     };
-    analyze_to(dir, &dir.join("runs"), &cfg, header, None)
+    analyze_to(dir, &dir.join("runs"), &cfg, header, None, Some(plan))
+}
+
+/// The attempts of every planned run, from the campaign directory: the run's files in
+/// `runs/` (invalid when the collector excluded it), its invalid attempts kept in
+/// `attempts/<runId>/`, and its failed or cut-off attempts in `incomplete/<runId>-*`.
+fn run_attempts(
+    dir: &Path,
+    plan: &Plan,
+    collected: &run::rows::Collected,
+) -> Vec<analysis::RunAttempts> {
+    let count = |d: &Path| std::fs::read_dir(d).map_or(0, |e| e.flatten().count());
+    let incomplete: Vec<String> = std::fs::read_dir(dir.join("incomplete"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    plan.runs
+        .iter()
+        .map(|r| {
+            let final_there = dir.join("runs").join(&r.run_id).is_dir();
+            let final_invalid = collected
+                .excluded
+                .iter()
+                .any(|x| x.run_id.as_deref() == Some(r.run_id.as_str()));
+            let kept = count(&dir.join(ATTEMPTS).join(&r.run_id));
+            let failed = incomplete
+                .iter()
+                .filter(|n| {
+                    n.strip_prefix(r.run_id.as_str())
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|ms| ms.chars().all(|c| c.is_ascii_digit()))
+                })
+                .count();
+            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            analysis::RunAttempts {
+                run_id: r.run_id.clone(),
+                cell: r.cell.clone(),
+                arm: r.arm.clone(),
+                attempts: n(kept + failed + usize::from(final_there)),
+                invalid: n(kept + usize::from(final_there && final_invalid)),
+                failed: n(failed),
+            }
+        })
+        .collect()
 }
 
 fn analyze_to(
@@ -765,6 +949,7 @@ fn analyze_to(
     cfg: &Config,
     mut header: Header,
     json_path: Option<&Path>,
+    plan: Option<&Plan>,
 ) -> Result<()> {
     let collected = worker::collect::collect(data)?;
     if collected.rows.is_empty() && collected.excluded.is_empty() {
@@ -775,19 +960,23 @@ fn analyze_to(
         );
     }
     header.excluded = collected.excluded_runs();
+    let attempts = plan
+        .map(|p| run_attempts(out, p, &collected))
+        .unwrap_or_default();
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;
-    write_report(out, &collected.rows, cfg, header, json_path)
+    write_report(out, &collected.rows, &attempts, cfg, header, json_path)
 }
 
 fn write_report(
     out: &Path,
     rows: &[analysis::RunRow],
+    attempts: &[analysis::RunAttempts],
     cfg: &Config,
     mut header: Header,
     json_path: Option<&Path>,
 ) -> Result<()> {
-    let report = analysis::analyze(rows, cfg)?;
+    let report = analysis::analyze_with(rows, attempts, cfg)?;
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
     let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
@@ -838,7 +1027,7 @@ pub(crate) struct AnalyzeArgs {
     /// Significance level (overrides the spec; default 0.05).
     #[arg(long)]
     alpha: Option<f64>,
-    /// Primary cells, comma-separated (overrides the spec).
+    /// Primary cells, comma-separated (overrides the spec): every comparison in them.
     #[arg(long, value_delimiter = ',')]
     primary: Option<Vec<String>>,
     /// Bootstrap seed when no spec gives one.
@@ -865,6 +1054,8 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                 control: None,
                 analysis: campaign::spec::Analysis::default(),
                 seed: a.seed,
+                arms: Vec::new(),
+                comparisons: Vec::new(),
             }
         }
     };
@@ -878,7 +1069,10 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
         cfg.analysis.alpha = x;
     }
     if let Some(p) = &a.primary {
-        cfg.analysis.primary.clone_from(p);
+        cfg.analysis.primary = p
+            .iter()
+            .map(|c| campaign::spec::PrimarySpec::cell(c))
+            .collect();
     }
     for (name, v) in [
         ("--margin", cfg.analysis.margin),
@@ -908,7 +1102,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                     }
                 },
             );
-            write_report(&out, &rows, &cfg, header, a.json.as_deref())
+            write_report(&out, &rows, &[], &cfg, header, a.json.as_deref())
         }
         None => {
             let data = if a.dir.join("runs").is_dir() {
@@ -916,7 +1110,15 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
             } else {
                 a.dir.clone()
             };
-            analyze_to(&a.dir, &data, &cfg, header, a.json.as_deref())
+            let plan = manifest.as_ref().map(design::plan);
+            analyze_to(
+                &a.dir,
+                &data,
+                &cfg,
+                header,
+                a.json.as_deref(),
+                plan.as_ref(),
+            )
         }
     }
 }

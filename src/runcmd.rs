@@ -121,6 +121,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
         a.endpoint.as_deref(),
         &a.bucket,
         &keys.path().join("s3.env"),
+        None,
     )?;
     let recipient_key = match (&a.key, a.mode.key_type()) {
         (_, KeyType::None) => None,

@@ -180,6 +180,10 @@ pub(crate) struct ServeArgs {
     /// Also write the `export` lines (endpoint and credentials) to this new file, mode 0600.
     #[arg(long)]
     env_file: Option<PathBuf>,
+    /// Confine the server to these CPUs before it starts its threads (a list as `taskset -c`
+    /// takes it: 1, 0-3,8).
+    #[arg(long)]
+    cpus: Option<String>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -433,6 +437,9 @@ pub(crate) fn gc(a: GcArgs) -> Result<()> {
 }
 
 pub(crate) fn serve(a: ServeArgs) -> Result<()> {
+    if let Some(cpus) = &a.cpus {
+        worker::affinity::confine(cpus).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
+    }
     let server = EmbeddedS3::start(&a.dir, a.port)?;
     for b in &a.buckets {
         server.create_bucket(b)?;

@@ -32,13 +32,17 @@ impl Drop for ServerChild {
 }
 
 /// Starts `pqbench serve-s3` on a free port with `bucket` created, in a temporary
-/// directory, and reads its endpoint and credentials.
-pub(crate) fn spawn_server(bucket: &str) -> Result<ServerChild> {
+/// directory, confined to `cpus` when given, and reads its endpoint and credentials.
+pub(crate) fn spawn_server(bucket: &str, cpus: Option<&str>) -> Result<ServerChild> {
     let dir = tempfile::tempdir().context("temp dir for the server")?;
     let exe = std::env::current_exe().context("own executable")?;
-    let mut child = Command::new(exe)
-        .args(["serve-s3", "--port", "0", "--bucket", bucket, "--dir"])
-        .arg(dir.path())
+    let mut cmd = Command::new(exe);
+    cmd.args(["serve-s3", "--port", "0", "--bucket", bucket, "--dir"])
+        .arg(dir.path());
+    if let Some(c) = cpus {
+        cmd.args(["--cpus", c]);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -77,9 +81,10 @@ pub(crate) fn local_or_embedded(
     endpoint: Option<&str>,
     bucket: &str,
     creds_file: &std::path::Path,
+    server_cpus: Option<&str>,
 ) -> Result<(Option<ServerChild>, String, Credentials, Option<u32>)> {
     let Some(ep) = endpoint else {
-        let child = spawn_server(bucket)?;
+        let child = spawn_server(bucket, server_cpus)?;
         write_private(
             creds_file,
             &format!(

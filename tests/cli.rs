@@ -905,7 +905,7 @@ spec:
   seed: 11
   fixtures: 4
   pause: {enabled: false}
-  analysis: {primary: [get-64KiB-c1], bootstrapResamples: 2000}
+  analysis: {primary: [{cell: get-64KiB-c1}], bootstrapResamples: 2000}
 ";
 
 /// Every test here takes this lock, so they run one at a time: a campaign keeps both cores
@@ -963,7 +963,13 @@ fn campaign_run_end_to_end() {
         })
         .count();
     let c = &report["comparisons"][0];
-    if pairs >= 2 {
+    // An invalid run is run again in its block position (issue 18), so every block should
+    // end complete; a comparison missing is a failure, with the reasons.
+    assert!(
+        pairs >= 2,
+        "only {pairs} complete block(s) after the retries; runs left out: {excluded:?}\n{text}"
+    );
+    {
         assert!(camp.join("plots/forest.svg").is_file(), "{text}");
         assert_eq!(c["cell"], "get-64KiB-c1");
         assert_eq!(c["mode"], "ml-kem-768");
@@ -986,22 +992,6 @@ fn campaign_run_end_to_end() {
         ] {
             assert!(!c[key].is_null(), "{key} missing in {c}");
         }
-    } else {
-        // Too few valid pairs: no comparison, the report says so and names every run left
-        // out with a validity check as its reason.
-        eprintln!(
-            "*** {} of 6 runs failed their validity checks on this machine, too many for a \
-             comparison; the report and the analyses are checked without one ***",
-            left_out.len()
-        );
-        assert!(c.is_null(), "{c}");
-        assert!(text.contains("no comparison"), "{text}");
-        assert!(
-            excluded.iter().all(|x| x["reason"]
-                .as_str()
-                .is_some_and(|r| r.starts_with("unaccounted_"))),
-            "{text}"
-        );
     }
     assert_eq!(report["prereg_hash"].as_str().map(str::len), Some(64));
 
@@ -1407,7 +1397,7 @@ spec:
   fixtures: 4
   pause: {enabled: false}
   clients: {processes: 2}
-  analysis: {primary: [get-64KiB-c2], bootstrapResamples: 2000}
+  analysis: {primary: [{cell: get-64KiB-c2}], bootstrapResamples: 2000}
 ";
 
 #[test]
@@ -1515,4 +1505,113 @@ fn campaign_sessions_control_open_loop_two_processes() {
         assert_eq!(c["baseline"], "x25519");
         assert_eq!(c["family"] == "control", mode == "x25519-aa", "{c}");
     }
+}
+
+/// Issue 18: the README's main job, `pqbench run examples/quick.yaml` (the file as it
+/// ships), reaches conclusive verdicts on this machine: ML-KEM-768 vs X25519 on aws-lc in
+/// the client-bound cell (Equivalent or NotEquivalent, the 90 % interval no wider than the
+/// ±5 % band) and ML-KEM-768 on RustCrypto vs aws-lc (a deficit). The embedded server and
+/// the clients are placed on disjoint CPUs, and every run summary says so. A machine too
+/// noisy for that fails here with the measured spread, it does not pass.
+#[test]
+fn main_job_reaches_verdicts() {
+    let _one_at_a_time = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = dir.path().join("results");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quick.yaml");
+    let started = std::time::Instant::now();
+    let o = pqbench(&["run", s(&example), "--out", s(&out)]);
+    let wall = started.elapsed();
+    let text = ok(&o, "pqbench run examples/quick.yaml");
+    let camp = out.join("quick");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(camp.join("report.json")).expect("report"))
+            .expect("json");
+    let find = |arm: &str, against: &str| {
+        report["comparisons"]
+            .as_array()
+            .expect("comparisons")
+            .iter()
+            .find(|c| c["mode"] == arm && c["baseline"] == against)
+            .cloned()
+            .unwrap_or_else(|| panic!("no comparison {arm} vs {against} in the report:\n{text}"))
+    };
+    let spread = |c: &serde_json::Value| {
+        format!(
+            "ratio {} 90 % CI {} paired sd {} over {} pairs",
+            c["ratio"], c["ci90"], c["sd"], c["pairs"]
+        )
+    };
+    let kem = find("ml-kem-768", "x25519");
+    let verdict = kem["verdict"].as_str().expect("verdict");
+    let ci = [
+        kem["ci90"][0].as_f64().expect("ci"),
+        kem["ci90"][1].as_f64().expect("ci"),
+    ];
+    assert!(
+        verdict == "Equivalent" || verdict == "NotEquivalent",
+        "ML-KEM-768 vs X25519 is {verdict}: this machine is too noisy for the main job \
+         ({}); wall {wall:?}\n{text}",
+        spread(&kem)
+    );
+    assert!(
+        ci[1] - ci[0] <= 0.10,
+        "the 90 % interval {ci:?} is wider than the ±5 % band ({})\n{text}",
+        spread(&kem)
+    );
+    assert_eq!(kem["family"], "primary", "{kem}");
+    assert_eq!(
+        kem["saturated"], true,
+        "the cell is client-bound by design: {kem}"
+    );
+    let rc = find("ml-kem-768-rustcrypto", "ml-kem-768");
+    assert_eq!(
+        (rc["verdict"].as_str(), rc["deficit"].as_bool()),
+        (Some("NotEquivalent"), Some(true)),
+        "RustCrypto vs aws-lc: expected a deficit ({})\n{text}",
+        spread(&rc)
+    );
+    // One line per comparison says what it means.
+    assert!(
+        text.contains("ml-kem-768-rustcrypto vs ml-kem-768: ml-kem-768-rustcrypto ")
+            && text.contains("slower than ml-kem-768, a deficit"),
+        "{text}"
+    );
+    let md = std::fs::read_to_string(camp.join("report.md")).expect("report.md");
+    assert!(
+        md.contains("In words:") && md.contains("## Attempts"),
+        "{md}"
+    );
+    // Placement: every run's summary records disjoint client and server CPU sets.
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut summaries = 0;
+    for run in std::fs::read_dir(camp.join("runs")).expect("runs") {
+        let p = run.expect("entry").path().join("p0").join("summary.json");
+        if !p.is_file() {
+            continue;
+        }
+        let sm: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).expect("summary")).expect("json");
+        let pl = &sm["placement"];
+        if cpus >= 2 {
+            assert_eq!(pl["disjoint"], true, "{}: {pl}", p.display());
+            assert_eq!(
+                pl["clientsAsked"],
+                pl["clients"][0],
+                "{}: {pl}",
+                p.display()
+            );
+        }
+        assert!(
+            pl["coresAvailable"].as_f64().is_some_and(|c| c >= 1.0),
+            "{pl}"
+        );
+        summaries += 1;
+    }
+    assert_eq!(summaries, 24, "every planned run has its summary");
+    eprintln!(
+        "main job: {wall:?}; ml-kem-768 vs x25519 {verdict} {}; rustcrypto vs aws-lc {}",
+        spread(&kem),
+        spread(&rc)
+    );
 }

@@ -6,12 +6,21 @@
 //! client_cores_available,server_cpu_cores`, plus optional columns for the storage and
 //! knee tables). Output: a [`Report`] with one [`Entry`] per (cell, mode vs baseline).
 //!
-//! - Pairs are the blocks of a cell holding both the mode and the baseline.
-//! - The primary family is every mode-vs-baseline comparison in the primary cells (the
-//!   A/A control excluded); its TOST p-values are Holm-adjusted and its verdicts use the
-//!   adjusted p. Every other comparison is exploratory: its verdict uses the unadjusted p,
-//!   and Benjamini–Hochberg-adjusted p-values over all exploratory comparisons are given
-//!   alongside.
+//! - The comparisons are the campaign's declared ones (`analysis.comparisons`, by arm
+//!   label), made in every cell holding both arms; without a declaration, every arm against
+//!   the baseline.
+//! - Pairs are the **complete** blocks of a cell: those holding a valid run of every arm of
+//!   the cell. A block with an arm missing (its run invalid after every attempt, or given
+//!   up) leaves the analysis for every arm of that cell, so that every comparison of a cell
+//!   rests on the same blocks; the report says which blocks were dropped.
+//! - The primary family is named in `analysis.primary` (a cell's every comparison, or one
+//!   comparison of it; the A/A control never); its TOST p-values are Holm-adjusted and its
+//!   verdicts use the adjusted p. Every other comparison is exploratory: its verdict uses
+//!   the unadjusted p, and Benjamini–Hochberg-adjusted p-values over all exploratory
+//!   comparisons are given alongside.
+//! - Attempts: with the attempts of each run given, the report counts attempts and invalid
+//!   attempts per arm, and flags each compared pair of arms whose invalid rates differ by
+//!   Fisher's exact test at α = 0.05 (a mode-dependent exclusion biases the comparison).
 //! - Sensitivity verdicts at the other margins use unadjusted p-values.
 //! - Stalls (closed loop only) are flagged per cell and every verdict is recomputed with
 //!   stalled blocks excluded (the primary family re-adjusted) as a sensitivity analysis.
@@ -26,7 +35,7 @@ use stats::paired::{Comparison, Flags, Settings, log_ratios, verdict};
 use stats::regime::{OpenPoint, RunLoad, cell_saturated, implied_ratio, knee, stalls};
 use stats::{Paired, Verdict};
 
-use crate::spec::{Analysis, CampaignSpec, Correction, Operation};
+use crate::spec::{Analysis, CampaignSpec, ComparisonSpec, Correction, Operation};
 use crate::{Error, Result};
 
 /// One run as the analysis sees it.
@@ -217,7 +226,8 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
 /// What the analysis needs beyond the rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Config {
-    /// Baseline arm label.
+    /// Baseline arm label (the reference of the storage table and the plots; with no
+    /// declared comparisons, every arm is compared against it).
     pub baseline: String,
     /// Label of the A/A control arm, if any.
     pub control: Option<String>,
@@ -225,21 +235,76 @@ pub struct Config {
     pub analysis: Analysis,
     /// Bootstrap seed.
     pub seed: u64,
+    /// The arms of every cell (empty: the arms the data holds per cell).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<String>,
+    /// The comparisons (empty: every arm against `baseline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<ComparisonSpec>,
 }
 
 impl Config {
     /// The configuration a campaign spec pre-registers.
     pub fn from_spec(spec: &CampaignSpec) -> Self {
+        let arms = crate::design::arms(spec);
         Self {
-            baseline: spec.baseline.name().to_owned(),
-            control: spec
-                .aa_control
-                .then(|| format!("{}-aa", spec.baseline.name())),
+            baseline: crate::design::Plan::baseline_label(spec),
+            control: arms.iter().find(|a| a.control).map(|a| a.label.clone()),
             analysis: spec.analysis.clone(),
             seed: spec.seed,
+            comparisons: crate::design::comparisons(spec, &arms),
+            arms: arms.into_iter().map(|a| a.label).collect(),
         }
     }
 }
+
+/// The attempts of one planned run, for the attempts table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunAttempts {
+    /// Run id.
+    pub run_id: String,
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub arm: String,
+    /// Attempts made (0: not run yet).
+    pub attempts: u32,
+    /// Attempts whose run failed validation.
+    pub invalid: u32,
+    /// Attempts that failed (no files, or past the deadline).
+    pub failed: u32,
+}
+
+/// Attempts per arm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArmAttempts {
+    /// Arm label.
+    pub arm: String,
+    /// Planned runs of the arm.
+    pub runs: u32,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Attempts that failed validation.
+    pub invalid: u32,
+    /// Attempts that failed.
+    pub failed: u32,
+}
+
+/// Two compared arms whose invalid-attempt rates differ (Fisher's exact test, α = 0.05).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InvalidRate {
+    /// The arm measured.
+    pub arm: String,
+    /// The arm it is measured against.
+    pub against: String,
+    /// Two-sided p of Fisher's exact test on (invalid, valid) attempts × the two arms.
+    pub p: f64,
+    /// `p < 0.05`.
+    pub differs: bool,
+}
+
+/// The level of the invalid-rate test.
+pub const INVALID_RATE_ALPHA: f64 = 0.05;
 
 /// The family a comparison belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -323,6 +388,45 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// What the comparison means, in one line: `equivalent within ±5 %`, `rustcrypto 18 %
+    /// slower, a deficit`, `inconclusive: …`.
+    pub fn meaning(&self, margin: f64) -> String {
+        let pct = |x: f64| format!("{:.0}", (x * 100.0).abs());
+        let band = format!("±{} %", pct(margin));
+        let change = self.ratio - 1.0;
+        let direction = if change < 0.0 { "slower" } else { "faster" };
+        let size = format!(
+            "{} {} % {direction} than {}",
+            self.mode,
+            pct(change),
+            self.baseline
+        );
+        match self.verdict {
+            Verdict::Equivalent => format!("equivalent within {band}"),
+            Verdict::NotEquivalent if self.deficit => format!("{size}, a deficit"),
+            Verdict::NotEquivalent if self.advantage => format!("{size}, an advantage"),
+            Verdict::NotEquivalent => format!("{size}: not equivalent at {band}"),
+            Verdict::Inconclusive => {
+                let why = if self.deficit {
+                    format!("{size} (a deficit), but the interval reaches into {band}")
+                } else if self.advantage {
+                    format!("{size} (an advantage), but the interval reaches into {band}")
+                } else {
+                    format!(
+                        "the 90 % interval {:.3}–{:.3} crosses the {band} band",
+                        self.ci90[0], self.ci90[1]
+                    )
+                };
+                let more = if self.underpowered {
+                    format!("; about {} blocks would settle it", self.repetitions_needed)
+                } else {
+                    String::new()
+                };
+                format!("inconclusive: {why}{more}")
+            }
+        }
+    }
+
     /// The flags a table shows beside the verdict, in a fixed order: the family
     /// (`primary`, `A/A control`), `deficit`, `advantage`, `saturated`, `underpowered`.
     pub fn flags(&self) -> Vec<&'static str> {
@@ -381,6 +485,9 @@ pub struct ArmSummary {
     pub cpu_per_request_us: f64,
     /// Mean client cores used.
     pub client_cores_used: f64,
+    /// Mean client saturation: cores used ÷ cores available, per run (≥ 0.95: the run was
+    /// client-bound).
+    pub client_saturation: f64,
     /// Operation, object size and concurrency when known.
     pub operation: Option<Operation>,
     /// Object size in bytes.
@@ -410,6 +517,16 @@ pub struct Report {
     pub storage: Vec<StorageRow>,
     /// Open-loop knees.
     pub knees: Vec<KneeRow>,
+    /// Attempts per arm (empty when the attempts are not known, as from a CSV).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<ArmAttempts>,
+    /// Per compared pair of arms, the invalid-rate test (empty without attempts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_rates: Vec<InvalidRate>,
+    /// Blocks left out because an arm of their cell has no valid run in them, as
+    /// `cell block` pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_blocks: Vec<(String, u32)>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
@@ -427,8 +544,14 @@ fn margin_key(m: f64) -> String {
     format!("{m}")
 }
 
-/// Analyses run rows.
+/// Analyses run rows (attempts unknown).
 pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
+    analyze_with(rows, &[], cfg)
+}
+
+/// Analyses run rows, with the attempts of every planned run for the attempts table and
+/// the invalid-rate test.
+pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> Result<Report> {
     let a = &cfg.analysis;
     let mut warnings = Vec::new();
     // Index: cell → block → arm → row. Duplicate (cell, block, arm) is a data error.
@@ -467,9 +590,21 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
         ));
     }
     for p in &a.primary {
-        if !by_cell.contains_key(p.as_str()) {
-            warnings.push(format!("primary cell {p} has no valid runs"));
+        if !by_cell.contains_key(p.cell.as_str()) {
+            warnings.push(format!("primary cell {} has no valid runs", p.cell));
         }
+    }
+    let dropped_blocks = drop_incomplete_blocks(&mut by_cell, &cfg.arms);
+    if !dropped_blocks.is_empty() {
+        warnings.push(format!(
+            "{} block(s) left out because an arm of their cell has no valid run in them: {}",
+            dropped_blocks.len(),
+            dropped_blocks
+                .iter()
+                .map(|(c, b)| format!("{c} block {b}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
 
     // Stalls: closed-loop runs only (offered_rps absent), per cell, blind to the mode.
@@ -504,24 +639,24 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
     struct Raw<'a> {
         cell: &'a str,
         mode: &'a str,
+        baseline: &'a str,
         family: Family,
         cmp: Comparison,
         cpu_ratio: Option<f64>,
         saturated: bool,
         d_no_stall: Vec<f64>,
     }
+    let comparisons: Vec<ComparisonSpec> = if cfg.comparisons.is_empty() {
+        every_arm_against(rows, &cfg.baseline)
+    } else {
+        cfg.comparisons.clone()
+    };
     let mut raw: Vec<Raw<'_>> = Vec::new();
     for cell in &cells {
         let blocks = &by_cell[cell.as_str()];
-        let mut arms: Vec<&str> = Vec::new();
-        for b in blocks.values() {
-            for m in b.keys() {
-                if !arms.contains(m) {
-                    arms.push(m);
-                }
-            }
-        }
+        let mut arms: Vec<&str> = blocks.values().flat_map(|b| b.keys().copied()).collect();
         arms.sort_unstable();
+        arms.dedup();
         let per_arm: Vec<(Vec<f64>, Vec<f64>)> = arms
             .iter()
             .map(|m| {
@@ -531,21 +666,24 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
             })
             .collect();
         let saturated = cell_saturated(&per_arm);
-        if !arms.contains(&cfg.baseline.as_str()) {
+        if cfg.comparisons.is_empty() && !arms.contains(&cfg.baseline.as_str()) {
             warnings.push(format!(
                 "cell {cell} has no baseline run; its modes are not compared"
             ));
             continue;
         }
-        for m in arms.iter().copied().filter(|m| *m != cfg.baseline) {
+        for c in &comparisons {
+            let (m, base) = (c.arm.as_str(), c.against.as_str());
+            if !arms.contains(&m) || !arms.contains(&base) {
+                continue;
+            }
             let pairs: Vec<(&RunRow, &RunRow)> = blocks
                 .values()
-                .filter_map(|b| Some((*b.get(m)?, *b.get(cfg.baseline.as_str())?)))
+                .filter_map(|b| Some((*b.get(m)?, *b.get(base)?)))
                 .collect();
             if pairs.len() < 2 {
                 warnings.push(format!(
-                    "cell {cell}, {m} vs {}: {} pair(s); a comparison needs at least 2",
-                    cfg.baseline,
+                    "cell {cell}, {m} vs {base}: {} pair(s); a comparison needs at least 2",
                     pairs.len()
                 ));
                 continue;
@@ -574,7 +712,7 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
                 .collect();
             let family = if cfg.control.as_deref() == Some(m) {
                 Family::Control
-            } else if a.primary.iter().any(|p| p == cell) {
+            } else if a.primary.iter().any(|p| p.selects(cell, m, base)) {
                 Family::Primary
             } else {
                 Family::Exploratory
@@ -582,6 +720,7 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
             raw.push(Raw {
                 cell,
                 mode: m,
+                baseline: base,
                 family,
                 cmp,
                 cpu_ratio,
@@ -645,7 +784,7 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
     }
 
     let family_size = primary.len().max(1);
-    let mut comparisons = Vec::new();
+    let mut entries = Vec::new();
     for (i, r) in raw.iter().enumerate() {
         let c = &r.cmp;
         let band = [1.0 - a.margin, 1.0 + a.margin];
@@ -683,10 +822,10 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
                 verdict: None,
             },
         };
-        comparisons.push(Entry {
+        entries.push(Entry {
             cell: r.cell.to_owned(),
             mode: r.mode.to_owned(),
-            baseline: cfg.baseline.clone(),
+            baseline: r.baseline.to_owned(),
             family: r.family,
             pairs: c.paired.n,
             ratio: c.ratio,
@@ -719,13 +858,101 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
         config: cfg.clone(),
         runs: rows.len(),
         primary_family_size: primary.len(),
-        comparisons,
+        comparisons: entries,
         stalls: stalled.into_iter().map(str::to_owned).collect(),
         arms: arm_summaries(rows, &cells),
         storage: storage(rows, &cfg.baseline),
         knees: knees(rows),
+        invalid_rates: invalid_rates(attempts, &comparisons)?,
+        attempts: arm_attempts(attempts),
+        dropped_blocks,
         warnings,
     })
+}
+
+/// Every arm of the data against `baseline` (the comparisons when none are declared).
+fn every_arm_against(rows: &[RunRow], baseline: &str) -> Vec<ComparisonSpec> {
+    let mut arms: Vec<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
+    arms.sort_unstable();
+    arms.dedup();
+    arms.into_iter()
+        .filter(|m| *m != baseline)
+        .map(|m| ComparisonSpec {
+            arm: m.to_owned(),
+            against: baseline.to_owned(),
+        })
+        .collect()
+}
+
+type Blocks<'a> = BTreeMap<&'a str, BTreeMap<u32, BTreeMap<&'a str, &'a RunRow>>>;
+
+/// Removes the blocks of each cell that lack a valid run of one of the cell's arms
+/// (`arms`, or the arms the cell's data holds); returns them as (cell, block).
+fn drop_incomplete_blocks(by_cell: &mut Blocks<'_>, arms: &[String]) -> Vec<(String, u32)> {
+    let mut dropped = Vec::new();
+    for (cell, blocks) in by_cell.iter_mut() {
+        let expected: BTreeSet<&str> = if arms.is_empty() {
+            blocks.values().flat_map(|b| b.keys().copied()).collect()
+        } else {
+            arms.iter().map(String::as_str).collect()
+        };
+        blocks.retain(|&block, runs| {
+            let complete = expected.iter().all(|a| runs.contains_key(a));
+            if !complete {
+                dropped.push(((*cell).to_owned(), block));
+            }
+            complete
+        });
+    }
+    dropped
+}
+
+fn arm_attempts(attempts: &[RunAttempts]) -> Vec<ArmAttempts> {
+    let mut by_arm: BTreeMap<&str, ArmAttempts> = BTreeMap::new();
+    for r in attempts {
+        let e = by_arm.entry(&r.arm).or_insert_with(|| ArmAttempts {
+            arm: r.arm.clone(),
+            runs: 0,
+            attempts: 0,
+            invalid: 0,
+            failed: 0,
+        });
+        e.runs += 1;
+        e.attempts += r.attempts;
+        e.invalid += r.invalid;
+        e.failed += r.failed;
+    }
+    by_arm.into_values().collect()
+}
+
+/// Fisher's exact test of invalid vs valid attempts for each compared pair of arms.
+fn invalid_rates(
+    attempts: &[RunAttempts],
+    comparisons: &[ComparisonSpec],
+) -> Result<Vec<InvalidRate>> {
+    let per_arm = arm_attempts(attempts);
+    let find = |l: &str| per_arm.iter().find(|a| a.arm == l);
+    let mut out = Vec::new();
+    for c in comparisons {
+        let (Some(x), Some(y)) = (find(&c.arm), find(&c.against)) else {
+            continue;
+        };
+        let row = |a: &ArmAttempts| {
+            let judged = a.attempts.saturating_sub(a.failed);
+            [
+                u64::from(a.invalid),
+                u64::from(judged.saturating_sub(a.invalid)),
+            ]
+        };
+        let p = stats::contingency::fisher_exact([row(x), row(y)])?;
+        out.push(InvalidRate {
+            arm: c.arm.clone(),
+            against: c.against.clone(),
+            p,
+            differs: p < INVALID_RATE_ALPHA,
+        });
+    }
+    Ok(out)
 }
 
 fn arm_summaries(rows: &[RunRow], cells: &[String]) -> Vec<ArmSummary> {
@@ -751,6 +978,12 @@ fn arm_summaries(rows: &[RunRow], cells: &[String]) -> Vec<ArmSummary> {
                 throughput_rps: mean(rs.iter().map(|r| r.throughput_rps)).unwrap_or(0.0),
                 cpu_per_request_us: mean(rs.iter().map(|r| r.cpu_per_request_us)).unwrap_or(0.0),
                 client_cores_used: mean(rs.iter().map(|r| r.client_cores_used)).unwrap_or(0.0),
+                client_saturation: mean(
+                    rs.iter()
+                        .filter(|r| r.client_cores_available > 0.0)
+                        .map(|r| r.client_cores_used / r.client_cores_available),
+                )
+                .unwrap_or(0.0),
                 operation: first.operation,
                 object_size: first.object_size,
                 concurrency: first.concurrency,

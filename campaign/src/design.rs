@@ -2,13 +2,17 @@
 //! complete blocks, and the pre-registration hash.
 //!
 //! - Cells: each `cells` entry expands to operation × object size × concurrency (closed
-//!   loop) or × offered rate (open loop), × backend. A cell's id is
+//!   loop) or × offered rate (open loop), × client cores. A cell's id is
 //!   `<op>-<size>-c<concurrency>` (closed) or `<op>-<size>-r<rate>-t<threads>` (open),
-//!   with `-<backend>` appended when the campaign has more than one backend
-//!   ([`cells`]).
-//! - Arms: the modes in the order given; with a session grid, `ml-kem-768-session` becomes
-//!   one arm per `maxObjects` × `maxAge` pair (`ml-kem-768-session-b10-t1s`); an A/A
-//!   control adds `<baseline>-aa` ([`arms`]).
+//!   with `-cores<k>` appended when the cell confines its clients ([`cells`]).
+//! - Arms: (mode, backend) pairs: `arms` as listed, or `modes` × `backends`. A listed arm's
+//!   label is its `name`, else its mode's name; a shorthand arm's is its mode's name, with
+//!   `-<backend>` when `backends` lists more than one;
+//!   with a session grid, `ml-kem-768-session` becomes one arm per `maxObjects` × `maxAge`
+//!   pair (`ml-kem-768-session-b10-t1s`); an A/A control adds `<baseline arm>-aa`
+//!   ([`arms`]). Every arm runs in every block of every cell.
+//! - Comparisons: `analysis.comparisons`, or by default every arm against the baseline
+//!   mode's arm on the same backend ([`comparisons`]).
 //! - Blocks: one block per cell and repetition holds every arm once, in an order shuffled
 //!   from the seed; then the order of all blocks is shuffled from the seed. Modes are
 //!   compared only within a block ([`plan`]).
@@ -26,7 +30,7 @@ use rand_core::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::spec::{CampaignSpec, LoopGrid, Manifest, Operation};
+use crate::spec::{CampaignSpec, ComparisonSpec, LoopGrid, Manifest, Operation};
 use crate::units::{Dur, Size, format_duration};
 
 /// How requests arrive in one cell.
@@ -56,8 +60,9 @@ pub struct CellDef {
     pub concurrency: u32,
     /// Closed or open loop.
     pub arrival: Arrival,
-    /// Crypto backend.
-    pub backend: Backend,
+    /// Cores the run's worker processes are confined to (`clientCores`), if the cell says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cores: Option<u32>,
     /// Blocks of this cell.
     pub repetitions: u32,
 }
@@ -70,6 +75,8 @@ pub struct Arm {
     pub label: String,
     /// The envelope mode.
     pub mode: Mode,
+    /// The crypto backend.
+    pub backend: Backend,
     /// `(maxObjects, maxAge)` for a session arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<(u64, Dur)>,
@@ -112,6 +119,8 @@ pub struct Plan {
     pub cells: Vec<CellDef>,
     /// Arms in the order of the spec.
     pub arms: Vec<Arm>,
+    /// The comparisons made in every cell, in order.
+    pub comparisons: Vec<ComparisonSpec>,
     /// Number of blocks.
     pub blocks: u32,
     /// Runs in execution order.
@@ -129,10 +138,19 @@ impl Plan {
         self.arms.iter().find(|a| a.label == label)
     }
 
-    /// The label of the baseline arm.
+    /// The label of the baseline arm: the baseline mode's first arm (storage overhead and
+    /// the plots' reference).
     pub fn baseline_label(spec: &CampaignSpec) -> String {
-        spec.baseline.name().to_owned()
+        baseline_arm(&arms(spec), spec.baseline, None)
+            .map_or_else(|| spec.baseline.name().to_owned(), |a| a.label.clone())
     }
+}
+
+/// The baseline mode's arm on `backend` (any backend when `None`): the first such arm that
+/// is neither a session arm with bounds nor the A/A control.
+fn baseline_arm(arms: &[Arm], baseline: Mode, backend: Option<Backend>) -> Option<&Arm> {
+    arms.iter()
+        .find(|a| a.mode == baseline && !a.control && backend.is_none_or(|b| a.backend == b))
 }
 
 fn rate_label(r: f64) -> String {
@@ -144,13 +162,14 @@ fn rate_label(r: f64) -> String {
 }
 
 /// A cell's id: `<op>-<size>-c<concurrency>` (closed loop) or
-/// `<op>-<size>-r<rate>-t<threads>` (open loop), with `-<backend>` appended when given.
+/// `<op>-<size>-r<rate>-t<threads>` (open loop), with `-cores<k>` appended when the cell
+/// confines its clients to k cores.
 pub fn cell_id(
     op: Operation,
     size: Size,
     concurrency: u32,
     arrival: Arrival,
-    backend: Option<Backend>,
+    client_cores: Option<u32>,
 ) -> String {
     let id = match arrival {
         Arrival::Closed => format!("{}-{size}-c{concurrency}", op.as_str()),
@@ -160,15 +179,14 @@ pub fn cell_id(
             rate_label(rate)
         ),
     };
-    match backend {
-        Some(b) => format!("{id}-{}", b.name()),
+    match client_cores {
+        Some(k) => format!("{id}-cores{k}"),
         None => id,
     }
 }
 
 /// Expands the cell grid (see the module docs for ids and order).
 pub fn cells(spec: &CampaignSpec) -> Vec<CellDef> {
-    let multi_backend = spec.backends.len() > 1;
     let mut out = Vec::new();
     for g in &spec.cells {
         let reps = g.repetitions.unwrap_or(spec.repetitions);
@@ -184,17 +202,21 @@ pub fn cells(spec: &CampaignSpec) -> Vec<CellDef> {
                 .map(|&rate| (*threads, Arrival::Open { rate }))
                 .collect(),
         };
+        let cores: Vec<Option<u32>> = g
+            .client_cores
+            .as_ref()
+            .map_or_else(|| vec![None], |k| k.0.iter().copied().map(Some).collect());
         for &op in &g.operation.0 {
             for &size in &g.object_size.0 {
                 for &(conc, arrival) in &loads {
-                    for &backend in &spec.backends {
+                    for &client_cores in &cores {
                         out.push(CellDef {
-                            id: cell_id(op, size, conc, arrival, multi_backend.then_some(backend)),
+                            id: cell_id(op, size, conc, arrival, client_cores),
                             operation: op,
                             object_size: size,
                             concurrency: conc,
                             arrival,
-                            backend,
+                            client_cores,
                             repetitions: reps,
                         });
                     }
@@ -205,17 +227,54 @@ pub fn cells(spec: &CampaignSpec) -> Vec<CellDef> {
     out
 }
 
+/// The (mode, backend) pairs of the spec: `arms` as listed, or `modes` × `backends`, with
+/// each arm's given name.
+fn arm_pairs(spec: &CampaignSpec) -> Vec<(Mode, Backend, Option<String>)> {
+    if spec.arms.is_empty() {
+        spec.backends
+            .iter()
+            .flat_map(|&b| spec.modes.iter().map(move |&m| (m, b, None)))
+            .collect()
+    } else {
+        spec.arms
+            .iter()
+            .map(|a| (a.mode, a.backend, a.name.clone()))
+            .collect()
+    }
+}
+
 /// The arms (see the module docs).
 pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
+    let pairs = arm_pairs(spec);
+    // The shorthand names arms by mode and, with several backends, backend; listed arms
+    // by their name or mode.
+    let multi_backend = spec.arms.is_empty() && spec.backends.len() > 1;
+    let suffix = |b: Backend| {
+        if multi_backend {
+            format!("-{}", b.name())
+        } else {
+            String::new()
+        }
+    };
     let mut out = Vec::new();
-    for &mode in &spec.modes {
+    for (mode, backend, name) in pairs {
         match (&spec.sessions, mode) {
             (Some(grid), Mode::MlKem768Session) => {
                 for &b in &grid.max_objects.0 {
                     for &t in &grid.max_age.0 {
+                        let base = name.clone().unwrap_or_else(|| mode.name().to_owned());
                         out.push(Arm {
-                            label: format!("{}-b{b}-t{}", mode.name(), format_duration(t.0)),
+                            label: format!(
+                                "{base}-b{b}-t{}{}",
+                                format_duration(t.0),
+                                if name.is_some() {
+                                    String::new()
+                                } else {
+                                    suffix(backend)
+                                }
+                            ),
                             mode,
+                            backend,
                             session: Some((b, t)),
                             control: false,
                         });
@@ -223,20 +282,45 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                 }
             }
             _ => out.push(Arm {
-                label: mode.name().to_owned(),
+                label: name.unwrap_or_else(|| format!("{}{}", mode.name(), suffix(backend))),
                 mode,
+                backend,
                 session: None,
                 control: false,
             }),
         }
     }
-    if spec.aa_control {
+    if spec.aa_control
+        && let Some(base) = baseline_arm(&out, spec.baseline, None).cloned()
+    {
         out.push(Arm {
-            label: format!("{}-aa", spec.baseline.name()),
-            mode: spec.baseline,
-            session: None,
+            label: format!("{}-aa", base.label),
             control: true,
+            ..base
         });
+    }
+    out
+}
+
+/// The comparisons of the spec: `analysis.comparisons`, or by default every arm against
+/// the baseline mode's arm on its backend (arms on a backend without one are not compared)
+/// and the A/A control against the arm it repeats.
+pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
+    if !spec.analysis.comparisons.is_empty() {
+        return spec.analysis.comparisons.clone();
+    }
+    let mut out = Vec::new();
+    for a in arms {
+        let backend = (!a.control).then_some(a.backend);
+        let Some(base) = baseline_arm(arms, spec.baseline, backend) else {
+            continue;
+        };
+        if base.label != a.label {
+            out.push(ComparisonSpec {
+                arm: a.label.clone(),
+                against: base.label.clone(),
+            });
+        }
     }
     out
 }
@@ -305,6 +389,7 @@ pub fn plan(m: &Manifest) -> Plan {
         campaign: m.metadata.name.clone(),
         prereg_hash: prereg_hash(spec),
         blocks: u32::try_from(blocks.len()).unwrap_or(u32::MAX),
+        comparisons: comparisons(spec, &arms),
         cells,
         arms,
         runs,

@@ -19,6 +19,7 @@
 pub mod analysis;
 pub mod cluster;
 pub mod design;
+pub mod placement;
 pub mod plots;
 pub mod report;
 #[cfg(feature = "schema")]

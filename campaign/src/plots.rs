@@ -1503,10 +1503,12 @@ mod tests {
             baseline: "x25519".into(),
             control: None,
             analysis: Analysis {
-                primary: vec!["get-64KiB-c4".into()],
+                primary: vec![crate::spec::PrimarySpec::cell("get-64KiB-c4")],
                 ..Analysis::default()
             },
             seed: 1,
+            arms: Vec::new(),
+            comparisons: Vec::new(),
         }
     }
 

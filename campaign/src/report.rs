@@ -94,7 +94,7 @@ pub fn terminal(r: &Report) -> String {
     let a = &r.config.analysis;
     let mut rows: Vec<[String; 8]> = vec![[
         "cell".into(),
-        "mode vs baseline".into(),
+        "arm vs against".into(),
         "pairs".into(),
         "ratio".into(),
         "90% CI".into(),
@@ -142,7 +142,30 @@ pub fn terminal(r: &Report) -> String {
         }
     }
     if r.comparisons.is_empty() {
-        s.push_str("  (no comparison: every cell needs at least 2 blocks holding a mode and the baseline)\n");
+        s.push_str(
+            "  (no comparison: every cell needs at least 2 complete blocks holding both arms)\n",
+        );
+    } else {
+        s.push_str("In words:\n");
+        for e in &r.comparisons {
+            let _ = writeln!(
+                s,
+                "  {} · {} vs {}: {}",
+                e.cell,
+                e.mode,
+                e.baseline,
+                e.meaning(a.margin)
+            );
+        }
+    }
+    for x in r.invalid_rates.iter().filter(|x| x.differs) {
+        let _ = writeln!(
+            s,
+            "  warning: invalid-run rates of {} and {} differ (Fisher exact p = {}): exclusion may bias that comparison",
+            x.arm,
+            x.against,
+            pval(x.p)
+        );
     }
     for w in &r.warnings {
         let _ = writeln!(s, "  note: {w}");
@@ -183,10 +206,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     );
     let _ = writeln!(
         s,
-        "- Pairs are the blocks of a cell holding both the mode and the baseline; ratio = exp(mean ln(T_mode/T_baseline)) of throughput; intervals are t intervals of the mean log ratio (study section IV-C).\n"
+        "- Pairs are the complete blocks of a cell (a valid run of every arm); ratio = exp(mean ln(T_arm/T_against)) of throughput; intervals are t intervals of the mean log ratio (study section IV-C).\n"
     );
 
-    s.push_str("## Verdicts\n\n| cell | mode vs baseline | pairs | ratio | 90 % CI | 95 % CI | TOST p | adjusted p | verdict | flags |\n|---|---|---:|---:|---|---|---:|---:|---|---|\n");
+    s.push_str("## Verdicts\n\n| cell | arm vs against | pairs | ratio | 90 % CI | 95 % CI | TOST p | adjusted p | verdict | flags |\n|---|---|---:|---:|---|---|---:|---:|---|---|\n");
     for e in &r.comparisons {
         let _ = writeln!(
             s,
@@ -205,6 +228,19 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             e.verdict,
             flags(e)
         );
+    }
+    if !r.comparisons.is_empty() {
+        s.push_str("\nIn words:\n\n");
+        for e in &r.comparisons {
+            let _ = writeln!(
+                s,
+                "- {} · {} vs {}: {}",
+                e.cell,
+                e.mode,
+                e.baseline,
+                e.meaning(a.margin)
+            );
+        }
     }
     for (file, title) in &h.plots {
         let _ = writeln!(s, "\n![{title}]({file})");
@@ -263,13 +299,47 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         );
     }
 
-    s.push_str("\n## Per cell and mode\n\n| cell | mode | runs | throughput (req/s) | client CPU per request (µs) | client cores used |\n|---|---|---:|---:|---:|---:|\n");
+    s.push_str("\n## Per cell and arm\n\n| cell | arm | runs | throughput (req/s) | client CPU per request (µs) | client cores used | client saturation |\n|---|---|---:|---:|---:|---:|---:|\n");
     for m in &r.arms {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} |",
-            m.cell, m.mode, m.runs, m.throughput_rps, m.cpu_per_request_us, m.client_cores_used
+            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.0} % |",
+            m.cell,
+            m.mode,
+            m.runs,
+            m.throughput_rps,
+            m.cpu_per_request_us,
+            m.client_cores_used,
+            m.client_saturation * 100.0
         );
+    }
+
+    if !r.attempts.is_empty() {
+        s.push_str("\n## Attempts\n\nA run that fails validation is run again in its block position; every attempt is kept in the raw data.\n\n| arm | planned runs | attempts | invalid attempts | failed attempts |\n|---|---:|---:|---:|---:|\n");
+        for x in &r.attempts {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                x.arm, x.runs, x.attempts, x.invalid, x.failed
+            );
+        }
+        if !r.invalid_rates.is_empty() {
+            s.push_str("\n| arm vs against | Fisher exact p (invalid rate) | differs at α = 0.05 |\n|---|---:|---|\n");
+            for x in &r.invalid_rates {
+                let _ = writeln!(
+                    s,
+                    "| {} vs {} | {} | {} |",
+                    x.arm,
+                    x.against,
+                    pval(x.p),
+                    if x.differs {
+                        "**yes**: exclusion may bias this comparison"
+                    } else {
+                        "no"
+                    }
+                );
+            }
+        }
     }
 
     if !r.storage.is_empty() {

@@ -143,6 +143,22 @@ pub(crate) fn backends(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// `arms[].backend`: one backend name.
+pub(crate) fn backend(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "enum": names(Backend::ALL.iter().map(|b| b.name())),
+    })
+}
+
+/// `server.cpus`, `clients.cpus`: a count, a quoted CPU list or `none`.
+pub(crate) fn cpus(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "description": "CPUs: a count (1), a quoted CPU list as `taskset -c` takes it (\"1\", \"0-3,8\"), or none. On Kubernetes a count is the pod's whole-CPU request = limit (Guaranteed QoS); a list stands for its length."
+    })
+}
+
 /// A pod-spec object passed through as given (`affinity`).
 pub(crate) fn any_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

@@ -22,7 +22,7 @@
 //!   measured: 5s
 //!   seed: 20261130
 //!   analysis:
-//!     primary: [get-64KiB-c4]
+//!     primary: [{cell: get-64KiB-c4}]
 //! ```
 //!
 //! Every key is `camelCase`, unknown keys are refused, sizes and durations are human
@@ -43,6 +43,7 @@ use crate::cluster::{
     Deadlines, ExternalServer, MinioServer, Resources, Results, SecretName, TelemetrySpec,
     Toleration,
 };
+use crate::placement::Cpus;
 use crate::units::{Dur, Size};
 use crate::{Error, Result};
 
@@ -165,18 +166,27 @@ pub struct Metadata {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CampaignSpec {
-    /// The modes compared (the arms), by name as `pqbench modes` lists them (`x25519`,
-    /// `ml-kem-768`, `x-wing`, `rsa-oaep-4096`, `ml-kem-768-session`, …).
+    /// The modes compared, by name as `pqbench modes` lists them (`x25519`, `ml-kem-768`,
+    /// `x-wing`, `rsa-oaep-4096`, `ml-kem-768-session`, …): with `backends`, the shorthand
+    /// for the arms `modes × backends`. Give `modes` or `arms`, not both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::modes"))]
     pub modes: Vec<Mode>,
-    /// The mode every other mode is compared against; one of `modes`.
+    /// The arms, listed one by one: each a mode on a backend (an arm gains the S3 client in
+    /// a later version). Every arm of a cell runs once in each of its blocks, so any two
+    /// arms can be compared pairwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<ArmSpec>,
+    /// The baseline mode: by default every arm is compared against the arm of this mode on
+    /// its own backend.
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::mode"))]
     pub baseline: Mode,
     /// An A/A control: the baseline runs a second time in every block as a separately
     /// labelled arm (`<baseline>-aa`), and its interval is the campaign's noise floor.
     #[serde(default)]
     pub aa_control: bool,
-    /// Crypto backends (`aws-lc`, `rustcrypto`); each backend is its own set of cells.
+    /// Crypto backends (`aws-lc`, `rustcrypto`) of the `modes` shorthand: each mode runs on
+    /// each backend as its own arm, in the same blocks. Ignored with `arms`.
     #[serde(default = "default_backends")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backends"))]
     pub backends: Vec<Backend>,
@@ -276,6 +286,12 @@ pub struct CellGrid {
     /// knee, 10 elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<u32>,
+    /// Confine the worker processes of a run to this many cores (each value its own cell,
+    /// id suffix `-cores<k>`): a cell made client-bound on purpose, as the study's one-core
+    /// native cell. Locally the first k CPUs of `clients.cpus`; on Kubernetes each worker
+    /// pod's whole-CPU request = limit is k / `clients.processes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cores: Option<List<u32>>,
 }
 
 /// How requests arrive in a cell.
@@ -308,6 +324,104 @@ pub struct SessionGrid {
     pub max_age: List<Dur>,
 }
 
+/// One arm of `arms`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArmSpec {
+    /// The envelope mode.
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::mode"))]
+    pub mode: Mode,
+    /// The crypto backend (default `aws-lc`).
+    #[serde(default = "default_backend")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backend"))]
+    pub backend: Backend,
+    /// The arm's label in the plan, run ids and report (default: the mode's name; two arms
+    /// of one mode need names). Lower-case letters, digits and '-'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+fn default_backend() -> Backend {
+    Backend::AwsLc
+}
+
+/// A declared comparison (`analysis.comparisons`): `arm` against `against`, by arm label,
+/// in every cell.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComparisonSpec {
+    /// The arm measured.
+    pub arm: String,
+    /// The arm it is measured against (the ratio is `arm / against`).
+    pub against: String,
+}
+
+/// A member of the primary family (`analysis.primary`): in `cell`, the comparison `arm`
+/// against `against`, or every comparison of the cell when both are absent.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrimarySpec {
+    /// The cell id, as `pqbench plan` prints it.
+    pub cell: String,
+    /// The arm measured; with `against`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// The arm it is measured against; with `arm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+}
+
+impl PrimarySpec {
+    /// Every comparison of `cell`.
+    pub fn cell(cell: &str) -> Self {
+        Self {
+            cell: cell.to_owned(),
+            arm: None,
+            against: None,
+        }
+    }
+
+    /// Whether the comparison `arm` vs `against` in `cell` belongs to this entry.
+    pub fn selects(&self, cell: &str, arm: &str, against: &str) -> bool {
+        self.cell == cell
+            && self.arm.as_deref().is_none_or(|a| a == arm)
+            && self.against.as_deref().is_none_or(|b| b == against)
+    }
+}
+
+impl<'de> Deserialize<'de> for PrimarySpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Fields {
+            cell: String,
+            #[serde(default)]
+            arm: Option<String>,
+            #[serde(default)]
+            against: Option<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Entry(Fields),
+            Cell(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Entry(f) => Ok(Self {
+                cell: f.cell,
+                arm: f.arm,
+                against: f.against,
+            }),
+            Form::Cell(c) => Err(de::Error::custom(format!(
+                "write {{cell: {c}}} (an entry names its cell, and optionally arm and against)"
+            ))),
+        }
+    }
+}
+
 /// The multiplicity correction over the primary family.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -337,10 +451,15 @@ pub struct Analysis {
     /// Margins at which verdicts are repeated, unadjusted.
     #[serde(default = "default_sensitivity")]
     pub sensitivity_margins: Vec<f64>,
-    /// The primary family: cell ids (as `pqbench plan` prints them); every
-    /// mode-vs-baseline comparison in these cells belongs to it.
+    /// The comparisons, by arm label (default: every arm against the baseline mode's arm
+    /// on its backend; the A/A control against the baseline). Each is made in every cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<ComparisonSpec>,
+    /// The primary family: `{cell}` (every comparison in that cell) or `{cell, arm,
+    /// against}` (that one); Holm runs over these only. Cell ids as `pqbench plan` prints
+    /// them.
     #[serde(default)]
-    pub primary: Vec<String>,
+    pub primary: Vec<PrimarySpec>,
     /// Percentile-bootstrap resamples.
     #[serde(default = "default_resamples")]
     pub bootstrap_resamples: u32,
@@ -381,6 +500,7 @@ impl Default for Analysis {
             alpha: default_alpha(),
             correction: Correction::default(),
             sensitivity_margins: default_sensitivity(),
+            comparisons: Vec::new(),
             primary: Vec::new(),
             bootstrap_resamples: default_resamples(),
             deficit_threshold: default_deficit(),
@@ -551,6 +671,13 @@ pub struct ServerPlacement {
         schemars(schema_with = "crate::schema::any_object")
     )]
     pub affinity: Option<serde_json::Value>,
+    /// The server's CPUs: a count (`1`), a quoted CPU list (`"1"`, `"2-3"`) or `none`.
+    /// `pqbench run` pins its embedded server there (default: the upper half of the CPUs
+    /// when there are two or more); on Kubernetes a count is the MinIO pod's whole-CPU
+    /// request = limit (Guaranteed QoS, pinned by the static CPU manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::cpus"))]
+    pub cpus: Option<Cpus>,
 }
 
 fn server_group() -> String {
@@ -566,6 +693,7 @@ impl Default for ServerPlacement {
             node_selector: None,
             tolerations: Vec::new(),
             affinity: None,
+            cpus: None,
         }
     }
 }
@@ -609,6 +737,12 @@ pub struct ClientPlacement {
     /// results store given without a `credentialsSecret`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
+    /// The client processes' CPUs: a count, a quoted CPU list or `none`. `pqbench run`
+    /// confines its worker processes there (default: the CPUs the server does not have); on
+    /// Kubernetes a count is each worker pod's whole-CPU request = limit (Guaranteed QoS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::cpus"))]
+    pub cpus: Option<Cpus>,
 }
 
 fn client_group() -> String {
@@ -630,6 +764,7 @@ impl Default for ClientPlacement {
             affinity: None,
             image_pull_secrets: Vec::new(),
             service_account_name: None,
+            cpus: None,
         }
     }
 }
@@ -828,38 +963,7 @@ impl CampaignSpec {
 
     /// Cross-field rules; the message starts with the field path below `spec`.
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.modes.is_empty() {
-            return Err("modes: list at least two modes (the baseline and one to compare)".into());
-        }
-        let mut seen = BTreeSet::new();
-        for (i, m) in self.modes.iter().enumerate() {
-            if !seen.insert(m.name()) {
-                return Err(format!("modes[{i}]: {m} is listed twice"));
-            }
-        }
-        if !self.modes.contains(&self.baseline) {
-            return Err(format!(
-                "baseline: {} is not one of modes ({})",
-                self.baseline,
-                self.modes
-                    .iter()
-                    .map(|m| m.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if self.modes.len() < 2 && !self.aa_control {
-            return Err("modes: list at least two modes (the baseline and one to compare), or set aaControl".into());
-        }
-        if self.backends.is_empty() {
-            return Err("backends: list at least one backend (aws-lc, rustcrypto)".into());
-        }
-        let mut seen = BTreeSet::new();
-        for (i, b) in self.backends.iter().enumerate() {
-            if !seen.insert(b.name()) {
-                return Err(format!("backends[{i}]: {} is listed twice", b.name()));
-            }
-        }
+        self.validate_arms()?;
         if self.repetitions < 2 {
             return Err(format!(
                 "repetitions: {} is too few; a paired comparison needs at least 2 blocks",
@@ -876,10 +980,10 @@ impl CampaignSpec {
             c.validate(self.clients.processes)
                 .map_err(|e| format!("cells[{i}].{e}"))?;
         }
-        let has_session = self.modes.contains(&Mode::MlKem768Session);
+        let has_session = self.arm_modes().contains(&Mode::MlKem768Session);
         match &self.sessions {
             Some(_) if !has_session => {
-                return Err("sessions: a session grid needs ml-kem-768-session among modes".into());
+                return Err("sessions: a session grid needs an ml-kem-768-session arm".into());
             }
             Some(s) => {
                 if s.max_objects.0.is_empty() || s.max_objects.0.contains(&0) {
@@ -939,20 +1043,174 @@ impl CampaignSpec {
         self.analysis
             .validate()
             .map_err(|e| format!("analysis.{e}"))?;
+        self.validate_comparisons()
+    }
+
+    /// The modes of the arms (`modes`, or the modes of `arms`).
+    pub fn arm_modes(&self) -> Vec<Mode> {
+        if self.arms.is_empty() {
+            self.modes.clone()
+        } else {
+            self.arms.iter().map(|a| a.mode).collect()
+        }
+    }
+
+    fn validate_arms(&self) -> std::result::Result<(), String> {
+        match (self.modes.is_empty(), self.arms.is_empty()) {
+            (false, false) => {
+                return Err("arms: give modes (with backends) or arms, not both".into());
+            }
+            (true, true) => {
+                return Err(
+                    "modes: list at least two modes (the baseline and one to compare), or list arms"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        let mut seen = BTreeSet::new();
+        for (i, m) in self.modes.iter().enumerate() {
+            if !seen.insert(m.name()) {
+                return Err(format!("modes[{i}]: {m} is listed twice"));
+            }
+        }
+        for (i, a) in self.arms.iter().enumerate() {
+            if let Some(n) = &a.name
+                && !is_label(n)
+            {
+                return Err(format!(
+                    "arms[{i}].name: {n:?} must be 1-40 lower-case letters, digits or '-'"
+                ));
+            }
+        }
+        let mut modes = self.arm_modes();
+        modes.dedup();
+        if !modes.contains(&self.baseline) {
+            let field = if self.arms.is_empty() {
+                "modes"
+            } else {
+                "arms"
+            };
+            return Err(format!(
+                "baseline: {} is not the mode of any arm ({field}: {})",
+                self.baseline,
+                modes
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if self.backends.is_empty() {
+            return Err("backends: list at least one backend (aws-lc, rustcrypto)".into());
+        }
+        let mut seen = BTreeSet::new();
+        for (i, b) in self.backends.iter().enumerate() {
+            if !seen.insert(b.name()) {
+                return Err(format!("backends[{i}]: {} is listed twice", b.name()));
+            }
+        }
+        let arms = crate::design::arms(self);
+        let mut seen = BTreeSet::new();
+        for a in &arms {
+            if !seen.insert(a.label.as_str()) {
+                return Err(format!(
+                    "arms: two arms are labelled {:?}; give them distinct names",
+                    a.label
+                ));
+            }
+        }
+        if arms.len() < 2 {
+            let field = if self.arms.is_empty() {
+                "modes"
+            } else {
+                "arms"
+            };
+            return Err(format!(
+                "{field}: list at least two modes (the baseline and one to compare), or set aaControl"
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_comparisons(&self) -> std::result::Result<(), String> {
+        let arms = crate::design::arms(self);
+        let labels: Vec<&str> = arms.iter().map(|a| a.label.as_str()).collect();
+        let known = |field: String, l: &str| {
+            if labels.contains(&l) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{field}: {l:?} is not an arm of this campaign; its arms are: {}",
+                    labels.join(", ")
+                ))
+            }
+        };
+        let mut seen = BTreeSet::new();
+        for (i, c) in self.analysis.comparisons.iter().enumerate() {
+            known(format!("analysis.comparisons[{i}].arm"), &c.arm)?;
+            known(format!("analysis.comparisons[{i}].against"), &c.against)?;
+            if c.arm == c.against {
+                return Err(format!(
+                    "analysis.comparisons[{i}]: {} against itself compares nothing",
+                    c.arm
+                ));
+            }
+            if !seen.insert((&c.arm, &c.against)) {
+                return Err(format!(
+                    "analysis.comparisons[{i}]: {} against {} is listed twice",
+                    c.arm, c.against
+                ));
+            }
+        }
+        let comparisons = crate::design::comparisons(self, &arms);
         let ids: BTreeSet<String> = crate::design::cells(self)
             .into_iter()
             .map(|c| c.id)
             .collect();
         for (i, p) in self.analysis.primary.iter().enumerate() {
-            if !ids.contains(p) {
+            if !ids.contains(&p.cell) {
                 return Err(format!(
-                    "analysis.primary[{i}]: {p:?} is not a cell of this campaign; its cells are: {}",
+                    "analysis.primary[{i}].cell: {:?} is not a cell of this campaign; its cells are: {}",
+                    p.cell,
                     ids.iter().cloned().collect::<Vec<_>>().join(", ")
                 ));
+            }
+            match (&p.arm, &p.against) {
+                (None, None) => {}
+                (Some(a), Some(b)) => {
+                    if !comparisons.iter().any(|c| &c.arm == a && &c.against == b) {
+                        return Err(format!(
+                            "analysis.primary[{i}]: {a} against {b} is not one of the comparisons ({}); \
+                             declare it in analysis.comparisons",
+                            comparisons
+                                .iter()
+                                .map(|c| format!("{} vs {}", c.arm, c.against))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "analysis.primary[{i}]: give both arm and against, or neither (every comparison of the cell)"
+                    ));
+                }
             }
         }
         Ok(())
     }
+}
+
+/// An arm label: 1–40 lower-case letters, digits or '-' (it goes into run ids, directory
+/// names and Kubernetes object names).
+fn is_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 40
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
 impl CellGrid {
@@ -972,6 +1230,22 @@ impl CellGrid {
             && r < 2
         {
             return Err(format!("repetitions: {r} is too few; at least 2"));
+        }
+        if let Some(k) = &self.client_cores {
+            if k.0.is_empty() {
+                return Err("clientCores: list at least one core count, e.g. [1]".into());
+            }
+            if let Some(i) = k.0.iter().position(|&n| n == 0) {
+                return Err(format!("clientCores[{i}]: must be at least 1"));
+            }
+            if let Some(i) = k.0.iter().position(|&n| n < processes) {
+                return Err(format!(
+                    "clientCores[{i}]: {} is below clients.processes ({processes}); each process \
+                     needs a core of its own, or the processes preempt each other between stage \
+                     timers and fail the unaccounted-time check",
+                    k.0[i]
+                ));
+            }
         }
         match (&self.arrival, &self.concurrency) {
             (LoopGrid::Closed, None) => {
@@ -1047,8 +1321,8 @@ impl Analysis {
         in_open("power", self.power, 0.0, 1.0)?;
         let mut seen = BTreeSet::new();
         for (i, p) in self.primary.iter().enumerate() {
-            if !seen.insert(p) {
-                return Err(format!("primary[{i}]: {p:?} is listed twice"));
+            if !seen.insert((&p.cell, &p.arm, &p.against)) {
+                return Err(format!("primary[{i}]: {:?} is listed twice", p.cell));
             }
         }
         Ok(())

@@ -21,9 +21,30 @@ fn examples_parse_and_plan() {
         assert!(!p.runs.is_empty(), "{name}");
     }
     let study = plan(&Manifest::parse(STUDY, "study").unwrap());
-    // Eight primary cells, 10 repetitions and 20 at the knee, two arms.
+    // Eight primary cells, 10 repetitions and 20 at the knee, six arms (P1, B2 and the
+    // study's controls); the primary family is P1 vs B2 in the eight cells.
     assert_eq!(study.cells.len(), 8);
-    assert_eq!(study.runs.len(), (7 * 10 + 20) * 2);
+    assert_eq!(study.arms.len(), 6);
+    assert_eq!(study.runs.len(), (7 * 10 + 20) * 6);
+    assert_eq!(study.comparisons.len(), 5);
+    // The main job: three arms sharing every block of one client-bound cell.
+    let quick = plan(&Manifest::parse(QUICK, "quick").unwrap());
+    assert_eq!(quick.cells.len(), 1);
+    assert_eq!(quick.cells[0].id, "get-1KiB-c8-cores1");
+    assert_eq!(quick.cells[0].client_cores, Some(1));
+    let arms: Vec<(&str, &str)> = quick
+        .arms
+        .iter()
+        .map(|a| (a.label.as_str(), a.backend.name()))
+        .collect();
+    assert_eq!(
+        arms,
+        [
+            ("x25519", "aws-lc"),
+            ("ml-kem-768", "aws-lc"),
+            ("ml-kem-768-rustcrypto", "rustcrypto")
+        ]
+    );
 }
 
 /// A file as `kubectl apply -f` takes it: a credentials Secret beside the campaign. The
@@ -94,7 +115,7 @@ fn design_is_deterministic_and_balanced() {
     assert!(blocks.values().any(|v| v.as_slice() != arms.as_slice()));
 
     // Another seed, another order; the same cells and blocks.
-    let other = Manifest::parse(&QUICK.replace("seed: 20261130", "seed: 7"), "q").unwrap();
+    let other = Manifest::parse(&QUICK.replace("seed: 20261201", "seed: 7"), "q").unwrap();
     let q = plan(&other);
     assert_ne!(
         serde_json::to_string(&q.runs).unwrap(),
@@ -109,7 +130,10 @@ fn prereg_hash_ignores_formatting_not_content() {
     let h = plan(&m).prereg_hash;
     // Comments, flow style and defaults written out do not change the hash …
     let reformatted = QUICK
-        .replace("# Short windows", "# Other comment. Short windows")
+        .replace(
+            "# One client-bound cell",
+            "# Other comment. One client-bound cell",
+        )
         .replace("    margin: 0.05\n", "    margin: 0.05\n    alpha: 0.05\n");
     assert_eq!(
         plan(&Manifest::parse(&reformatted, "r").unwrap()).prereg_hash,
@@ -130,46 +154,116 @@ fn malformed_files_name_the_field() {
         (
             "baseline: x25519",
             "baseline: rsa-oaep-4096",
-            "spec.baseline: rsa-oaep-4096 is not one of modes",
+            "spec.baseline: rsa-oaep-4096 is not the mode of any arm (arms: x25519, ml-kem-768)",
         ),
         (
-            "modes: [x25519, ml-kem-768, x-wing]",
-            "modes: [x25519, ml-kem-512]",
-            "spec.modes[1]",
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-512, backend: aws-lc}",
+            "spec.arms[1].mode",
         ),
         (
-            "concurrency: [1]",
-            "concurrency: [1, 0]",
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: openssl}",
+            "spec.arms[1].backend",
+        ),
+        (
+            ", name: ml-kem-768-rustcrypto}",
+            "}",
+            "spec.arms: two arms are labelled \"ml-kem-768\"; give them distinct names",
+        ),
+        (
+            "name: ml-kem-768-rustcrypto}",
+            "name: ML_KEM}",
+            "spec.arms[2].name: \"ML_KEM\" must be 1-40 lower-case letters",
+        ),
+        (
+            "  baseline: x25519",
+            "  modes: [x25519, ml-kem-768]\n  baseline: x25519",
+            "spec.arms: give modes (with backends) or arms, not both",
+        ),
+        (
+            "{arm: ml-kem-768, against: x25519}",
+            "{arm: x-wing, against: x25519}",
+            "spec.analysis.comparisons[0].arm: \"x-wing\" is not an arm of this campaign; its arms are: x25519, ml-kem-768, ml-kem-768-rustcrypto",
+        ),
+        (
+            "{arm: ml-kem-768, against: x25519}",
+            "{arm: x25519, against: x25519}",
+            "spec.analysis.comparisons[0]: x25519 against itself compares nothing",
+        ),
+        (
+            "- {cell: get-1KiB-c8-cores1}",
+            "- get-1KiB-c8-cores1",
+            "spec.analysis.primary[0]: write {cell: get-1KiB-c8-cores1}",
+        ),
+        (
+            "- {cell: get-1KiB-c8-cores1}",
+            "- {cell: get-1KiB-c8-cores2}",
+            "spec.analysis.primary[0].cell: \"get-1KiB-c8-cores2\" is not a cell of this campaign; its cells are: get-1KiB-c8-cores1",
+        ),
+        (
+            "- {cell: get-1KiB-c8-cores1}",
+            "- {cell: get-1KiB-c8-cores1, arm: ml-kem-768}",
+            "spec.analysis.primary[0]: give both arm and against, or neither",
+        ),
+        (
+            "- {cell: get-1KiB-c8-cores1}",
+            "- {cell: get-1KiB-c8-cores1, arm: ml-kem-768-rustcrypto, against: x25519}",
+            "spec.analysis.primary[0]: ml-kem-768-rustcrypto against x25519 is not one of the comparisons (ml-kem-768 vs x25519, ml-kem-768-rustcrypto vs ml-kem-768); declare it in analysis.comparisons",
+        ),
+        (
+            "      clientCores: [1]",
+            "      clientCores: [1, 0]",
+            "spec.cells[0].clientCores[1]: must be at least 1",
+        ),
+        (
+            "      clientCores: [1]",
+            "      clientCores: 1",
+            "spec.cells[0].clientCores: must be a list: write [1]",
+        ),
+        (
+            "  pause:",
+            "  server: {cpus: \"1-\"}\n  pause:",
+            "spec.server.cpus: \"1-\" is not a CPU list",
+        ),
+        (
+            "  pause:",
+            "  clients: {cpus: 0}\n  pause:",
+            "spec.clients.cpus: 0 CPUs: give at least 1",
+        ),
+        (
+            "concurrency: [8]",
+            "concurrency: [8, 0]",
             "spec.cells[0].concurrency[1]: must be at least 1",
         ),
         (
-            "concurrency: [1]",
+            "concurrency: [8]",
             "concurrency: [two]",
             "spec.cells[0].concurrency[0]",
         ),
         (
-            "objectSize: [64KiB]",
+            "objectSize: [1KiB]",
             "objectSize: [64 parsecs]",
             "spec.cells[0].objectSize[0]",
         ),
         // A single value where the CRD wants a list: refused, naming the list form.
         (
-            "concurrency: [1]",
-            "concurrency: 1",
-            "spec.cells[0].concurrency: must be a list: write [1]",
+            "concurrency: [8]",
+            "concurrency: 8",
+            "spec.cells[0].concurrency: must be a list: write [8]",
         ),
         (
-            "objectSize: [64KiB]",
-            "objectSize: 64KiB",
-            "spec.cells[0].objectSize: must be a list: write [64KiB]",
+            "objectSize: [1KiB]",
+            "objectSize: 1KiB",
+            "spec.cells[0].objectSize: must be a list: write [1KiB]",
         ),
         (
-            "operation: [get, put]",
+            "operation: [get]",
             "operation: get",
             "spec.cells[0].operation: must be a list: write [get]",
         ),
         (
-            "repetitions: 3",
+            "repetitions: 8",
             "repetitions: 1",
             "spec.repetitions: 1 is too few",
         ),
@@ -178,15 +272,10 @@ fn malformed_files_name_the_field() {
             "margin: 0.7",
             "spec.analysis.margin: 0.7 must lie strictly between 0 and 0.5",
         ),
+        ("measured: 4s", "measured: 4 fortnights", "spec.measured"),
         (
-            "primary: [get-64KiB-c1, put-64KiB-c1]",
-            "primary: [get-64KiB-c3]",
-            "spec.analysis.primary[0]: \"get-64KiB-c3\" is not a cell",
-        ),
-        ("measured: 3s", "measured: 3 fortnights", "spec.measured"),
-        (
-            "seed: 20261130",
-            "seed: 20261130\n  colour: blue",
+            "seed: 20261201",
+            "seed: 20261201\n  colour: blue",
             "unknown field `colour`",
         ),
         (
@@ -196,11 +285,11 @@ fn malformed_files_name_the_field() {
         ),
         ("name: quick", "name: Quick_1", "metadata.name"),
         (
-            "      concurrency: [1]",
+            "      concurrency: [8]",
             "      loop: {type: open, rates: [100, -1], threads: 2}",
             "spec.cells[0].loop.rates[1]",
         ),
-        ("seed: 20261130", "", "missing field `seed`"),
+        ("seed: 20261201", "", "missing field `seed`"),
     ];
     for (from, to, want) in cases {
         assert!(QUICK.contains(from), "{from}");
@@ -239,7 +328,10 @@ fn row(cell: &str, mode: &str, block: u32, tp: f64, cpu: f64) -> RunRow {
 
 fn cfg(primary: &[&str]) -> Config {
     let analysis = campaign::spec::Analysis {
-        primary: primary.iter().map(|s| (*s).to_owned()).collect(),
+        primary: primary
+            .iter()
+            .map(|s| campaign::spec::PrimarySpec::cell(s))
+            .collect(),
         bootstrap_resamples: 2000,
         ..campaign::spec::Analysis::default()
     };
@@ -248,6 +340,8 @@ fn cfg(primary: &[&str]) -> Config {
         control: Some("x25519-aa".into()),
         analysis,
         seed: 1,
+        arms: Vec::new(),
+        comparisons: Vec::new(),
     }
 }
 
@@ -313,4 +407,132 @@ fn csv_round_trip_and_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("appears twice"), "{err}");
+}
+
+/// Issue 18: declared comparisons between any two arms of a cell (RustCrypto vs aws-lc on
+/// the same mode), a primary family of named comparisons, blocks with an arm missing
+/// dropped for every arm, and the invalid-rate test over the attempts.
+#[test]
+fn declared_comparisons_balanced_blocks_and_invalid_rates() {
+    use campaign::analysis::{RunAttempts, analyze_with};
+    use campaign::spec::{ComparisonSpec, PrimarySpec};
+    let noise = [1.0, 1.004, 0.997, 1.002, 0.999, 1.001, 1.003];
+    let mut rows = Vec::new();
+    for (b, n) in (0u32..).zip(noise) {
+        let base = 1000.0 + 50.0 * f64::from(b);
+        rows.push(row("c", "x25519", b, base, 100.0));
+        rows.push(row("c", "ml-kem-768", b, base * n, 100.0));
+        // Block 6 lost its RustCrypto run (invalid after every attempt).
+        if b != 6 {
+            rows.push(row("c", "ml-kem-768-rustcrypto", b, base * 0.8 * n, 139.0));
+        }
+    }
+    let comparisons = vec![
+        ComparisonSpec {
+            arm: "ml-kem-768".into(),
+            against: "x25519".into(),
+        },
+        ComparisonSpec {
+            arm: "ml-kem-768-rustcrypto".into(),
+            against: "ml-kem-768".into(),
+        },
+    ];
+    let mut c = cfg(&[]);
+    c.control = None;
+    c.arms = vec![
+        "x25519".into(),
+        "ml-kem-768".into(),
+        "ml-kem-768-rustcrypto".into(),
+    ];
+    c.comparisons = comparisons;
+    c.analysis.primary = vec![PrimarySpec {
+        cell: "c".into(),
+        arm: Some("ml-kem-768-rustcrypto".into()),
+        against: Some("ml-kem-768".into()),
+    }];
+    // RustCrypto: 9 of its 15 attempts invalid; aws-lc ML-KEM: none of 7.
+    let attempts: Vec<RunAttempts> = (0..7)
+        .flat_map(|b| {
+            let r = |arm: &str, attempts, invalid| RunAttempts {
+                run_id: format!("r{b}-{arm}"),
+                cell: "c".into(),
+                arm: arm.into(),
+                attempts,
+                invalid,
+                failed: 0,
+            };
+            [
+                r("x25519", 1, 0),
+                r("ml-kem-768", 1, 0),
+                r(
+                    "ml-kem-768-rustcrypto",
+                    if b == 6 { 3 } else { 2 },
+                    if b == 6 { 3 } else { 1 },
+                ),
+            ]
+        })
+        .collect();
+    let r = analyze_with(&rows, &attempts, &c).unwrap();
+    assert_eq!(r.comparisons.len(), 2);
+    let (kem, rc) = (&r.comparisons[0], &r.comparisons[1]);
+    assert_eq!(
+        (kem.mode.as_str(), kem.baseline.as_str()),
+        ("ml-kem-768", "x25519")
+    );
+    assert_eq!(
+        (rc.mode.as_str(), rc.baseline.as_str()),
+        ("ml-kem-768-rustcrypto", "ml-kem-768")
+    );
+    // Both rest on the same six complete blocks.
+    assert_eq!((kem.pairs, rc.pairs), (6, 6));
+    assert_eq!(r.dropped_blocks, [("c".to_owned(), 6)]);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("c block 6")),
+        "{:?}",
+        r.warnings
+    );
+    // Only the named comparison is primary.
+    assert_eq!(r.primary_family_size, 1);
+    assert_eq!(
+        (kem.family, rc.family),
+        (Family::Exploratory, Family::Primary)
+    );
+    assert!((rc.ratio - 0.8).abs() < 1e-9 && rc.deficit);
+    assert_eq!(rc.verdict, Verdict::NotEquivalent);
+    assert_eq!(
+        rc.meaning(0.05),
+        "ml-kem-768-rustcrypto 20 % slower than ml-kem-768, a deficit"
+    );
+    assert_eq!(kem.verdict, Verdict::Equivalent);
+    assert_eq!(kem.meaning(0.05), "equivalent within ±5 %");
+    // Attempts per arm, and the invalid-rate test: Fisher on [[9, 6], [0, 7]] (SciPy:
+    // scipy.stats.fisher_exact([[9, 6], [0, 7]]) → p = 0.016676048409794534).
+    let rca = r
+        .attempts
+        .iter()
+        .find(|a| a.arm == "ml-kem-768-rustcrypto")
+        .unwrap();
+    assert_eq!((rca.runs, rca.attempts, rca.invalid), (7, 15, 9));
+    let x = r
+        .invalid_rates
+        .iter()
+        .find(|x| x.arm == "ml-kem-768-rustcrypto")
+        .unwrap();
+    let want = 0.016_676_048_409_794_534;
+    assert!((x.p - want).abs() < 1e-12 && x.differs, "{x:?}");
+    let same = r
+        .invalid_rates
+        .iter()
+        .find(|x| x.arm == "ml-kem-768")
+        .unwrap();
+    assert!(!same.differs && (same.p - 1.0).abs() < 1e-12);
+    let text = campaign::report::terminal(&r);
+    assert!(
+        text.contains("invalid-run rates of ml-kem-768-rustcrypto and ml-kem-768 differ"),
+        "{text}"
+    );
+    assert!(
+        text.contains("c · ml-kem-768 vs x25519: equivalent within ±5 %"),
+        "{text}"
+    );
 }

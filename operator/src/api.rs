@@ -239,18 +239,23 @@ const RULES: &[Rule] = &[
     },
     Rule {
         path: &[],
-        rule: "self.modes.exists(m, m == self.baseline)",
+        rule: "has(self.modes) != has(self.arms)",
+        message: "give modes (with backends) or arms, not both",
+    },
+    Rule {
+        path: &[],
+        rule: "(has(self.modes) && self.modes.exists(m, m == self.baseline)) || (has(self.arms) && self.arms.exists(a, a.mode == self.baseline))",
         message: "baseline must be one of modes",
     },
     Rule {
         path: &[],
-        rule: "self.modes.size() >= 2 || (has(self.aaControl) && self.aaControl)",
+        rule: "(has(self.modes) && self.modes.size() >= 2) || (has(self.arms) && self.arms.size() >= 2) || (has(self.aaControl) && self.aaControl)",
         message: "modes: list at least two modes (the baseline and one to compare), or set aaControl",
     },
     Rule {
         path: &[],
-        rule: "!has(self.sessions) || self.modes.exists(m, m == 'ml-kem-768-session')",
-        message: "sessions: a session grid needs ml-kem-768-session among modes",
+        rule: "!has(self.sessions) || (has(self.modes) && self.modes.exists(m, m == 'ml-kem-768-session')) || (has(self.arms) && self.arms.exists(a, a.mode == 'ml-kem-768-session'))",
+        message: "sessions: a session grid needs an ml-kem-768-session arm",
     },
     Rule {
         path: &["modes"],
@@ -287,7 +292,9 @@ const RULES: &[Rule] = &[
 /// The most entries a list in the spec may hold (CEL cost estimation needs bounds).
 const MAX_ITEMS: &[(&[&str], u64)] = &[
     (&["modes"], 11),
+    (&["arms"], 32),
     (&["backends"], 2),
+    (&["analysis", "comparisons"], 64),
     (&["cells"], 64),
     (&["analysis", "sensitivityMargins"], 8),
     (&["analysis", "primary"], 256),

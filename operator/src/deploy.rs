@@ -175,6 +175,7 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
         ),
     };
     run::planner::Environment {
+        cpus: None,
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,

@@ -435,6 +435,17 @@ async fn act(
                 )
                 .await?;
                 let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+                // server.cpus: whole CPUs, requests = limits (Guaranteed QoS).
+                let mut minio = minio;
+                if let Some(n) = c
+                    .spec
+                    .server
+                    .cpus
+                    .as_ref()
+                    .and_then(campaign::placement::Cpus::count)
+                {
+                    minio.resources = Some(resources::guaranteed(minio.resources.as_ref(), n));
+                }
                 let set = resources::minio_statefulset(
                     owner,
                     &minio,
@@ -548,6 +559,7 @@ fn worker_pods<'a>(
             .and_then(|r| r.credentials_secret.clone()),
         key_types,
         active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
+        cpus: cl.cpus.as_ref().and_then(campaign::placement::Cpus::count),
     };
     Ok((pods, placement))
 }

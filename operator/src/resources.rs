@@ -222,6 +222,36 @@ fn quantities(m: &BTreeMap<String, Quantity>) -> Option<BTreeMap<String, KQuanti
     })
 }
 
+/// Whole-CPU requests = limits over `r` (Guaranteed QoS, which the kubelet's static CPU
+/// manager pins to exclusive cores): cpu = `cpus`; memory requests = limits = the memory
+/// limit given, else the request, else [`GUARANTEED_MEMORY`]. Other entries are kept.
+pub fn guaranteed(r: Option<&cluster::Resources>, cpus: u32) -> cluster::Resources {
+    let mut out = r.cloned().unwrap_or_default();
+    let cpu = cluster::Quantity(cpus.to_string());
+    let memory = out
+        .limits
+        .get("memory")
+        .or_else(|| out.requests.get("memory"))
+        .cloned()
+        .unwrap_or_else(|| cluster::Quantity(GUARANTEED_MEMORY.to_owned()));
+    for m in [&mut out.requests, &mut out.limits] {
+        m.insert("cpu".to_owned(), cpu.clone());
+        m.insert("memory".to_owned(), memory.clone());
+    }
+    out
+}
+
+/// Memory of a Guaranteed pod whose campaign gives none.
+pub const GUARANTEED_MEMORY: &str = "2Gi";
+
+/// The whole CPUs of one worker pod of `spec`'s run: the cell's `clientCores` over the
+/// pods (rounded up), else `clients.cpus`; `None`: no CPU placement.
+pub fn worker_cpus(spec: &run::runspec::RunSpec, pods: &WorkerPods<'_>) -> Option<u32> {
+    spec.client_cores
+        .map(|k| k.div_ceil(pods.processes.max(1)).max(1))
+        .or(pods.cpus)
+}
+
 /// Container resources from the campaign's plain-data form.
 pub fn resources(r: Option<&cluster::Resources>) -> Option<ResourceRequirements> {
     r.map(|r| ResourceRequirements {
@@ -427,6 +457,8 @@ pub struct WorkerPods<'a> {
     pub key_types: &'a [KeyType],
     /// Seconds the Job may run before Kubernetes stops it.
     pub active_deadline_seconds: i64,
+    /// Whole CPUs per pod from `clients.cpus` (requests = limits), if placed.
+    pub cpus: Option<u32>,
 }
 
 /// Label holding a worker Job's plan index.
@@ -558,6 +590,11 @@ pub fn worker_job(
         field: "run spec",
         source,
     })?;
+    let pinned = worker_cpus(spec, pods).map(|n| guaranteed(pods.resources, n));
+    let pods = &WorkerPods {
+        resources: pinned.as_ref().or(pods.resources),
+        ..pods.clone()
+    };
     let mut labels_ = labels(&owner.name, "worker");
     labels_.insert(RUN_INDEX_LABEL.to_owned(), index.to_string());
     labels_.insert(ATTEMPT_LABEL.to_owned(), attempt.to_string());
@@ -851,6 +888,68 @@ pub(crate) mod tests {
         crate::deploy::run_spec(&m, &plan, 0, &owner()).unwrap()
     }
 
+    /// Issue 18: CPU placement on Kubernetes is whole-CPU requests = limits (Guaranteed
+    /// QoS): the cell's clientCores over the pods, else clients.cpus; memory too.
+    #[test]
+    fn placed_cpus_are_guaranteed_whole_cpus() {
+        let mut spec = quick_spec();
+        let kts = [KeyType::X25519];
+        let given = cluster::Resources {
+            requests: BTreeMap::from([("memory".into(), cluster::Quantity("512Mi".into()))]),
+            limits: BTreeMap::new(),
+        };
+        let pods = WorkerPods {
+            image: "worker:1",
+            processes: 2,
+            resources: Some(&given),
+            image_pull_secrets: &[],
+            server_credentials: None,
+            results_credentials: None,
+            service_account_name: None,
+            key_types: &kts,
+            active_deadline_seconds: 600,
+            cpus: Some(4),
+        };
+        let res = |spec: &run::runspec::RunSpec| {
+            let clients = Placement::new("clients", None, &[], None, "x").unwrap();
+            let job = worker_job(&owner(), "j", spec, 1, 0, &pods, clients).unwrap();
+            let c = job
+                .spec
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .containers
+                .remove(0);
+            let r = c.resources.unwrap();
+            let q = |m: &Option<BTreeMap<String, KQuantity>>, k: &str| {
+                m.as_ref().and_then(|m| m.get(k)).map(|q| q.0.clone())
+            };
+            [
+                q(&r.requests, "cpu"),
+                q(&r.limits, "cpu"),
+                q(&r.requests, "memory"),
+                q(&r.limits, "memory"),
+            ]
+        };
+        let some = |v: &str| Some(v.to_owned());
+        // The main job's cell confines its clients to 1 core: 1 CPU per pod (rounded up).
+        assert_eq!(spec.client_cores, Some(1));
+        assert_eq!(
+            res(&spec),
+            [some("1"), some("1"), some("512Mi"), some("512Mi")]
+        );
+        spec.client_cores = Some(6);
+        assert_eq!(res(&spec)[..2], [some("3"), some("3")]);
+        // Without clientCores, clients.cpus.
+        spec.client_cores = None;
+        assert_eq!(res(&spec)[..2], [some("4"), some("4")]);
+        // No memory given: the default.
+        let g = guaranteed(None, 2);
+        assert_eq!(g.limits["memory"].0, GUARANTEED_MEMORY);
+        assert_eq!(g.requests["cpu"].0, "2");
+    }
+
     #[test]
     fn worker_jobs_are_indexed_pinned_and_take_secrets_by_reference() {
         let spec = quick_spec();
@@ -867,6 +966,7 @@ pub(crate) mod tests {
             service_account_name: None,
             key_types: &kts,
             active_deadline_seconds: 600,
+            cpus: None,
         };
         let clients = Placement::new("clients", None, &[], None, "spec.clients.affinity").unwrap();
         let job = worker_job(&owner(), "quick-r0000-a1", &spec, 1, 0, &pods, clients).unwrap();

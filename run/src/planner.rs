@@ -3,6 +3,7 @@
 //! by `pqbench run` and the operator.
 
 use campaign::design::{Arrival, PlannedRun};
+use campaign::placement::{Placement, confine, format_cpu_list};
 use campaign::{Manifest, Plan};
 
 use crate::runspec::{
@@ -23,6 +24,18 @@ pub struct Environment {
     pub telemetry: Telemetry,
     /// Request traces (OTLP).
     pub traces: Option<crate::trace::TraceSpec>,
+    /// This machine's CPU placement, when the executor pins processes itself (`pqbench
+    /// run`); absent on Kubernetes, where the pods' CPU requests place them.
+    pub cpus: Option<LocalCpus>,
+}
+
+/// The CPUs of one machine and where the server and the clients go on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalCpus {
+    /// The CPUs the executor may use.
+    pub allowed: Vec<u32>,
+    /// The server's and the clients' sets ([`campaign::placement::place`]).
+    pub placement: Placement,
 }
 
 /// One run spec per process of `run`, without `startAt` (the executor sets it once every
@@ -46,6 +59,20 @@ pub fn run_specs(
         env.telemetry.node_exporter.is_some() || env.telemetry.local_server_pid.is_some();
     let pause = (spec.pause.enabled && pause_possible).then(|| spec.pause.rule());
     let count = spec.clients.processes;
+    let cpus = match &env.cpus {
+        Some(c) => confine(&c.placement, &c.allowed, cell.client_cores)
+            .map_err(|detail| Error::Plan {
+                run_id: run.run_id.clone(),
+                detail: format!("cell {}: {detail}", cell.id),
+            })?
+            .map(|v| format_cpu_list(&v)),
+        None => None,
+    };
+    let server_cpus = env
+        .cpus
+        .as_ref()
+        .and_then(|c| c.placement.server.as_deref())
+        .map(format_cpu_list);
     let mut out = Vec::new();
     for index in 0..count {
         let s = RunSpec {
@@ -53,7 +80,7 @@ pub fn run_specs(
             campaign: plan.campaign.clone(),
             cell: Cell {
                 mode: arm.mode,
-                backend: cell.backend,
+                backend: arm.backend,
                 operation: cell.operation,
                 object_size: cell.object_size,
                 concurrency: cell.concurrency,
@@ -86,6 +113,9 @@ pub fn run_specs(
             traces: env.traces.clone(),
             pause,
             allowed_failure_fraction: spec.allowed_failure_fraction,
+            cpus: cpus.clone(),
+            client_cores: cell.client_cores,
+            server_cpus: server_cpus.clone(),
         };
         s.validate()?;
         out.push(s);

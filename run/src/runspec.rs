@@ -416,6 +416,19 @@ pub struct RunSpec {
     /// invalidates the run; failures are always recorded).
     #[serde(default)]
     pub allowed_failure_fraction: f64,
+    /// The CPUs this process confines itself to before it starts its threads
+    /// (`sched_setaffinity`; a CPU list as `taskset -c` takes it, e.g. `"0"`), or absent to
+    /// run where it was started. Refused at the start when the process may not use them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// The cores the cell confines the run's worker processes to (`clientCores`), if it
+    /// does: locally `cpus` holds them; on Kubernetes each pod's whole-CPU request = limit
+    /// is this divided by the processes, rounded up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cores: Option<u32>,
+    /// The embedded server's CPUs when the executor placed it (recorded in the summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<String>,
 }
 
 pub use campaign::from_yaml;
@@ -532,6 +545,12 @@ impl RunSpec {
                 ));
             }
         }
+        for (field, v) in [("cpus", &self.cpus), ("serverCpus", &self.server_cpus)] {
+            if let Some(list) = v {
+                campaign::placement::parse_cpu_list(list)
+                    .map_err(|e| Error::Spec(format!("{field}: {e}")))?;
+            }
+        }
         if !(0.0..=1.0).contains(&self.allowed_failure_fraction) {
             return Err(Error::Spec(
                 "allowedFailureFraction must be within [0, 1]".into(),
@@ -604,6 +623,9 @@ impl RunSpec {
             traces: None,
             pause: None,
             allowed_failure_fraction: 0.0,
+            cpus: None,
+            client_cores: None,
+            server_cpus: None,
         }
     }
 }

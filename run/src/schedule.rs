@@ -7,8 +7,12 @@
 //! runs. The rules:
 //!
 //! - Runs go in plan order. A run is **complete** when every process's `SHA256SUMS` is
-//!   present, valid or not: the analysis judges validity, and an invalid run is not run
-//!   again (the pre-registered plan is carried out as registered).
+//!   present, valid or not.
+//! - An attempt whose files are complete but whose run **failed validation** is run again
+//!   in the same block position, up to [`Policy::retries`] times; the executor keeps every
+//!   such attempt's files aside (never analysed, never deleted). The last attempt stands,
+//!   valid or not: the analysis then leaves that block out for every arm of the cell, so
+//!   the pairs stay balanced, and the report counts invalid attempts per arm.
 //! - An attempt **fails** when its processes end without every process's files, or when it
 //!   outlives the run deadline ([`Policy::run_deadline`]). A failed attempt is retried up to
 //!   [`Policy::retries`] times (`runRetries`, default [`DEFAULT_RUN_RETRIES`]); then the run
@@ -121,6 +125,8 @@ pub enum AttemptState {
     Going,
     /// Its processes ended, or can no longer end well, without every process's files: why.
     Ended(String),
+    /// Its files are complete but the run failed validation: why (the failed checks).
+    Invalid(String),
 }
 
 /// Everything [`decide`] needs to know.
@@ -239,6 +245,26 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
         .current
         .filter(|(a, _)| o.complete.contains(&a.run_id))
         .map(|(a, _)| a.run_id.clone());
+    // An invalid attempt with attempts left runs again, though its files are complete.
+    if let Some((a, AttemptState::Invalid(why))) = o.current
+        && a.attempt <= policy.retries
+        && o.complete.contains(&a.run_id)
+    {
+        return Decision {
+            next: Next::Retry {
+                run_id: a.run_id.clone(),
+                index: a.index,
+                attempt: a.attempt + 1,
+                why: format!("invalid: {why}"),
+            },
+            completed: None,
+            progress: Progress {
+                done: done - 1,
+                total,
+                eta: eta(policy, o, total - done + 1),
+            },
+        };
+    }
     let next = match settled_runs(plan, o.complete, o.given_up).find(|(_, s)| !s) {
         None => Next::Done,
         Some((run, _)) => match o.current {
@@ -248,7 +274,7 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
                     .duration_since(a.started)
                     .is_ok_and(|d| d > policy.run_deadline);
                 let failure = match state {
-                    AttemptState::Ended(why) => Some(why.clone()),
+                    AttemptState::Ended(why) | AttemptState::Invalid(why) => Some(why.clone()),
                     AttemptState::Going if late => Some(policy.deadline_exceeded()),
                     AttemptState::Going => None,
                 };
@@ -437,6 +463,40 @@ pub mod scenarios {
         ]
     }
 
+    /// The scenarios of invalid attempts (an ending `Some("invalid: …")` is an attempt
+    /// whose files are complete but whose run failed validation): the local executor
+    /// observes validity; the operator does not yet (it reads only the files' presence).
+    pub fn invalid_table() -> Vec<Step> {
+        let s = |name, complete: &[u32], current, expect| Step {
+            name,
+            complete: complete.to_vec(),
+            rest_complete: false,
+            given_up: Vec::new(),
+            current,
+            expect,
+        };
+        vec![
+            s(
+                "an invalid attempt runs again in its position",
+                &[0, 1],
+                Some((1, 1, 30, Some("invalid: unaccounted_p99"))),
+                Expect::Retry(1, 2, "unaccounted_p99"),
+            ),
+            s(
+                "an invalid second attempt runs a third time",
+                &[0, 1],
+                Some((1, 2, 30, Some("invalid: pause quiet"))),
+                Expect::Retry(1, 3, "pause quiet"),
+            ),
+            s(
+                "the last attempt invalid: the run stands and the campaign goes on",
+                &[0, 1],
+                Some((1, 3, 30, Some("invalid: again"))),
+                Expect::Start(2),
+            ),
+        ]
+    }
+
     /// Decides one step of the table over `plan` (at least three runs) at `now`.
     pub fn decide_step(plan: &Plan, policy: &Policy, step: &Step, now: SystemTime) -> Decision {
         let id = |i: u32| plan.runs[i as usize].run_id.clone();
@@ -466,7 +526,12 @@ pub mod scenarios {
                     attempt,
                     started: now - Duration::from_secs(ago),
                 },
-                ended.map_or(AttemptState::Going, |w| AttemptState::Ended(w.into())),
+                ended.map_or(AttemptState::Going, |w: &str| {
+                    match w.strip_prefix("invalid: ") {
+                        Some(why) => AttemptState::Invalid(why.into()),
+                        None => AttemptState::Ended(w.into()),
+                    }
+                }),
             )
         });
         decide(
@@ -526,7 +591,7 @@ mod tests {
         let policy = Policy::of(&spec, &plan);
         assert_eq!(policy.retries, 2);
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        for step in table() {
+        for step in table().into_iter().chain(super::scenarios::invalid_table()) {
             let d = decide_step(&plan, &policy, &step, now);
             assert!(
                 matches(&plan, &step.expect, &d.next),

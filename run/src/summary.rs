@@ -74,6 +74,10 @@ pub struct ProcessInfo {
     /// Where this process's request traces went (absent: not traced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<crate::trace::TraceReport>,
+    /// The CPUs the local S3 server may run on, read from `/proc/<pid>/status` (absent: no
+    /// local server, or not readable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_list: Option<String>,
 }
 
 /// Everything one process recorded.
@@ -173,6 +177,24 @@ pub struct CpuFigures {
     pub net_rx_mib_s: Option<f64>,
     /// Host network send rate, MiB/s.
     pub net_tx_mib_s: Option<f64>,
+}
+
+/// Where a run's processes ran: the CPU sets as each process measured them, and the cores
+/// available.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementFigures {
+    /// The CPU set the run spec asked the clients to use (`cpus`), if any.
+    pub clients_asked: Option<String>,
+    /// Each process's allowed CPUs as it measured them (`Cpus_allowed_list`), by process.
+    pub clients: Vec<Option<String>>,
+    /// The local server's allowed CPUs as measured (absent: no local server).
+    pub server: Option<String>,
+    /// Whether the clients' and the server's measured sets share no CPU (absent when
+    /// either is unknown).
+    pub disjoint: Option<bool>,
+    /// Cores available to the clients (affinity and cgroup quota), summed over processes.
+    pub cores_available: f64,
 }
 
 /// Server figures over the window.
@@ -330,6 +352,9 @@ pub struct RunSummary {
     pub cleanup_failed: Vec<String>,
     /// Host of process 0.
     pub host: HostInfo,
+    /// Where the run's processes ran.
+    #[serde(default)]
+    pub placement: PlacementFigures,
     /// Software.
     pub software: Software,
     /// S3 client settings of process 0.
@@ -806,10 +831,35 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             .take(100)
             .collect(),
         host: p0.map(|p| p.info.host.clone()).unwrap_or_default(),
+        placement: placement(spec, parts, cpu.cores_available),
         software: Software::this(),
         client: p0.and_then(|p| p.info.client.clone()),
         gate: p0.map(|p| p.info.gate.clone()).unwrap_or_default(),
         spec: spec.clone(),
+    }
+}
+
+/// The placement figures of a run from its processes' measured CPU sets.
+fn placement(spec: &RunSpec, parts: &[ProcessData], cores_available: f64) -> PlacementFigures {
+    let parse = |l: &Option<String>| {
+        l.as_deref()
+            .and_then(|l| campaign::placement::parse_cpu_list(l).ok())
+    };
+    let clients: Vec<Option<String>> = parts.iter().map(|p| p.info.host.cpu_list.clone()).collect();
+    let server = parts.iter().find_map(|p| p.info.server_cpu_list.clone());
+    let client_sets: Option<Vec<Vec<u32>>> = clients.iter().map(parse).collect();
+    let disjoint = match (client_sets, parse(&server)) {
+        (Some(c), Some(s)) if !c.is_empty() => {
+            Some(c.iter().all(|set| set.iter().all(|x| !s.contains(x))))
+        }
+        _ => None,
+    };
+    PlacementFigures {
+        clients_asked: spec.cpus.clone(),
+        clients,
+        server,
+        disjoint,
+        cores_available,
     }
 }
 
@@ -890,6 +940,19 @@ pub fn render(s: &RunSummary) -> String {
         opt(cpu.max_rss_bytes, "MiB", 1.0 / f64::from(1u32 << 20)),
         opt(cpu.host_cpu_utilization, "%", 100.0)
     );
+    let pl = &s.placement;
+    if pl.server.is_some() || pl.clients_asked.is_some() {
+        let _ = writeln!(
+            o,
+            "  placement    clients on CPU {}, server on CPU {}",
+            pl.clients
+                .iter()
+                .map(|c| c.as_deref().unwrap_or("?"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            pl.server.as_deref().unwrap_or("?")
+        );
+    }
     let sv = &s.server;
     let _ = writeln!(
         o,
@@ -962,6 +1025,10 @@ pub struct HostInfo {
     pub cgroup_quota_cores: Option<f64>,
     /// Cores available to the process: the smaller of affinity and quota.
     pub cores_available: f64,
+    /// The CPUs this process may run on, as Linux lists them (`Cpus_allowed_list`, e.g.
+    /// `0` or `0-3,8`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_list: Option<String>,
     /// Total memory of the host in bytes.
     pub memory_bytes: Option<u64>,
 }

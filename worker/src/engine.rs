@@ -865,6 +865,10 @@ pub async fn execute(
         cleanup_s,
         sampler_errors: sources.errors(),
         traces: m.traces,
+        server_cpu_list: spec
+            .telemetry
+            .local_server_pid
+            .and_then(crate::affinity::cpu_list_of),
     };
     Ok(Executed {
         spec,
@@ -1028,6 +1032,10 @@ impl RunOptions {
 pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::Written> {
     let progress = opts.progress;
     let workers = spec.processes.workers(spec.cell.concurrency).len();
+    // Placement first: the runtime's threads inherit it, and the host info reads it.
+    if let Some(cpus) = &spec.cpus {
+        crate::affinity::confine(cpus).map_err(Error::Placement)?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(runtime_threads(workers))
         .enable_all()

@@ -40,6 +40,9 @@ pub enum Error {
         #[source]
         source: tokio::task::JoinError,
     },
+    /// The run spec's `cpus` could not be applied (not CPUs this process may use).
+    #[error("placement: {0}")]
+    Placement(String),
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -95,6 +98,7 @@ impl Error {
             | Self::Telemetry(_)
             | Self::TooLarge(_) => "config",
             Self::Task { .. } | Self::Runtime(_) => "internal",
+            Self::Placement(_) => "placement",
             Self::StartGate(_) => "start_gate",
             Self::Metrics { .. } => "metrics",
             Self::Envelope(e) => e.kind(),

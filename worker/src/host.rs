@@ -71,6 +71,7 @@ pub fn host_info() -> HostInfo {
         affinity_cpus: affinity,
         cgroup_quota_cores: quota,
         cores_available: avail,
+        cpu_list: read("/proc/self/status").and_then(|s| crate::affinity::cpu_list_in(&s)),
         memory_bytes: read("/proc/meminfo")
             .and_then(|s| meminfo(&s, "MemTotal"))
             .map(|b| {

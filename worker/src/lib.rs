@@ -17,6 +17,7 @@
 //! - [`process::carry_out`] is one process of one run as both binaries carry it out
 //!   (`pqbench-worker`, and `pqbench run-spec` for `pqbench run`).
 
+pub mod affinity;
 pub mod analyze;
 pub mod collect;
 pub mod engine;
