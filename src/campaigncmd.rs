@@ -431,6 +431,11 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             .server
             .as_deref()
             .map(campaign::placement::format_cpu_list);
+        // This process (the executor: polling, progress, files) keeps off the clients'
+        // cores too; its children confine themselves where their specs say.
+        if let Some(list) = &server_cpus {
+            worker::affinity::confine(list).map_err(anyhow::Error::msg)?;
+        }
         // The embedded server lives until every run is done (dropping it stops it).
         let (server, endpoint, credentials, local_pid) = local_or_embedded(
             a.endpoint.as_deref(),
@@ -748,7 +753,7 @@ impl Local<'_> {
     }
 
     /// Carries out one attempt: one fresh `pqbench run-spec` process per client process, all
-    /// behind the start gate in the run directory, which opens [`schedule::START_LEAD`]
+    /// behind the start gate in the run directory, which opens [`schedule::LOCAL_START_LEAD`]
     /// after the last process is ready. `Ok(None)`: every process ended and left its files;
     /// `Invalid(why)`: every file is there but the run failed validation; `Ended(why)`: the
     /// attempt failed (a process could not carry it out, or the run deadline passed and the
@@ -852,6 +857,7 @@ impl Local<'_> {
             u32::try_from(ready).unwrap_or(0),
             processes,
             SystemTime::now(),
+            schedule::LOCAL_START_LEAD,
         ) else {
             return Ok(false);
         };

@@ -675,6 +675,11 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
         for c in &comparisons {
             let (m, base) = (c.arm.as_str(), c.against.as_str());
             if !arms.contains(&m) || !arms.contains(&base) {
+                if !cfg.comparisons.is_empty() {
+                    warnings.push(format!(
+                        "cell {cell}, {m} vs {base}: no complete block holds both arms; not compared"
+                    ));
+                }
                 continue;
             }
             let pairs: Vec<(&RunRow, &RunRow)> = blocks

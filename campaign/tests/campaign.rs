@@ -263,7 +263,7 @@ fn malformed_files_name_the_field() {
             "spec.cells[0].operation: must be a list: write [get]",
         ),
         (
-            "repetitions: 8",
+            "repetitions: 10",
             "repetitions: 1",
             "spec.repetitions: 1 is too few",
         ),

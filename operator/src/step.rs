@@ -836,7 +836,7 @@ impl Step<'_, '_> {
                 }
                 let ready = b.ready.get(&cur.run_id).copied().unwrap_or(0);
                 if !b.started.contains(&cur.run_id)
-                    && let Some(t) = schedule::start_at(ready, processes, f.now)
+                    && let Some(t) = schedule::start_at(ready, processes, f.now, START_LEAD)
                 {
                     let at = rfc3339(t);
                     self.actions.push(Action::OpenGate {

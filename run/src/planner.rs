@@ -59,13 +59,17 @@ pub fn run_specs(
         env.telemetry.node_exporter.is_some() || env.telemetry.local_server_pid.is_some();
     let pause = (spec.pause.enabled && pause_possible).then(|| spec.pause.rule());
     let count = spec.clients.processes;
+    // Locally every process is given its CPUs explicitly (unplaced clients: every CPU the
+    // executor may use), so none inherits the executor's own placement.
     let cpus = match &env.cpus {
-        Some(c) => confine(&c.placement, &c.allowed, cell.client_cores)
-            .map_err(|detail| Error::Plan {
-                run_id: run.run_id.clone(),
-                detail: format!("cell {}: {detail}", cell.id),
-            })?
-            .map(|v| format_cpu_list(&v)),
+        Some(c) => Some(format_cpu_list(
+            &confine(&c.placement, &c.allowed, cell.client_cores)
+                .map_err(|detail| Error::Plan {
+                    run_id: run.run_id.clone(),
+                    detail: format!("cell {}: {detail}", cell.id),
+                })?
+                .unwrap_or_else(|| c.allowed.clone()),
+        )),
         None => None,
     };
     let server_cpus = env

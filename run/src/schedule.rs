@@ -18,7 +18,8 @@
 //!   [`Policy::retries`] times (`runRetries`, default [`DEFAULT_RUN_RETRIES`]); then the run
 //!   is **given up**: recorded with its attempts and the last reason, left out of the
 //!   analysis, and the campaign goes on.
-//! - A run starts [`START_LEAD`] after the last of its processes announced itself ready
+//! - A run starts [`START_LEAD`] (on one machine [`LOCAL_START_LEAD`]) after the last of
+//!   its processes announced itself ready
 //!   ([`start_at`]): every process has paused, loaded its keys, passed the known-answer gate
 //!   and written its fixtures by then.
 //! - The runs are **done** when every planned run is complete or given up.
@@ -41,9 +42,13 @@ use serde::{Deserialize, Serialize};
 /// Attempts after the first when the campaign does not say (`runRetries`).
 pub const DEFAULT_RUN_RETRIES: u32 = 2;
 
-/// How long after the last process of a run is ready the run starts (the processes poll for
-/// the start instant every 200 ms).
+/// How long after the last process of a run is ready the run starts on a cluster (the pods
+/// poll the results bucket for the start instant every 200 ms, across the network).
 pub const START_LEAD: Duration = Duration::from_secs(2);
+
+/// The lead of `pqbench run`, whose processes read the start instant from a local file
+/// (polled every 200 ms): long enough for every process to see it before it arrives.
+pub const LOCAL_START_LEAD: Duration = Duration::from_millis(600);
 
 /// What the campaign asks of its runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -315,10 +320,11 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
     }
 }
 
-/// The start instant of a run whose processes are `ready` of `processes`: [`START_LEAD`]
-/// after now once every process is ready.
-pub fn start_at(ready: u32, processes: u32, now: SystemTime) -> Option<SystemTime> {
-    (ready >= processes).then_some(now + START_LEAD)
+/// The start instant of a run whose processes are `ready` of `processes`: `lead`
+/// ([`START_LEAD`] on a cluster, [`LOCAL_START_LEAD`] on one machine) after now once every
+/// process is ready.
+pub fn start_at(ready: u32, processes: u32, now: SystemTime, lead: Duration) -> Option<SystemTime> {
+    (ready >= processes).then_some(now + lead)
 }
 
 /// Test support: the scenarios every executor of the schedule must agree on. The
@@ -679,8 +685,12 @@ mod tests {
     #[test]
     fn a_run_starts_two_seconds_after_its_last_process_is_ready() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        assert_eq!(start_at(1, 2, now), None);
-        assert_eq!(start_at(2, 2, now), Some(now + START_LEAD));
+        assert_eq!(start_at(1, 2, now, START_LEAD), None);
+        assert_eq!(start_at(2, 2, now, START_LEAD), Some(now + START_LEAD));
+        assert_eq!(
+            start_at(1, 1, now, LOCAL_START_LEAD),
+            Some(now + LOCAL_START_LEAD)
+        );
     }
 
     #[test]
