@@ -89,6 +89,23 @@ fn flags(e: &Entry) -> String {
     e.flags().join(", ")
 }
 
+/// One line per comparison saying what it means, each after `bullet`.
+fn in_words(r: &Report, bullet: &str) -> String {
+    let margin = r.config.analysis.margin;
+    r.comparisons
+        .iter()
+        .map(|e| {
+            format!(
+                "{bullet}{} · {} vs {}: {}\n",
+                e.cell,
+                e.mode,
+                e.baseline,
+                e.meaning(margin)
+            )
+        })
+        .collect()
+}
+
 /// The verdict table as fixed-width text for a terminal.
 pub fn terminal(r: &Report) -> String {
     let a = &r.config.analysis;
@@ -147,16 +164,7 @@ pub fn terminal(r: &Report) -> String {
         );
     } else {
         s.push_str("In words:\n");
-        for e in &r.comparisons {
-            let _ = writeln!(
-                s,
-                "  {} · {} vs {}: {}",
-                e.cell,
-                e.mode,
-                e.baseline,
-                e.meaning(a.margin)
-            );
-        }
+        s.push_str(&in_words(r, "  "));
     }
     for x in r.invalid_rates.iter().filter(|x| x.differs) {
         let _ = writeln!(
@@ -231,16 +239,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     }
     if !r.comparisons.is_empty() {
         s.push_str("\nIn words:\n\n");
-        for e in &r.comparisons {
-            let _ = writeln!(
-                s,
-                "- {} · {} vs {}: {}",
-                e.cell,
-                e.mode,
-                e.baseline,
-                e.meaning(a.margin)
-            );
-        }
+        s.push_str(&in_words(r, "- "));
     }
     for (file, title) in &h.plots {
         let _ = writeln!(s, "\n![{title}]({file})");
