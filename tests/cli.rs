@@ -7,8 +7,12 @@
     reason = "test data is generated with wrapping byte arithmetic and small sizes"
 )]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use common::{ok, s};
 
 /// This test binary's `XDG_STATE_HOME` (a temporary directory): the keys `pqbench run`
 /// keeps there stay out of the user's home.
@@ -28,19 +32,6 @@ fn cmd() -> Command {
 
 fn pqbench(args: &[&str]) -> Output {
     cmd().args(args).output().expect("run pqbench")
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).expect("utf8")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf8 path")
 }
 
 const MODES: [&str; 11] = [

@@ -3,8 +3,12 @@
 //! runs beside it (cargo runs test binaries one after another): it measures, and anything
 //! on the clients' core is noise in its verdicts.
 
+mod common;
+
 use std::path::Path;
 use std::process::Output;
+
+use common::{ok, s};
 
 /// `pqbench` as a process, with a temporary `XDG_STATE_HOME` for the campaign's keys.
 fn pqbench(state: &Path, args: &[&str]) -> Output {
@@ -13,19 +17,6 @@ fn pqbench(state: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run pqbench")
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).expect("utf8")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf8 path")
 }
 
 /// Issue 18: the README's main job, `pqbench run examples/quick.yaml` (the file as it
