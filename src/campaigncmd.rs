@@ -335,7 +335,11 @@ fn local_cpus(m: &Manifest, embedded: bool) -> Result<run::planner::LocalCpus> {
             "placement: none (this process may use CPU {}{}); server and clients share them \
              (set server.cpus / clients.cpus to place them)",
             format_cpu_list(&allowed),
-            if allowed.len() >= 2 && embedded {
+            if allowed.len() >= 2
+                && embedded
+                && m.spec.server.cpus.is_none()
+                && m.spec.clients.cpus.is_none()
+            {
                 format!(
                     "; too few to give each of the {} client processes a CPU of its own",
                     m.spec.clients.processes

@@ -859,6 +859,7 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
         });
     }
 
+    let per_arm = arm_attempts(attempts);
     Ok(Report {
         config: cfg.clone(),
         runs: rows.len(),
@@ -868,8 +869,8 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
         arms: arm_summaries(rows, &cells),
         storage: storage(rows, &cfg.baseline),
         knees: knees(rows),
-        invalid_rates: invalid_rates(attempts, &comparisons)?,
-        attempts: arm_attempts(attempts),
+        invalid_rates: invalid_rates(&per_arm, &comparisons)?,
+        attempts: per_arm,
         dropped_blocks,
         warnings,
     })
@@ -932,10 +933,9 @@ fn arm_attempts(attempts: &[RunAttempts]) -> Vec<ArmAttempts> {
 
 /// Fisher's exact test of invalid vs valid attempts for each compared pair of arms.
 fn invalid_rates(
-    attempts: &[RunAttempts],
+    per_arm: &[ArmAttempts],
     comparisons: &[ComparisonSpec],
 ) -> Result<Vec<InvalidRate>> {
-    let per_arm = arm_attempts(attempts);
     let find = |l: &str| per_arm.iter().find(|a| a.arm == l);
     let mut out = Vec::new();
     for c in comparisons {

@@ -323,7 +323,11 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             );
         }
         if !r.invalid_rates.is_empty() {
-            s.push_str("\n| arm vs against | Fisher exact p (invalid rate) | differs at α = 0.05 |\n|---|---:|---|\n");
+            let _ = writeln!(
+                s,
+                "\n| arm vs against | Fisher exact p (invalid rate) | differs at α = {} |\n|---|---:|---|",
+                crate::analysis::INVALID_RATE_ALPHA
+            );
             for x in &r.invalid_rates {
                 let _ = writeln!(
                     s,
