@@ -22,7 +22,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use cpu_time::ProcessTime;
 use envelope::{Backend, Mode, Receiver, Sender};
-use s3::{OpStats, S3Settings, Store};
+use s3::{OpStats, S3ClientKind, S3Settings, Store};
 use serde::Serialize;
 
 use worker::progress::{Progress, Unit};
@@ -59,6 +59,10 @@ pub(crate) struct BenchArgs {
     /// Crypto backend.
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
+    /// S3 clients to measure (comma-separated: aws-sdk, lean); each is its own cell, in
+    /// the same rounds.
+    #[arg(long, value_delimiter = ',', default_value = "aws-sdk")]
+    s3_client: Vec<S3ClientKind>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -87,6 +91,7 @@ struct Sample {
 struct Row {
     op: Op,
     mode: String,
+    client: S3ClientKind,
     concurrency: usize,
     median: Sample,
     rounds: Vec<Sample>,
@@ -159,32 +164,27 @@ async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -
                 .stats;
             acc.add(&st);
         }
+        // The controls use the store's own client, so they cost what its S3 calls cost.
         Work::ControlPut(manifest_len) => {
-            let s3 = store.client();
+            let s3 = store.objects();
             for (k, len) in [
                 ("control/data", body.len()),
                 ("control/manifest", *manifest_len),
             ] {
-                s3.put_object()
-                    .bucket(BUCKET)
-                    .key(k)
-                    .body(body[..len.min(body.len())].to_vec().into())
-                    .send()
+                s3.put_object(BUCKET, k, body[..len.min(body.len())].to_vec().into(), None)
                     .await
                     .with_context(|| format!("control PutObject {k}"))?;
             }
         }
         Work::ControlGet => {
-            let s3 = store.client();
+            let s3 = store.objects();
             for k in ["control/manifest", "control/data"] {
-                let out = s3
-                    .get_object()
-                    .bucket(BUCKET)
-                    .key(k)
-                    .send()
+                s3.get_object(BUCKET, k)
                     .await
-                    .with_context(|| format!("control GetObject {k}"))?;
-                out.body.collect().await.context("control body")?;
+                    .with_context(|| format!("control GetObject {k}"))?
+                    .collect()
+                    .await
+                    .context("control body")?;
             }
         }
     }
@@ -249,6 +249,9 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     if a.requests == 0 || a.rounds == 0 || a.concurrency.contains(&0) {
         bail!("--requests, --rounds and every --concurrency must be at least 1");
     }
+    if a.s3_client.is_empty() {
+        bail!("--s3-client: list at least one client (aws-sdk, lean)");
+    }
     let size = usize::try_from(a.size).context("--size does not fit in memory")?;
     let (_server, settings) = match &a.endpoint {
         None => {
@@ -273,11 +276,17 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         a.rounds,
         settings.endpoint
     );
-    let record = settings.record();
-    println!(
-        "client: payload signed {}, checksums {:?}, retries off, TCP_NODELAY on",
-        record.payload_signed, record.checksums
-    );
+    let mut records = Vec::new();
+    for &client in &a.s3_client {
+        let mut s = settings.clone();
+        s.s3_client = client;
+        let record = s.record();
+        println!(
+            "client {client} ({}): payload signed {}, checksums {:?}, retries off, TCP_NODELAY on",
+            record.sdk, record.payload_signed, record.checksums
+        );
+        records.push(record);
+    }
 
     {
         let body = Arc::new({
@@ -291,12 +300,15 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         for &m in &a.modes {
             mode_keys.push((m, keys(m, a.backend)?));
         }
-        let mut cells: Vec<(Op, usize, Option<usize>)> = Vec::new(); // None = control
+        // (op, concurrency, client, mode index); None = the S3-only control.
+        let mut cells: Vec<(Op, usize, S3ClientKind, Option<usize>)> = Vec::new();
         for &op in &a.ops {
             for &c in &a.concurrency {
-                cells.push((op, c, None));
-                for i in 0..mode_keys.len() {
-                    cells.push((op, c, Some(i)));
+                for &client in &a.s3_client {
+                    cells.push((op, c, client, None));
+                    for i in 0..mode_keys.len() {
+                        cells.push((op, c, client, Some(i)));
+                    }
                 }
             }
         }
@@ -319,11 +331,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             Unit::Count,
         );
         for round in 0..a.rounds {
-            for (ci, &(op, c, m)) in cells.iter().enumerate() {
+            for (ci, &(op, c, client, m)) in cells.iter().enumerate() {
                 let cell_rt = runtime(c.min(cores))?;
                 let cell = cell_rt.block_on(async {
                     let mut s = settings.clone();
                     s.concurrency = c;
+                    s.s3_client = client;
                     let store = Store::new(&s, BUCKET, "bench")?;
                     let work = match (op, m) {
                         (Op::Put, None) => Work::ControlPut(manifest_len),
@@ -401,9 +414,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         bar.finish();
 
         println!(
-            "{:<4} {:<12} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
+            "{:<4} {:<12} {:<7} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
             "op",
             "mode",
+            "client",
             "conc",
             "req/s",
             "CPU µs/req",
@@ -414,12 +428,12 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             "unacct. µs"
         );
         let mut rows = Vec::new();
-        for (ci, &(op, c, m)) in cells.iter().enumerate() {
+        for (ci, &(op, c, client, m)) in cells.iter().enumerate() {
             let Some(mi) = m else { continue };
-            // The control of the same op and concurrency.
+            // The control of the same op, concurrency and client.
             let ctrl_idx = cells
                 .iter()
-                .position(|&(o, cc, mm)| o == op && cc == c && mm.is_none())
+                .position(|&(o, cc, cl, mm)| o == op && cc == c && cl == client && mm.is_none())
                 .unwrap_or(ci);
             let control = median(control_cpu[ctrl_idx].clone());
             let rounds: Vec<Sample> = samples[ci]
@@ -441,9 +455,10 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             };
             let rest = median_sample.cpu_us - median_sample.crypto_cpu_us - control;
             println!(
-                "{:<4} {:<12} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
+                "{:<4} {:<12} {:<7} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
                 format!("{op:?}").to_lowercase(),
                 mode_keys[mi].0.name(),
+                client.as_str(),
                 c,
                 median_sample.requests_per_s,
                 median_sample.cpu_us,
@@ -456,6 +471,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             rows.push(Row {
                 op,
                 mode: mode_keys[mi].0.name().to_owned(),
+                client,
                 concurrency: c,
                 median: median_sample,
                 rounds,
@@ -472,7 +488,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                 "requests": a.requests,
                 "rounds": a.rounds,
                 "cores": cores,
-                "client": record,
+                "clients": records,
                 "rows": rows,
             });
             std::fs::write(p, serde_json::to_vec_pretty(&doc)?)

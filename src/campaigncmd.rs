@@ -109,10 +109,11 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     println!("arms ({}, every one in every block):", plan.arms.len());
     for x in &plan.arms {
         println!(
-            "  {:<32} {} on {}{}",
+            "  {:<32} {} on {}, S3 client {}{}",
             x.label,
             x.mode,
             x.backend.name(),
+            x.client,
             if x.control { "  (A/A control)" } else { "" }
         );
     }
@@ -453,6 +454,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 region: a.region.clone(),
                 bucket: a.bucket.clone(),
                 credentials,
+                client: Default::default(),
             },
             keys: KeyRef::Dir(keys),
             output: Output::Dir(runs_dir.clone()),
@@ -1066,6 +1068,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                 seed: a.seed,
                 arms: Vec::new(),
                 comparisons: Vec::new(),
+                arm_details: Vec::new(),
             }
         }
     };

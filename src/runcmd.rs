@@ -70,6 +70,9 @@ pub(crate) struct RunOneArgs {
     /// Signing region (Garage: its s3_region).
     #[arg(long, default_value = "us-east-1")]
     region: String,
+    /// S3 client: aws-sdk (the AWS SDK for Rust) or lean (hyper + aws-sigv4, http only).
+    #[arg(long, default_value = "aws-sdk")]
+    s3_client: s3::S3ClientKind,
     /// Recipient secret key file (from `pqbench keygen`); a fresh key if absent.
     #[arg(long)]
     key: Option<PathBuf>,
@@ -158,6 +161,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
     let mut spec = RunSpec::local(&run_id, cell, &endpoint, &a.bucket, &a.out);
     spec.s3.region.clone_from(&a.region);
     spec.s3.credentials = credentials;
+    spec.s3.client = a.s3_client;
     spec.recipient_key = recipient_key;
     spec.warmup = Dur(a.warmup);
     spec.measured = Dur(a.measured);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
-use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3Settings, Store};
+use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3ClientKind, S3Settings, Store};
 
 use crate::args::{ReceiverArgs, SenderArgs, parse_duration};
 use worker::progress::{Progress, Unit};
@@ -35,6 +35,9 @@ pub(crate) struct S3Args {
     /// Flexible checksums: when-required (MinIO SDKs) or when-supported (AWS SDK default).
     #[arg(long, default_value = "when-required")]
     checksums: ChecksumPolicy,
+    /// S3 client: aws-sdk (the AWS SDK for Rust) or lean (hyper + aws-sigv4, http only).
+    #[arg(long, default_value = "aws-sdk")]
+    s3_client: S3ClientKind,
     /// Timeout of one S3 request (e.g. 30s, 2m).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     timeout: Duration,
@@ -61,6 +64,7 @@ impl S3Args {
         s.region = self.region.clone();
         s.payload_signing = self.payload_signing;
         s.checksums = self.checksums;
+        s.s3_client = self.s3_client;
         s.operation_timeout = self.timeout;
         s.read_timeout = self.timeout;
         s.connect_timeout = self.connect_timeout;

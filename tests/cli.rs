@@ -1028,6 +1028,94 @@ fn campaign_run_end_to_end() {
     assert!(!o.status.success() && e.contains("pre-registration"), "{e}");
 }
 
+/// The S3 client as a campaign factor (issue 19): the same modes on the AWS SDK and on the
+/// lean client share every block; each run records the client it used, the report's arms
+/// table names it, and the default comparisons stay on one client.
+#[test]
+fn campaign_compares_across_s3_clients() {
+    let _one_at_a_time = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("clients.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata: {name: clients}
+spec:
+  arms:
+    - {mode: x25519}
+    - {mode: ml-kem-768}
+    - {mode: x25519, s3Client: lean, name: x25519-lean}
+    - {mode: ml-kem-768, s3Client: lean, name: ml-kem-768-lean}
+  baseline: x25519
+  cells:
+    - {operation: [get], objectSize: [4KiB], concurrency: [2]}
+  repetitions: 2
+  warmup: 1s
+  measured: 1s
+  seed: 19
+  fixtures: 4
+  pause: {enabled: false}
+  analysis: {primary: [{cell: get-4KiB-c2}], bootstrapResamples: 1000}
+",
+    )
+    .expect("write campaign");
+    let out = dir.path().join("results");
+    let text = ok(
+        &pqbench(&["run", s(&file), "--out", s(&out)]),
+        "pqbench run",
+    );
+    let camp = out.join("clients");
+    let mut seen = std::collections::BTreeMap::new();
+    for run in std::fs::read_dir(camp.join("runs")).expect("runs dir") {
+        let run = run.expect("entry").path();
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join("p0/summary.json")).expect("summary.json"),
+        )
+        .expect("json");
+        let arm = summary["spec"]["arm"].as_str().expect("arm").to_owned();
+        let client = summary["client"]["client"].as_str().expect("client record");
+        let sdk = summary["client"]["sdk"].as_str().expect("sdk");
+        let want = if arm.ends_with("-lean") {
+            "lean"
+        } else {
+            "aws-sdk"
+        };
+        assert_eq!(client, want, "{arm} in {}", run.display());
+        assert_eq!(sdk.starts_with("lean"), want == "lean", "{arm}: {sdk}");
+        *seen.entry(arm).or_insert(0) += 1;
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}\n{text}");
+    let report = std::fs::read_to_string(camp.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("| x25519-lean | x25519 | aws-lc | lean |")
+            && report.contains("| ml-kem-768 | ml-kem-768 | aws-lc | aws-sdk |"),
+        "{report}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(camp.join("report.json")).expect("json"))
+            .expect("report.json");
+    let pairs: Vec<(String, String)> = json["comparisons"]
+        .as_array()
+        .expect("comparisons")
+        .iter()
+        .map(|c| {
+            (
+                c["mode"].as_str().unwrap_or("").to_owned(),
+                c["baseline"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("ml-kem-768".to_owned(), "x25519".to_owned()),
+            ("ml-kem-768-lean".to_owned(), "x25519-lean".to_owned())
+        ],
+        "{text}"
+    );
+}
+
 /// Whether a (one-process) run directory is complete: its checksum list is written last.
 /// Issue 16 item 8: the results directory holds no secret (no key file, no credentials);
 /// the campaign's keys and the embedded server's credentials are in its keys directory

@@ -241,6 +241,10 @@ pub struct Config {
     /// The comparisons (empty: every arm against `baseline`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<ComparisonSpec>,
+    /// What each arm is (mode, backend, S3 client), for the report's arms table (empty
+    /// when the runs come from a CSV alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arm_details: Vec<crate::design::Arm>,
 }
 
 impl Config {
@@ -253,7 +257,8 @@ impl Config {
             analysis: spec.analysis.clone(),
             seed: spec.seed,
             comparisons: crate::design::comparisons(spec, &arms),
-            arms: arms.into_iter().map(|a| a.label).collect(),
+            arms: arms.iter().map(|a| a.label.clone()).collect(),
+            arm_details: arms,
         }
     }
 }

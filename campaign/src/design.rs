@@ -5,14 +5,15 @@
 //!   loop) or × offered rate (open loop), × client cores. A cell's id is
 //!   `<op>-<size>-c<concurrency>` (closed) or `<op>-<size>-r<rate>-t<threads>` (open),
 //!   with `-cores<k>` appended when the cell confines its clients ([`cells`]).
-//! - Arms: (mode, backend) pairs: `arms` as listed, or `modes` × `backends`. A listed arm's
+//! - Arms: (mode, backend, S3 client) triples: `arms` as listed, or `modes` × `backends` on
+//!   `clients.s3Client`. A listed arm's
 //!   label is its `name`, else its mode's name; a shorthand arm's is its mode's name, with
 //!   `-<backend>` when `backends` lists more than one;
 //!   with a session grid, `ml-kem-768-session` becomes one arm per `maxObjects` × `maxAge`
 //!   pair (`ml-kem-768-session-b10-t1s`); an A/A control adds `<baseline arm>-aa`
 //!   ([`arms`]). Every arm runs in every block of every cell.
 //! - Comparisons: `analysis.comparisons`, or by default every arm against the baseline
-//!   mode's arm on the same backend ([`comparisons`]).
+//!   mode's arm on the same backend and S3 client ([`comparisons`]).
 //! - Blocks: one block per cell and repetition holds every arm once, in an order shuffled
 //!   from the seed; then the order of all blocks is shuffled from the seed. Modes are
 //!   compared only within a block ([`plan`]).
@@ -30,7 +31,7 @@ use rand_core::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::spec::{CampaignSpec, ComparisonSpec, LoopGrid, Manifest, Operation};
+use crate::spec::{CampaignSpec, ComparisonSpec, LoopGrid, Manifest, Operation, S3ClientKind};
 use crate::units::{Dur, Size, format_duration};
 
 /// How requests arrive in one cell.
@@ -77,6 +78,9 @@ pub struct Arm {
     pub mode: Mode,
     /// The crypto backend.
     pub backend: Backend,
+    /// The S3 client.
+    #[serde(default, skip_serializing_if = "S3ClientKind::is_default")]
+    pub client: S3ClientKind,
     /// `(maxObjects, maxAge)` for a session arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<(u64, Dur)>,
@@ -146,11 +150,12 @@ impl Plan {
     }
 }
 
-/// The baseline mode's arm on `backend` (any backend when `None`): the first such arm that
+/// The baseline mode's arm on `on`'s backend and S3 client (any when `None`): the first such arm that
 /// is neither a session arm with bounds nor the A/A control.
-fn baseline_arm(arms: &[Arm], baseline: Mode, backend: Option<Backend>) -> Option<&Arm> {
-    arms.iter()
-        .find(|a| a.mode == baseline && !a.control && backend.is_none_or(|b| a.backend == b))
+fn baseline_arm(arms: &[Arm], baseline: Mode, on: Option<(Backend, S3ClientKind)>) -> Option<&Arm> {
+    arms.iter().find(|a| {
+        a.mode == baseline && !a.control && on.is_none_or(|on| (a.backend, a.client) == on)
+    })
 }
 
 fn rate_label(r: f64) -> String {
@@ -227,25 +232,46 @@ pub fn cells(spec: &CampaignSpec) -> Vec<CellDef> {
     out
 }
 
-/// The (mode, backend) pairs of the spec: `arms` as listed, or `modes` × `backends`, with
-/// each arm's given name.
-fn arm_pairs(spec: &CampaignSpec) -> Vec<(Mode, Backend, Option<String>)> {
+/// One arm of the spec before session grids expand it.
+struct ArmDef {
+    mode: Mode,
+    backend: Backend,
+    client: S3ClientKind,
+    name: Option<String>,
+}
+
+/// The arms of the spec: `arms` as listed, or `modes` × `backends`, with each arm's given
+/// name and S3 client (`clients.s3Client` unless the arm names its own).
+fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
+    let client = spec.clients.s3_client;
     if spec.arms.is_empty() {
         spec.backends
             .iter()
-            .flat_map(|&b| spec.modes.iter().map(move |&m| (m, b, None)))
+            .flat_map(|&backend| {
+                spec.modes.iter().map(move |&mode| ArmDef {
+                    mode,
+                    backend,
+                    client,
+                    name: None,
+                })
+            })
             .collect()
     } else {
         spec.arms
             .iter()
-            .map(|a| (a.mode, a.backend, a.name.clone()))
+            .map(|a| ArmDef {
+                mode: a.mode,
+                backend: a.backend,
+                client: a.s3_client.unwrap_or(client),
+                name: a.name.clone(),
+            })
             .collect()
     }
 }
 
 /// The arms (see the module docs).
 pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
-    let pairs = arm_pairs(spec);
+    let defs = arm_defs(spec);
     // The shorthand names arms by mode and, with several backends, backend; listed arms
     // by their name or mode.
     let multi_backend = spec.arms.is_empty() && spec.backends.len() > 1;
@@ -257,7 +283,13 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
         }
     };
     let mut out = Vec::new();
-    for (mode, backend, name) in pairs {
+    for ArmDef {
+        mode,
+        backend,
+        client,
+        name,
+    } in defs
+    {
         match (&spec.sessions, mode) {
             (Some(grid), Mode::MlKem768Session) => {
                 for &b in &grid.max_objects.0 {
@@ -275,6 +307,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                             ),
                             mode,
                             backend,
+                            client,
                             session: Some((b, t)),
                             control: false,
                         });
@@ -285,6 +318,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                 label: name.unwrap_or_else(|| format!("{}{}", mode.name(), suffix(backend))),
                 mode,
                 backend,
+                client,
                 session: None,
                 control: false,
             }),
@@ -303,7 +337,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
 }
 
 /// The comparisons of the spec: `analysis.comparisons`, or by default every arm against
-/// the baseline mode's arm on its backend (arms on a backend without one are not compared)
+/// the baseline mode's arm on its backend and S3 client (arms without one are not compared)
 /// and the A/A control against the arm it repeats.
 pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
     if !spec.analysis.comparisons.is_empty() {
@@ -311,8 +345,8 @@ pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
     }
     let mut out = Vec::new();
     for a in arms {
-        let backend = (!a.control).then_some(a.backend);
-        let Some(base) = baseline_arm(arms, spec.baseline, backend) else {
+        let on = (!a.control).then_some((a.backend, a.client));
+        let Some(base) = baseline_arm(arms, spec.baseline, on) else {
             continue;
         };
         if base.label != a.label {

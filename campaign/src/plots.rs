@@ -1509,6 +1509,7 @@ mod tests {
             seed: 1,
             arms: Vec::new(),
             comparisons: Vec::new(),
+            arm_details: Vec::new(),
         }
     }
 

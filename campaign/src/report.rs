@@ -216,6 +216,21 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         s,
         "- Pairs are the complete blocks of a cell (a valid run of every arm); ratio = exp(mean ln(T_arm/T_against)) of throughput; intervals are t intervals of the mean log ratio (study section IV-C).\n"
     );
+    if !r.config.arm_details.is_empty() {
+        s.push_str("## Arms\n\n| arm | mode | crypto backend | S3 client |\n|---|---|---|---|\n");
+        for x in &r.config.arm_details {
+            let _ = writeln!(
+                s,
+                "| {}{} | {} | {} | {} |",
+                x.label,
+                if x.control { " (A/A control)" } else { "" },
+                x.mode,
+                x.backend.name(),
+                x.client
+            );
+        }
+        s.push('\n');
+    }
 
     s.push_str("## Verdicts\n\n| cell | arm vs against | pairs | ratio | 90 % CI | 95 % CI | TOST p | adjusted p | verdict | flags |\n|---|---|---:|---:|---|---|---:|---:|---|---|\n");
     for e in &r.comparisons {

@@ -172,8 +172,7 @@ pub struct CampaignSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::modes"))]
     pub modes: Vec<Mode>,
-    /// The arms, listed one by one: each a mode on a backend (an arm gains the S3 client in
-    /// a later version). Every arm of a cell runs once in each of its blocks, so any two
+    /// The arms, listed one by one: each a mode on a backend with an S3 client. Every arm of a cell runs once in each of its blocks, so any two
     /// arms can be compared pairwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arms: Vec<ArmSpec>,
@@ -324,6 +323,56 @@ pub struct SessionGrid {
     pub max_age: List<Dur>,
 }
 
+/// Which S3 client implementation sends the requests (`s3.client` of a run spec, the
+/// `s3Client` of a campaign arm, `--s3-client` of the CLI). Both speak the same commit
+/// protocol with the same error classes, stage timers and records; they differ in what they
+/// cost the client per request.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum S3ClientKind {
+    /// The AWS SDK for Rust (`aws-sdk-s3`), configured for measurement.
+    #[default]
+    AwsSdk,
+    /// pqbench's lean client: hyper 1 with a pool sized to the concurrency, SigV4 from
+    /// `aws-sigv4`, one HTTP request per S3 call and nothing else (plain `http://` only).
+    Lean,
+}
+
+impl S3ClientKind {
+    /// The name used in files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AwsSdk => "aws-sdk",
+            Self::Lean => "lean",
+        }
+    }
+
+    /// Whether this is the default (`aws-sdk`), for `skip_serializing_if`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::AwsSdk
+    }
+}
+
+impl std::fmt::Display for S3ClientKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for S3ClientKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "aws-sdk" => Ok(Self::AwsSdk),
+            "lean" => Ok(Self::Lean),
+            _ => Err(format!("unknown S3 client {s:?}; use aws-sdk or lean")),
+        }
+    }
+}
+
 /// One arm of `arms`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -340,6 +389,10 @@ pub struct ArmSpec {
     /// of one mode need names). Lower-case letters, digits and '-'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The S3 client of this arm (`aws-sdk` or `lean`; default `clients.s3Client`): two
+    /// arms of one mode on two clients measure what the client costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3_client: Option<S3ClientKind>,
 }
 
 fn default_backend() -> Backend {
@@ -743,6 +796,10 @@ pub struct ClientPlacement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::cpus"))]
     pub cpus: Option<Cpus>,
+    /// The S3 client every arm uses unless it names its own (`arms[].s3Client`):
+    /// `aws-sdk` (default) or `lean`.
+    #[serde(default, skip_serializing_if = "S3ClientKind::is_default")]
+    pub s3_client: S3ClientKind,
 }
 
 fn client_group() -> String {
@@ -765,6 +822,7 @@ impl Default for ClientPlacement {
             image_pull_secrets: Vec::new(),
             service_account_name: None,
             cpus: None,
+            s3_client: S3ClientKind::AwsSdk,
         }
     }
 }
@@ -1005,6 +1063,24 @@ impl CampaignSpec {
         }
         if self.server.minio.is_some() && self.server.external.is_some() {
             return Err("server: give minio or external, not both".into());
+        }
+        if let Some(x) = &self.server.external
+            && (x.endpoint.starts_with("https://") || x.credentials_secret.is_none())
+            && let Some(lean) = crate::design::arms(self)
+                .into_iter()
+                .find(|a| a.client == S3ClientKind::Lean)
+        {
+            return Err(format!(
+                "arms: {} uses the lean S3 client, which speaks plain http with static keys; \
+                 server.external ({}{}) needs the aws-sdk client (s3Client: aws-sdk)",
+                lean.label,
+                x.endpoint,
+                if x.credentials_secret.is_none() {
+                    ", pod identity"
+                } else {
+                    ""
+                }
+            ));
         }
         if let Some(t) = &self.telemetry
             && !(0.0..=1.0).contains(&t.sample_ratio)

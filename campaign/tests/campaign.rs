@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use campaign::analysis::{Config, Family, RunRow, analyze, rows_from_csv, rows_to_csv};
 use campaign::design::plan;
+use campaign::spec::S3ClientKind;
 use campaign::{CampaignFile, Manifest};
 use stats::Verdict;
 
@@ -21,12 +22,20 @@ fn examples_parse_and_plan() {
         assert!(!p.runs.is_empty(), "{name}");
     }
     let study = plan(&Manifest::parse(STUDY, "study").unwrap());
-    // Eight primary cells, 10 repetitions and 20 at the knee, six arms (P1, B2 and the
-    // study's controls); the primary family is P1 vs B2 in the eight cells.
+    // Eight primary cells, 10 repetitions and 20 at the knee, eight arms (P1, B2, the
+    // study's controls, and P1 and B2 on the lean S3 client); the primary family is P1 vs
+    // B2 in the eight cells.
     assert_eq!(study.cells.len(), 8);
-    assert_eq!(study.arms.len(), 6);
-    assert_eq!(study.runs.len(), (7 * 10 + 20) * 6);
-    assert_eq!(study.comparisons.len(), 5);
+    assert_eq!(study.arms.len(), 8);
+    assert_eq!(study.runs.len(), (7 * 10 + 20) * 8);
+    assert_eq!(study.comparisons.len(), 7);
+    let lean: Vec<&str> = study
+        .arms
+        .iter()
+        .filter(|a| a.client == S3ClientKind::Lean)
+        .map(|a| a.label.as_str())
+        .collect();
+    assert_eq!(lean, ["x25519-lean", "ml-kem-768-lean"]);
     // The main job: three arms sharing every block of one client-bound cell.
     let quick = plan(&Manifest::parse(QUICK, "quick").unwrap());
     assert_eq!(quick.cells.len(), 1);
@@ -342,6 +351,7 @@ fn cfg(primary: &[&str]) -> Config {
         seed: 1,
         arms: Vec::new(),
         comparisons: Vec::new(),
+        arm_details: Vec::new(),
     }
 }
 
@@ -535,4 +545,46 @@ fn declared_comparisons_balanced_blocks_and_invalid_rates() {
         text.contains("c · ml-kem-768 vs x25519: equivalent within ±5 %"),
         "{text}"
     );
+}
+
+/// The S3 client is an arm factor: `clients.s3Client` sets it for every arm, an arm's own
+/// `s3Client` overrides it, and the default comparisons pair arms on the same client.
+#[test]
+fn the_s3_client_is_an_arm_factor_and_default_comparisons_stay_on_one_client() {
+    let text = "apiVersion: pqbench.io/v1alpha1\nkind: BenchmarkCampaign\nmetadata: {name: clients}\n\
+        spec:\n  arms:\n    - {mode: x25519}\n    - {mode: ml-kem-768}\n\
+        \x20   - {mode: x25519, s3Client: aws-sdk, name: x25519-sdk}\n\
+        \x20   - {mode: ml-kem-768, s3Client: aws-sdk, name: ml-kem-768-sdk}\n\
+        \x20 baseline: x25519\n  clients: {s3Client: lean}\n\
+        \x20 cells: [{operation: [get], objectSize: [1KiB], concurrency: [2]}]\n  repetitions: 2\n  seed: 7\n";
+    let p = plan(&Manifest::parse(text, "clients.yaml").unwrap());
+    let arms: Vec<(&str, S3ClientKind)> = p
+        .arms
+        .iter()
+        .map(|a| (a.label.as_str(), a.client))
+        .collect();
+    assert_eq!(
+        arms,
+        [
+            ("x25519", S3ClientKind::Lean),
+            ("ml-kem-768", S3ClientKind::Lean),
+            ("x25519-sdk", S3ClientKind::AwsSdk),
+            ("ml-kem-768-sdk", S3ClientKind::AwsSdk),
+        ]
+    );
+    let pairs: Vec<(&str, &str)> = p
+        .comparisons
+        .iter()
+        .map(|c| (c.arm.as_str(), c.against.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("ml-kem-768", "x25519"), ("ml-kem-768-sdk", "x25519-sdk")]
+    );
+
+    let bad = text.replace("s3Client: lean", "s3Client: curl");
+    let e = Manifest::parse(&bad, "clients.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("spec.clients.s3Client"), "{e}");
 }

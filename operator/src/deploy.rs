@@ -185,6 +185,7 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
             } else {
                 Credentials::default()
             },
+            client: Default::default(),
         },
         keys: KeyRef::Env(KEY_ENV_PREFIX.to_owned()),
         output: Output::S3 {

@@ -102,7 +102,10 @@ pub fn run_specs(
             warmup: spec.warmup,
             measured: spec.measured,
             drain: spec.drain,
-            s3: env.s3.clone(),
+            s3: crate::runspec::S3Target {
+                client: arm.client,
+                ..env.s3.clone()
+            },
             recipient_key: (arm.mode != envelope::Mode::Plaintext).then(|| env.keys.clone()),
             fixtures: spec.fixtures,
             session: arm.session.map(|(max_objects, max_age)| Session {

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use envelope::{Backend, Mode, SessionBounds};
 use serde::{Deserialize, Serialize};
 
+use crate::s3conf::S3ClientKind;
 use crate::units::{Dur, Size};
 use crate::{Error, Result};
 
@@ -116,6 +117,9 @@ pub struct S3Target {
     /// Where the credentials come from.
     #[serde(default)]
     pub credentials: Credentials,
+    /// Which S3 client sends the requests (`aws-sdk`, the default, or `lean`).
+    #[serde(default, skip_serializing_if = "S3ClientKind::is_default")]
+    pub client: S3ClientKind,
 }
 
 fn region() -> String {
@@ -611,6 +615,7 @@ impl RunSpec {
                 region: region(),
                 bucket: bucket.into(),
                 credentials: Credentials::default(),
+                client: Default::default(),
             },
             recipient_key: None,
             fixtures: fixtures(),

@@ -67,6 +67,8 @@ impl std::str::FromStr for ChecksumPolicy {
     }
 }
 
+pub use campaign::spec::S3ClientKind;
+
 /// The client options in effect, recorded with every result (no credentials).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientRecord {
@@ -92,6 +94,10 @@ pub struct ClientRecord {
     pub payload_signed: bool,
     /// Flexible checksum policy.
     pub checksums: ChecksumPolicy,
-    /// aws-sdk-s3 crate version.
+    /// Which client sent the requests (absent in files written before there were two:
+    /// `aws-sdk`).
+    #[serde(default)]
+    pub client: S3ClientKind,
+    /// The client's crates and versions (`aws-sdk-s3 1.157.0`, or `lean: hyper 1, aws-sigv4 1.6`).
     pub sdk: String,
 }

@@ -26,7 +26,7 @@ use aws_sdk_s3::config::{
 use aws_smithy_http_client::tls;
 use zeroize::Zeroizing;
 
-use crate::{ChecksumPolicy, ClientRecord, Error, PayloadSigning, Result};
+use crate::{ChecksumPolicy, ClientRecord, Error, PayloadSigning, Result, S3ClientKind};
 
 /// Everything needed to reach an S3 endpoint.
 #[derive(Clone)]
@@ -55,6 +55,9 @@ pub struct S3Settings {
     /// for temporary credentials (`AWS_ROLE_ARN` and `AWS_WEB_IDENTITY_TOKEN_FILE`, which
     /// IRSA on EKS sets). The keys are then empty.
     pub identity: bool,
+    /// Which client [`crate::Store`] sends its requests with (`aws-sdk` or `lean`). The
+    /// results bucket and [`S3Settings::client`] always use the SDK.
+    pub s3_client: S3ClientKind,
 }
 
 impl std::fmt::Debug for S3Settings {
@@ -65,6 +68,7 @@ impl std::fmt::Debug for S3Settings {
             .field("access_key", &self.access_key)
             .field("secret_key", &"<redacted>")
             .field("concurrency", &self.concurrency)
+            .field("s3_client", &self.s3_client)
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +89,7 @@ impl S3Settings {
             payload_signing: PayloadSigning::Auto,
             checksums: ChecksumPolicy::WhenRequired,
             identity: false,
+            s3_client: S3ClientKind::AwsSdk,
         }
     }
 
@@ -101,7 +106,7 @@ impl S3Settings {
         self.endpoint.starts_with("https://")
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let rest = self
             .endpoint
             .strip_prefix("http://")
@@ -145,12 +150,21 @@ impl S3Settings {
             operation_timeout_ms: ms(self.operation_timeout),
             payload_signing: self.payload_signing,
             payload_signed: self.payload_signing.signs(self.is_https()),
-            checksums: self.checksums,
-            sdk: format!("aws-sdk-s3 {}", aws_sdk_s3::meta::PKG_VERSION),
+            // The lean client adds no flexible checksums whatever the policy says.
+            checksums: match self.s3_client {
+                S3ClientKind::AwsSdk => self.checksums,
+                S3ClientKind::Lean => ChecksumPolicy::WhenRequired,
+            },
+            client: self.s3_client,
+            sdk: match self.s3_client {
+                S3ClientKind::AwsSdk => format!("aws-sdk-s3 {}", aws_sdk_s3::meta::PKG_VERSION),
+                S3ClientKind::Lean => crate::lean::DESCRIPTION.to_owned(),
+            },
         }
     }
 
-    /// Builds the client. Needs a Tokio runtime when requests are sent.
+    /// Builds the AWS SDK client (whatever [`S3Settings::s3_client`] says: the results
+    /// bucket, fixtures and tests use it). Needs a Tokio runtime when requests are sent.
     pub fn client(&self) -> Result<aws_sdk_s3::Client> {
         self.validate()?;
         let http = aws_smithy_http_client::Builder::new()

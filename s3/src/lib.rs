@@ -11,7 +11,10 @@
 //!   Every operation returns its [`OpStats`]: the five stage timers, bytes and requests.
 //! - [`S3Settings`]: the HTTP client as a benchmark needs it: pool sized to the
 //!   concurrency, `TCP_NODELAY`, no automatic retries, explicit timeouts, recorded
-//!   payload-signing and checksum options.
+//!   payload-signing and checksum options, and which client: the AWS SDK (`aws-sdk`) or
+//!   the lean one (`lean`: hyper 1 + `aws-sigv4`, nothing else per request).
+//! - [`ObjectClient`]: the S3 calls of the protocol, one method per operation, the same
+//!   on both clients.
 //! - [`ResultsBucket`]: a campaign's prefix in a results bucket (list, get, put, delete),
 //!   for the operator and the analysis Job.
 //! - [`EmbeddedS3`] (feature `server`): an in-process S3 server (`s3s` + `s3s-fs`) on
@@ -52,15 +55,20 @@
 mod bucket;
 mod client;
 mod error;
+mod lean;
+mod objects;
 #[cfg(feature = "server")]
 mod server;
 mod store;
 mod timing;
 
+/// The AWS SDK, for callers of [`S3Settings::client`] (fixtures, tests, the results bucket).
+pub use aws_sdk_s3;
 pub use bucket::ResultsBucket;
 pub use client::S3Settings;
 pub use error::{Error, Result, S3Class};
-pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning};
+pub use objects::{Body, ListPage, Listed, ObjectClient, Upload, UploadsPage};
+pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning, S3ClientKind};
 #[cfg(feature = "server")]
 pub use server::EmbeddedS3;
 pub use store::{

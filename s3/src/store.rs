@@ -22,16 +22,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
 
-use aws_sdk_s3::error::SdkError;
-use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use bytes::{Bytes, BytesMut};
 use envelope::layout::{self, Part};
 use envelope::{ObjectId, Receiver, Sender, SessionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::objects::Body;
 use crate::timing::{Call, cpu};
-use crate::{Error, OpStats, Result, S3Class, S3Settings};
+use crate::{Error, ObjectClient, OpStats, Result, S3Class, S3Settings};
 
 /// Size of a multipart part of `data.enc` (the last part may be smaller).
 pub const PART_SIZE: u64 = 8 * 1024 * 1024;
@@ -157,25 +155,9 @@ struct Entry {
 /// The commit protocol over one bucket of one S3 endpoint, for one tenant.
 #[derive(Clone, Debug)]
 pub struct Store {
-    s3: aws_sdk_s3::Client,
+    s3: ObjectClient,
     bucket: String,
     tenant: String,
-    unsigned: bool,
-}
-
-/// Sends an operation, with `UNSIGNED-PAYLOAD` if asked.
-macro_rules! send {
-    ($self:ident, $builder:expr) => {
-        if $self.unsigned {
-            $builder.customize().disable_payload_signing().send().await
-        } else {
-            $builder.send().await
-        }
-    };
-}
-
-fn to_system_time(t: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<SystemTime> {
-    t.and_then(|t| SystemTime::try_from(*t).ok())
 }
 
 fn len_u64(n: usize) -> u64 {
@@ -205,10 +187,9 @@ impl Store {
             ));
         }
         Ok(Self {
-            s3: settings.client()?,
+            s3: ObjectClient::new(settings)?,
             bucket: bucket.into(),
             tenant: tenant.into(),
-            unsigned: !settings.payload_signing.signs(settings.is_https()),
         })
     }
 
@@ -222,21 +203,10 @@ impl Store {
         &self.tenant
     }
 
-    /// The underlying SDK client (for fixtures and tests).
-    pub fn client(&self) -> &aws_sdk_s3::Client {
+    /// The S3 client the store sends its requests with (for fixtures, controls and tests:
+    /// raw objects on the same client as the protocol's).
+    pub fn objects(&self) -> &ObjectClient {
         &self.s3
-    }
-
-    fn err<E>(
-        &self,
-        op: &'static str,
-        target: &str,
-        e: SdkError<E, aws_smithy_runtime_api::http::Response>,
-    ) -> Error
-    where
-        E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    {
-        Error::s3(op, &self.bucket, target, e)
     }
 
     fn not_committed(&self, key: &str, version: &str) -> Error {
@@ -249,22 +219,7 @@ impl Store {
 
     /// Creates the bucket; succeeds if it already exists and is ours.
     pub async fn create_bucket(&self) -> Result<()> {
-        match self.s3.create_bucket().bucket(&self.bucket).send().await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let code = e.as_service_error().and_then(|s| {
-                    aws_sdk_s3::error::ProvideErrorMetadata::code(s).map(str::to_owned)
-                });
-                if matches!(
-                    code.as_deref(),
-                    Some("BucketAlreadyOwnedByYou" | "BucketAlreadyExists")
-                ) {
-                    Ok(())
-                } else {
-                    Err(self.err("CreateBucket", "", e))
-                }
-            }
-        }
+        self.s3.create_bucket(&self.bucket).await
     }
 
     /// Encrypts `size` bytes read from `src` as a new version of `key` and commits it:
@@ -313,20 +268,13 @@ impl Store {
                 }
             }
             st.bytes_sent += len_u64(body.len());
-            let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
-            let r = timed(&mut st, "PutObject", async {
-                send!(
-                    self,
-                    self.s3
-                        .put_object()
-                        .bucket(&self.bucket)
-                        .key(&data_key)
-                        .content_length(len)
-                        .body(ByteStream::from(body))
-                )
-            })
-            .await;
-            r.map_err(|e| self.err("PutObject", &data_key, e))?;
+            timed(
+                &mut st,
+                "PutObject",
+                self.s3
+                    .put_object(&self.bucket, &data_key, Bytes::from(body), None),
+            )
+            .await?;
             on(Event::Sent { done: total, total });
         } else {
             self.put_multipart(&mut sealer, &mut src, &data_key, total, &mut st, on)
@@ -340,28 +288,20 @@ impl Store {
         let manifest = Bytes::from(sealed.manifest);
         st.bytes_sent += len_u64(manifest.len());
         st.manifest_bytes = len_u64(manifest.len());
-        let r = timed(&mut st, "PutObject", async {
-            send!(
-                self,
-                self.s3
-                    .put_object()
-                    .bucket(&self.bucket)
-                    .key(&manifest_key)
-                    .content_type("application/json")
-                    .body(ByteStream::from(manifest.clone()))
-            )
-        })
+        let r = timed(
+            &mut st,
+            "PutObject",
+            self.s3.put_object(
+                &self.bucket,
+                &manifest_key,
+                manifest.clone(),
+                Some("application/json"),
+            ),
+        )
         .await;
-        if let Err(e) = r {
-            let err = self.err("PutObject", &manifest_key, e);
+        if let Err(err) = r {
             // Best effort: the version is invisible anyway; gc removes the data otherwise.
-            let _ = self
-                .s3
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(&data_key)
-                .send()
-                .await;
+            let _ = self.s3.delete_object(&self.bucket, &data_key).await;
             return Err(err);
         }
         on(Event::Committed);
@@ -387,27 +327,12 @@ impl Store {
     where
         R: AsyncRead + Unpin + Send,
     {
-        let r = timed(
+        let upload_id = timed(
             st,
             "CreateMultipartUpload",
-            self.s3
-                .create_multipart_upload()
-                .bucket(&self.bucket)
-                .key(data_key)
-                .send(),
+            self.s3.create_multipart(&self.bucket, data_key),
         )
-        .await;
-        let upload_id = r
-            .map_err(|e| self.err("CreateMultipartUpload", data_key, e))?
-            .upload_id
-            .ok_or_else(|| Error::S3 {
-                op: "CreateMultipartUpload",
-                bucket: self.bucket.clone(),
-                target: data_key.into(),
-                class: S3Class::Other,
-                status: None,
-                detail: "the response has no upload id".into(),
-            })?;
+        .await?;
 
         let result = self
             .upload_parts(sealer, src, data_key, &upload_id, total, st, on)
@@ -416,11 +341,7 @@ impl Store {
             // Best effort; abandoned uploads are collected by gc otherwise.
             let _ = self
                 .s3
-                .abort_multipart_upload()
-                .bucket(&self.bucket)
-                .key(data_key)
-                .upload_id(&upload_id)
-                .send()
+                .abort_multipart(&self.bucket, data_key, &upload_id)
                 .await;
         }
         result
@@ -458,28 +379,14 @@ impl Store {
                 let body = buf.split_to(take).freeze();
                 let number = i32::try_from(parts.len() + 1).unwrap_or(i32::MAX);
                 st.bytes_sent += len_u64(take);
-                let len = i64::try_from(take).unwrap_or(i64::MAX);
-                let r = timed(st, "UploadPart", async {
-                    send!(
-                        self,
-                        self.s3
-                            .upload_part()
-                            .bucket(&self.bucket)
-                            .key(data_key)
-                            .upload_id(upload_id)
-                            .part_number(number)
-                            .content_length(len)
-                            .body(ByteStream::from(body))
-                    )
-                })
-                .await;
-                let out = r.map_err(|e| self.err("UploadPart", data_key, e))?;
-                parts.push(
-                    CompletedPart::builder()
-                        .part_number(number)
-                        .set_e_tag(out.e_tag)
-                        .build(),
-                );
+                let e_tag = timed(
+                    st,
+                    "UploadPart",
+                    self.s3
+                        .upload_part(&self.bucket, data_key, upload_id, number, body),
+                )
+                .await?;
+                parts.push((number, e_tag));
                 done += len_u64(take);
                 on(Event::Sent { done, total });
             }
@@ -487,24 +394,13 @@ impl Store {
                 break;
             }
         }
-        let r = timed(
+        timed(
             st,
             "CompleteMultipartUpload",
             self.s3
-                .complete_multipart_upload()
-                .bucket(&self.bucket)
-                .key(data_key)
-                .upload_id(upload_id)
-                .multipart_upload(
-                    CompletedMultipartUpload::builder()
-                        .set_parts(Some(parts))
-                        .build(),
-                )
-                .send(),
+                .complete_multipart(&self.bucket, data_key, upload_id, &parts),
         )
-        .await;
-        r.map_err(|e| self.err("CompleteMultipartUpload", data_key, e))?;
-        Ok(())
+        .await
     }
 
     /// Reads version `version` of `key` (manifest, then data) and writes the plaintext to
@@ -535,17 +431,12 @@ impl Store {
         let total = opener.ciphertext_size();
 
         let data_key = layout::data_key(key, version);
-        let r = timed(
+        let mut body = timed(
             &mut st,
             "GetObject",
-            self.s3
-                .get_object()
-                .bucket(&self.bucket)
-                .key(&data_key)
-                .send(),
+            self.s3.get_object(&self.bucket, &data_key),
         )
-        .await;
-        let mut body = r.map_err(|e| self.err("GetObject", &data_key, e))?.body;
+        .await?;
 
         let mut buf = Vec::new();
         let mut pending = Bytes::new();
@@ -557,7 +448,7 @@ impl Store {
             buf.clear();
             while buf.len() < want {
                 if pending.is_empty() {
-                    match self.next_bytes(&mut body, &data_key).await? {
+                    match body.next().await? {
                         Some(b) => pending = b,
                         None => break,
                     }
@@ -577,7 +468,7 @@ impl Store {
         // Bytes after the final chunk (an extended object) fail authentication too.
         let t = Instant::now();
         while pending.is_empty() {
-            match self.next_bytes(&mut body, &data_key).await? {
+            match body.next().await? {
                 Some(b) => pending = b,
                 None => break,
             }
@@ -596,30 +487,6 @@ impl Store {
         })
     }
 
-    /// The error of a response body that broke off while it was being read.
-    fn body_error(&self, target: &str, e: &aws_smithy_types::byte_stream::error::Error) -> Error {
-        let detail = crate::error::chain(e);
-        Error::S3 {
-            op: "GetObject",
-            bucket: self.bucket.clone(),
-            target: target.into(),
-            // The byte-stream error has no public kind; its message names a timeout.
-            class: if detail.contains("timeout") {
-                S3Class::Timeout
-            } else {
-                S3Class::Io
-            },
-            status: None,
-            detail,
-        }
-    }
-
-    async fn next_bytes(&self, body: &mut ByteStream, data_key: &str) -> Result<Option<Bytes>> {
-        body.try_next()
-            .await
-            .map_err(|e| self.body_error(data_key, &e))
-    }
-
     /// Reads `manifest.json` of a version, refusing it as soon as it is known to be longer
     /// than [`envelope::MAX_MANIFEST_LEN`]: from its Content-Length before any body byte,
     /// else after at most one body frame past the limit (a planted 400 MiB manifest never
@@ -628,17 +495,9 @@ impl Store {
         let manifest_key = layout::manifest_key(key, version);
         let limit = len_u64(envelope::MAX_MANIFEST_LEN);
         let r = timed(st, "GetObject", async {
-            let out = match self
-                .s3
-                .get_object()
-                .bucket(&self.bucket)
-                .key(&manifest_key)
-                .send()
-                .await
-            {
-                Ok(out) => out,
-                Err(e) => {
-                    let err = self.err("GetObject", &manifest_key, e);
+            let mut body: Body = match self.s3.get_object(&self.bucket, &manifest_key).await {
+                Ok(body) => body,
+                Err(err) => {
                     return Err(if err.s3_class() == Some(S3Class::NotFound) {
                         self.not_committed(key, version)
                     } else {
@@ -646,14 +505,13 @@ impl Store {
                     });
                 }
             };
-            let announced = out.content_length().and_then(|n| u64::try_from(n).ok());
+            let announced = body.content_length;
             if let Some(n) = announced.filter(|&n| n > limit) {
                 return Err(envelope::Manifest::too_large(n).into());
             }
-            let mut body = out.body;
             let mut buf =
                 Vec::with_capacity(usize::try_from(announced.unwrap_or(0).min(limit)).unwrap_or(0));
-            while let Some(frame) = self.next_bytes(&mut body, &manifest_key).await? {
+            while let Some(frame) = body.next().await? {
                 if len_u64(buf.len() + frame.len()) > limit {
                     return Err(
                         envelope::Manifest::too_large(len_u64(buf.len() + frame.len())).into(),
@@ -675,33 +533,23 @@ impl Store {
         let mut out: BTreeMap<(String, String), Entry> = BTreeMap::new();
         let mut token = None;
         loop {
-            let r = self
-                .s3
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(prefix)
-                .set_continuation_token(token.take())
-                .send()
-                .await
-                .map_err(|e| self.err("ListObjectsV2", prefix, e))?;
-            for o in r.contents() {
-                let Some(k) = o.key() else { continue };
-                let Some(lk) = layout::parse_key(k) else {
+            let page = self.s3.list_objects(&self.bucket, prefix, token).await?;
+            for o in page.objects {
+                let Some(lk) = layout::parse_key(&o.key) else {
                     continue;
                 };
-                let size = o.size().and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
                 let e = out
                     .entry((lk.key.to_owned(), lk.version.to_owned()))
                     .or_default();
-                let v = Some((size, to_system_time(o.last_modified())));
+                let v = Some((o.size, o.last_modified));
                 match lk.part {
                     Part::Data => e.data = v,
                     Part::Manifest => e.manifest = v,
                 }
             }
-            match r.next_continuation_token() {
-                Some(t) if r.is_truncated() == Some(true) => token = Some(t.to_owned()),
-                _ => break,
+            match page.next {
+                Some(t) => token = Some(t),
+                None => break,
             }
         }
         Ok(out)
@@ -775,15 +623,7 @@ impl Store {
             ));
         }
         let data_key = layout::data_key(key, version);
-        let head = self
-            .s3
-            .head_object()
-            .bucket(&self.bucket)
-            .key(&data_key)
-            .send()
-            .await
-            .map_err(|e| self.err("HeadObject", &data_key, e))?;
-        let size = head.content_length().and_then(|s| u64::try_from(s).ok());
+        let size = self.s3.head_object(&self.bucket, &data_key).await?;
         if size != Some(ciphertext_size) {
             return Err(fail(format!(
                 "data.enc has {size:?} bytes, {ciphertext_size} written"
@@ -800,17 +640,9 @@ impl Store {
         let data_key = layout::data_key(key, version);
         let mut found = false;
         for k in [&manifest_key, &data_key] {
-            match self
-                .s3
-                .head_object()
-                .bucket(&self.bucket)
-                .key(k)
-                .send()
-                .await
-            {
+            match self.s3.head_object(&self.bucket, k).await {
                 Ok(_) => found = true,
-                Err(e) => {
-                    let err = self.err("HeadObject", k, e);
+                Err(err) => {
                     if err.s3_class() != Some(S3Class::NotFound) {
                         return Err(err);
                     }
@@ -821,13 +653,7 @@ impl Store {
             return Err(self.not_committed(key, version));
         }
         for k in [&manifest_key, &data_key] {
-            self.s3
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(k)
-                .send()
-                .await
-                .map_err(|e| self.err("DeleteObject", k, e))?;
+            self.s3.delete_object(&self.bucket, k).await?;
         }
         Ok(())
     }
@@ -837,7 +663,6 @@ impl Store {
     /// the data. Returns how many versions were deleted and the keys that could not be
     /// (the run engine's cleanup, outside the timed window).
     pub async fn delete_many(&self, versions: &[(String, String)]) -> Result<(u64, Vec<String>)> {
-        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
         let mut failed = Vec::new();
         for pass in 0..2 {
             let keys: Vec<String> = versions
@@ -851,35 +676,7 @@ impl Store {
                 })
                 .collect();
             for batch in keys.chunks(1000) {
-                let objects = batch
-                    .iter()
-                    .map(|k| ObjectIdentifier::builder().key(k).build())
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| Error::Request {
-                        op: "DeleteObjects",
-                        detail: e.to_string(),
-                    })?;
-                let delete = Delete::builder()
-                    .set_objects(Some(objects))
-                    .quiet(true)
-                    .build()
-                    .map_err(|e| Error::Request {
-                        op: "DeleteObjects",
-                        detail: e.to_string(),
-                    })?;
-                let out = self
-                    .s3
-                    .delete_objects()
-                    .bucket(&self.bucket)
-                    .delete(delete)
-                    .send()
-                    .await
-                    .map_err(|e| self.err("DeleteObjects", batch.first().map_or("", |k| k), e))?;
-                failed.extend(
-                    out.errors()
-                        .iter()
-                        .filter_map(|e| e.key().map(str::to_owned)),
-                );
+                failed.extend(self.s3.delete_objects(&self.bucket, batch).await?);
             }
         }
         let deleted = versions.len().saturating_sub(failed.len()) as u64;
@@ -901,13 +698,7 @@ impl Store {
                 (Some((_, at)), None) if old(at) => {
                     let k = layout::data_key(&key, &version);
                     if !dry_run {
-                        self.s3
-                            .delete_object()
-                            .bucket(&self.bucket)
-                            .key(&k)
-                            .send()
-                            .await
-                            .map_err(|e| self.err("DeleteObject", &k, e))?;
+                        self.s3.delete_object(&self.bucket, &k).await?;
                     }
                     report.deleted_data.push(k);
                 }
@@ -926,64 +717,30 @@ impl Store {
             }
         }
 
-        let mut key_marker = None;
-        let mut id_marker = None;
+        let mut markers = None;
         loop {
-            let r = self
-                .s3
-                .list_multipart_uploads()
-                .bucket(&self.bucket)
-                .prefix(prefix)
-                .set_key_marker(key_marker.take())
-                .set_upload_id_marker(id_marker.take())
-                .send()
-                .await;
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => {
-                    let not_impl = e.as_service_error().is_some_and(|s| {
-                        aws_sdk_s3::error::ProvideErrorMetadata::code(s) == Some("NotImplemented")
-                    }) || e
-                        .raw_response()
-                        .is_some_and(|r| r.status().as_u16() == 501);
-                    if not_impl {
-                        return Ok(report);
-                    }
-                    return Err(self.err("ListMultipartUploads", prefix, e));
-                }
+            let Some(page) = self.s3.list_uploads(&self.bucket, prefix, markers).await? else {
+                return Ok(report);
             };
             report.uploads_listed = true;
-            for u in r.uploads() {
-                let (Some(k), Some(id)) = (u.key(), u.upload_id()) else {
-                    continue;
-                };
-                if layout::parse_key(k).map(|l| l.part) != Some(Part::Data) {
+            for u in page.uploads {
+                if layout::parse_key(&u.key).map(|l| l.part) != Some(Part::Data) {
                     continue;
                 }
-                if !old(to_system_time(u.initiated())) {
+                if !old(u.initiated) {
                     report.kept_young += 1;
                     continue;
                 }
                 if !dry_run {
                     self.s3
-                        .abort_multipart_upload()
-                        .bucket(&self.bucket)
-                        .key(k)
-                        .upload_id(id)
-                        .send()
-                        .await
-                        .map_err(|e| self.err("AbortMultipartUpload", k, e))?;
+                        .abort_multipart(&self.bucket, &u.key, &u.upload_id)
+                        .await?;
                 }
-                report.aborted_uploads.push((k.to_owned(), id.to_owned()));
+                report.aborted_uploads.push((u.key, u.upload_id));
             }
-            if r.is_truncated() == Some(true) {
-                key_marker = r.next_key_marker().map(str::to_owned);
-                id_marker = r.next_upload_id_marker().map(str::to_owned);
-                if key_marker.is_none() {
-                    break;
-                }
-            } else {
-                break;
+            match page.next {
+                Some(next) => markers = Some(next),
+                None => break,
             }
         }
         Ok(report)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use envelope::{Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
-use s3::{Error, Event, S3Class, Store};
+use s3::{Error, Event, S3Class, S3ClientKind, Store};
 use servers::{BUCKET, Kind, TENANT, TestServer};
 use tokio::io::{AsyncRead, ReadBuf};
 
@@ -97,29 +97,22 @@ async fn get(store: &Store, keys: &Keys, key: &str, version: &str) -> Result<Vec
         .map(|_| out)
 }
 
-/// Writes raw bytes to a bucket key, bypassing the protocol (to tamper or to plant).
+/// Writes raw bytes to a bucket key, bypassing the protocol (to tamper or to plant), on the
+/// store's own client.
 async fn raw_put(store: &Store, key: &str, body: Vec<u8>) {
     store
-        .client()
-        .put_object()
-        .bucket(BUCKET)
-        .key(key)
-        .body(body.into())
-        .send()
+        .objects()
+        .put_object(BUCKET, key, body.into(), None)
         .await
         .expect("raw put");
 }
 
 async fn raw_get(store: &Store, key: &str) -> Vec<u8> {
     store
-        .client()
-        .get_object()
-        .bucket(BUCKET)
-        .key(key)
-        .send()
+        .objects()
+        .get_object(BUCKET, key)
         .await
         .expect("raw get")
-        .body
         .collect()
         .await
         .expect("body")
@@ -127,19 +120,13 @@ async fn raw_get(store: &Store, key: &str) -> Vec<u8> {
 }
 
 async fn raw_exists(store: &Store, key: &str) -> bool {
-    store
-        .client()
-        .head_object()
-        .bucket(BUCKET)
-        .key(key)
-        .send()
-        .await
-        .is_ok()
+    store.objects().head_object(BUCKET, key).await.is_ok()
 }
 
-fn round_trips(kind: Kind) {
+fn round_trips((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
+    assert_eq!(store.objects().kind(), client);
     run(async {
         for mode in Mode::ALL {
             let keys = Keys::new(mode);
@@ -200,9 +187,9 @@ fn round_trips(kind: Kind) {
     });
 }
 
-fn cross_backend(kind: Kind) {
+fn cross_backend((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     run(async {
         for mode in [Mode::MlKem768, Mode::XWing, Mode::X25519] {
             let keys = Keys::new(mode);
@@ -259,9 +246,9 @@ impl AsyncRead for Stalling {
     }
 }
 
-fn dropped_upload_is_invisible_and_collected(kind: Kind) {
+fn dropped_upload_is_invisible_and_collected((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::MlKem768);
     run(async {
         let stalled = Arc::new(tokio::sync::Notify::new());
@@ -344,9 +331,9 @@ fn put_while_server_dies(
     server.lock().expect("lock").restart();
 }
 
-fn server_stopped_mid_upload(kind: Kind) {
+fn server_stopped_mid_upload((kind, client): (Kind, S3ClientKind)) {
     let server = Arc::new(Mutex::new(TestServer::start(kind)));
-    let store = server.lock().expect("lock").store();
+    let store = server.lock().expect("lock").store_on(client);
     let keys = Keys::new(Mode::MlKem768);
 
     // The server dies after the data is stored and before the manifest is written.
@@ -386,9 +373,9 @@ fn server_stopped_mid_upload(kind: Kind) {
     });
 }
 
-fn truncated_data_fails(kind: Kind) {
+fn truncated_data_fails((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::MlKem768);
     run(async {
         let data = payload(9 * MIB, 3);
@@ -429,9 +416,9 @@ fn truncated_data_fails(kind: Kind) {
     });
 }
 
-fn concurrent_writers(kind: Kind) {
+fn concurrent_writers((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::X25519);
     run(async {
         let a = payload(9 * MIB, 4);
@@ -462,9 +449,9 @@ fn concurrent_writers(kind: Kind) {
     });
 }
 
-fn short_source_refused(kind: Kind) {
+fn short_source_refused((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::MlKem768);
     run(async {
         let sender = keys.sender(Backend::AwsLc);
@@ -488,9 +475,9 @@ fn short_source_refused(kind: Kind) {
     });
 }
 
-fn tampered_objects_refused(kind: Kind) {
+fn tampered_objects_refused((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::MlKem768);
     run(async {
         let data = payload(64 * KIB, 6);
@@ -555,9 +542,9 @@ fn tampered_objects_refused(kind: Kind) {
     });
 }
 
-fn listing_deletion_and_gc_scope(kind: Kind) {
+fn listing_deletion_and_gc_scope((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
-    let store = server.store();
+    let store = server.store_on(client);
     let keys = Keys::new(Mode::X25519);
     run(async {
         let a = put(&store, &keys, "dir/a", b"one").await;
@@ -744,17 +731,30 @@ macro_rules! server_tests {
     };
 }
 
-server_tests!(embedded, Kind::Embedded);
-server_tests!(garage, Kind::Garage);
+// Every protocol test on both clients, against both servers.
+server_tests!(embedded, (Kind::Embedded, S3ClientKind::AwsSdk));
+server_tests!(garage, (Kind::Garage, S3ClientKind::AwsSdk));
+server_tests!(embedded_lean, (Kind::Embedded, S3ClientKind::Lean));
+server_tests!(garage_lean, (Kind::Garage, S3ClientKind::Lean));
 
 #[test]
 fn unreachable_server_is_a_clear_error_within_the_timeout() {
+    unreachable_server(S3ClientKind::AwsSdk);
+}
+
+#[test]
+fn unreachable_server_is_a_clear_error_within_the_timeout_lean() {
+    unreachable_server(S3ClientKind::Lean);
+}
+
+fn unreachable_server(client: S3ClientKind) {
     // A port that was free a moment ago: connection refused.
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port");
     let mut settings = s3::S3Settings::new(&format!("http://{addr}"), "AKEXAMPLE", "secretexample");
     settings.connect_timeout = Duration::from_secs(1);
+    settings.s3_client = client;
     settings.operation_timeout = Duration::from_secs(3);
     let store = Store::new(&settings, BUCKET, "t").expect("store");
     let keys = Keys::new(Mode::X25519);
@@ -786,6 +786,7 @@ fn unreachable_server_is_a_clear_error_within_the_timeout() {
             "secretexample",
         );
         settings.read_timeout = Duration::from_millis(500);
+        settings.s3_client = client;
         settings.operation_timeout = Duration::from_secs(2);
         let store = Store::new(&settings, BUCKET, "t").expect("store");
         let t = Instant::now();

@@ -134,6 +134,7 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
 pub fn settings(spec: &RunSpec, workers: usize) -> Result<S3Settings> {
     let mut s = settings_for(&spec.s3.endpoint, &spec.s3.region, &spec.s3.credentials)?;
     s.concurrency = workers.max(1);
+    s.s3_client = spec.s3.client;
     Ok(s)
 }
 

@@ -101,10 +101,9 @@ impl Env {
 
     /// Objects left under the run prefix (data, manifests, anything).
     fn leftovers(&self) -> usize {
-        let store = self.server.store();
+        let store = self.server.sdk();
         tokio::runtime::Runtime::new().expect("rt").block_on(async {
             let out = store
-                .client()
                 .list_objects_v2()
                 .bucket(BUCKET)
                 .prefix("pqbench-runs/")
@@ -950,13 +949,12 @@ fn s3_output_uploads_the_run_files() {
         w.uploaded_to.as_deref(),
         Some("s3://pqbench-test/results/to-s3/p0/")
     );
-    let store = env.server.store();
+    let store = env.server.sdk();
     let dl = tempfile::tempdir().expect("dir");
     let p0 = dl.path().join("to-s3/p0");
     std::fs::create_dir_all(&p0).expect("mkdir");
     tokio::runtime::Runtime::new().expect("rt").block_on(async {
         let list = store
-            .client()
             .list_objects_v2()
             .bucket(BUCKET)
             .prefix("results/to-s3/p0/")
@@ -985,7 +983,6 @@ fn s3_output_uploads_the_run_files() {
         );
         for n in &names {
             let o = store
-                .client()
                 .get_object()
                 .bucket(BUCKET)
                 .key(format!("results/to-s3/p0/{n}"))
@@ -1055,10 +1052,10 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
             .expect("spawn pqbench-worker")
     };
     let children: Vec<_> = (0..2).map(|i| spawn(i, &json)).collect();
-    let store = env.server.store();
+    let store = env.server.sdk();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let start = rt.block_on(async {
-        let s3 = store.client();
+        let s3 = store.clone();
         let give_up = std::time::Instant::now() + Duration::from_secs(60);
         loop {
             let listed = s3
@@ -1106,7 +1103,6 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
         );
         let info: ProcessInfo = rt.block_on(async {
             let o = store
-                .client()
                 .get_object()
                 .bucket(BUCKET)
                 .key(format!("results/gated/p{i}/{}", files::PROCESS))

@@ -262,8 +262,22 @@ metrics_token = "{metrics}"
         self.kind
     }
 
+    /// An AWS SDK client for raw objects beside the protocol (listing, planting, reading).
+    #[allow(dead_code, reason = "used by some test crates only")]
+    pub(crate) fn sdk(&self) -> s3::aws_sdk_s3::Client {
+        self.settings().client().expect("sdk client")
+    }
+
     pub(crate) fn store(&self) -> Store {
         Store::new(&self.settings(), BUCKET, TENANT).expect("store")
+    }
+
+    /// A store on the given S3 client.
+    #[allow(dead_code, reason = "used by some test crates only")]
+    pub(crate) fn store_on(&self, client: s3::S3ClientKind) -> Store {
+        let mut s = self.settings();
+        s.s3_client = client;
+        Store::new(&s, BUCKET, TENANT).expect("store")
     }
 
     /// Stops the server abruptly (connections closed, process killed); data stays.

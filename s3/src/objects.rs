@@ -1,0 +1,860 @@
+//! The S3 calls the store makes, on either client ([`crate::S3ClientKind`]): `aws-sdk`
+//! (the AWS SDK for Rust) or `lean` ([`crate::lean`]). One method per S3 operation, with
+//! the same arguments, results and error classes on both, so the commit protocol in
+//! [`crate::Store`] is written once and a test of it tests both clients.
+
+use std::time::SystemTime;
+
+use aws_sdk_s3::primitives::ByteStream;
+use bytes::Bytes;
+use http::Method;
+use serde::Deserialize;
+
+use crate::lean::{self, Call, Lean};
+use crate::{Error, Result, S3Class, S3ClientKind, S3Settings};
+
+/// An S3 client of either kind, bound to one endpoint.
+#[derive(Clone, Debug)]
+pub struct ObjectClient {
+    inner: Inner,
+}
+
+#[derive(Clone, Debug)]
+enum Inner {
+    Sdk {
+        client: aws_sdk_s3::Client,
+        unsigned: bool,
+    },
+    Lean(Box<Lean>),
+}
+
+/// One object of a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The object key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// When it was stored (server clock).
+    pub last_modified: Option<SystemTime>,
+}
+
+/// One page of a ListObjectsV2 listing.
+#[derive(Clone, Debug, Default)]
+pub struct ListPage {
+    /// The objects of the page.
+    pub objects: Vec<Listed>,
+    /// The continuation token of the next page, if the listing is truncated.
+    pub next: Option<String>,
+}
+
+/// One multipart upload in progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upload {
+    /// The object key.
+    pub key: String,
+    /// The upload id.
+    pub upload_id: String,
+    /// When it was initiated.
+    pub initiated: Option<SystemTime>,
+}
+
+/// One page of a ListMultipartUploads listing.
+#[derive(Clone, Debug, Default)]
+pub struct UploadsPage {
+    /// The uploads of the page.
+    pub uploads: Vec<Upload>,
+    /// The (key marker, upload-id marker) of the next page, if truncated.
+    pub next: Option<(String, Option<String>)>,
+}
+
+/// A GetObject response whose body is being read.
+pub struct Body {
+    inner: BodyInner,
+    bucket: String,
+    key: String,
+    /// `Content-Length`, if announced.
+    pub content_length: Option<u64>,
+}
+
+enum BodyInner {
+    Sdk(ByteStream),
+    Lean(lean::Response),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("key", &self.key)
+            .field("content_length", &self.content_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Body {
+    /// The next bytes of the body; `None` at its end.
+    pub async fn next(&mut self) -> Result<Option<Bytes>> {
+        match &mut self.inner {
+            BodyInner::Sdk(s) => s.try_next().await.map_err(|e| {
+                let detail = crate::error::chain(&e);
+                Error::S3 {
+                    op: "GetObject",
+                    bucket: self.bucket.clone(),
+                    target: self.key.clone(),
+                    // The byte-stream error has no public kind; its message names a timeout.
+                    class: if detail.contains("timeout") {
+                        S3Class::Timeout
+                    } else {
+                        S3Class::Io
+                    },
+                    status: None,
+                    detail,
+                }
+            }),
+            BodyInner::Lean(r) => r
+                .next()
+                .await
+                .map_err(|e| e.into_error("GetObject", &self.bucket, &self.key)),
+        }
+    }
+
+    /// The whole body.
+    pub async fn collect(mut self) -> Result<Bytes> {
+        let mut out = Vec::new();
+        while let Some(b) = self.next().await? {
+            out.extend_from_slice(&b);
+        }
+        Ok(Bytes::from(out))
+    }
+}
+
+fn to_system_time(t: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<SystemTime> {
+    t.and_then(|t| SystemTime::try_from(*t).ok())
+}
+
+fn parse_time(t: Option<&str>) -> Option<SystemTime> {
+    let t = t?;
+    aws_smithy_types::DateTime::from_str(t, aws_smithy_types::date_time::Format::DateTime)
+        .ok()
+        .and_then(|d| SystemTime::try_from(d).ok())
+}
+
+/// `ListBucketResult` of ListObjectsV2.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListBucketResult {
+    #[serde(default)]
+    contents: Vec<Contents>,
+    #[serde(default)]
+    is_truncated: Option<bool>,
+    #[serde(default)]
+    next_continuation_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Contents {
+    key: String,
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    last_modified: Option<String>,
+}
+
+/// `ListMultipartUploadsResult`.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ListUploadsResult {
+    #[serde(default)]
+    upload: Vec<UploadXml>,
+    #[serde(default)]
+    is_truncated: Option<bool>,
+    #[serde(default)]
+    next_key_marker: Option<String>,
+    #[serde(default)]
+    next_upload_id_marker: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct UploadXml {
+    key: String,
+    upload_id: String,
+    #[serde(default)]
+    initiated: Option<String>,
+}
+
+/// `InitiateMultipartUploadResult`.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InitiateResult {
+    #[serde(default)]
+    upload_id: Option<String>,
+}
+
+/// `DeleteResult` of DeleteObjects.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct DeleteResult {
+    #[serde(default)]
+    error: Vec<DeleteError>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct DeleteError {
+    #[serde(default)]
+    key: Option<String>,
+}
+
+fn bad_response(op: &'static str, bucket: &str, target: &str, detail: String) -> Error {
+    Error::S3 {
+        op,
+        bucket: bucket.to_owned(),
+        target: target.to_owned(),
+        class: S3Class::Other,
+        status: None,
+        detail,
+    }
+}
+
+/// Reads a lean response's XML document into `T`.
+async fn xml<T: serde::de::DeserializeOwned>(
+    r: lean::Response,
+    op: &'static str,
+    bucket: &str,
+    target: &str,
+) -> Result<T> {
+    let body = r
+        .collect(16 * 1024 * 1024)
+        .await
+        .map_err(|e| e.into_error(op, bucket, target))?;
+    let text = std::str::from_utf8(&body).map_err(|e| {
+        bad_response(
+            op,
+            bucket,
+            target,
+            format!("the response is not UTF-8: {e}"),
+        )
+    })?;
+    quick_xml::de::from_str(text).map_err(|e| {
+        bad_response(
+            op,
+            bucket,
+            target,
+            format!("cannot parse the response document: {e}"),
+        )
+    })
+}
+
+fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    quick_xml::escape::escape(s)
+}
+
+impl ObjectClient {
+    /// The client `settings` ask for.
+    pub fn new(settings: &S3Settings) -> Result<Self> {
+        let inner = match settings.s3_client {
+            S3ClientKind::AwsSdk => Inner::Sdk {
+                client: settings.client()?,
+                unsigned: !settings.payload_signing.signs(settings.is_https()),
+            },
+            S3ClientKind::Lean => {
+                settings.validate()?;
+                Inner::Lean(Box::new(Lean::new(settings)?))
+            }
+        };
+        Ok(Self { inner })
+    }
+
+    /// Which client this is.
+    pub fn kind(&self) -> S3ClientKind {
+        match self.inner {
+            Inner::Sdk { .. } => S3ClientKind::AwsSdk,
+            Inner::Lean(_) => S3ClientKind::Lean,
+        }
+    }
+
+    /// CreateBucket; succeeds if the bucket already exists and is ours.
+    pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        let r = match &self.inner {
+            Inner::Sdk { client, .. } => client
+                .create_bucket()
+                .bucket(bucket)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| Error::s3("CreateBucket", bucket, "", e)),
+            Inner::Lean(l) => l
+                .send(Call {
+                    op: "CreateBucket",
+                    method: Method::PUT,
+                    bucket,
+                    key: "",
+                    query: &[],
+                    headers: &[],
+                    body: Bytes::new(),
+                })
+                .await
+                .map(|_| ()),
+        };
+        match r {
+            Err(Error::S3 { detail, .. })
+                if detail.contains("BucketAlreadyOwnedByYou")
+                    || detail.contains("BucketAlreadyExists") =>
+            {
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    /// PutObject of `body` at `key`.
+    pub async fn put_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: Bytes,
+        content_type: Option<&'static str>,
+    ) -> Result<()> {
+        match &self.inner {
+            Inner::Sdk { client, unsigned } => {
+                let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
+                let b = client
+                    .put_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .content_length(len)
+                    .set_content_type(content_type.map(str::to_owned))
+                    .body(ByteStream::from(body));
+                let r = if *unsigned {
+                    b.customize().disable_payload_signing().send().await
+                } else {
+                    b.send().await
+                };
+                r.map(|_| ())
+                    .map_err(|e| Error::s3("PutObject", bucket, key, e))
+            }
+            Inner::Lean(l) => {
+                let headers: Vec<(&'static str, String)> = content_type
+                    .map(|t| ("content-type", t.to_owned()))
+                    .into_iter()
+                    .collect();
+                l.send(Call {
+                    op: "PutObject",
+                    method: Method::PUT,
+                    bucket,
+                    key,
+                    query: &[],
+                    headers: &headers,
+                    body,
+                })
+                .await
+                .map(|_| ())
+            }
+        }
+    }
+
+    /// GetObject of `key`: the response head, with the body still to be read.
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Body> {
+        let (inner, content_length) = match &self.inner {
+            Inner::Sdk { client, .. } => {
+                let out = client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .send()
+                    .await
+                    .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
+                let n = out.content_length().and_then(|n| u64::try_from(n).ok());
+                (BodyInner::Sdk(out.body), n)
+            }
+            Inner::Lean(l) => {
+                let r = l
+                    .send(Call {
+                        op: "GetObject",
+                        method: Method::GET,
+                        bucket,
+                        key,
+                        query: &[],
+                        headers: &[],
+                        body: Bytes::new(),
+                    })
+                    .await?;
+                let n = r.content_length();
+                (BodyInner::Lean(r), n)
+            }
+        };
+        Ok(Body {
+            inner,
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            content_length,
+        })
+    }
+
+    /// HeadObject of `key`: its size, if announced.
+    pub async fn head_object(&self, bucket: &str, key: &str) -> Result<Option<u64>> {
+        match &self.inner {
+            Inner::Sdk { client, .. } => client
+                .head_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .map(|h| h.content_length().and_then(|n| u64::try_from(n).ok()))
+                .map_err(|e| Error::s3("HeadObject", bucket, key, e)),
+            Inner::Lean(l) => l
+                .send(Call {
+                    op: "HeadObject",
+                    method: Method::HEAD,
+                    bucket,
+                    key,
+                    query: &[],
+                    headers: &[],
+                    body: Bytes::new(),
+                })
+                .await
+                .map(|r| r.content_length()),
+        }
+    }
+
+    /// DeleteObject of `key`.
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        match &self.inner {
+            Inner::Sdk { client, .. } => client
+                .delete_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| Error::s3("DeleteObject", bucket, key, e)),
+            Inner::Lean(l) => l
+                .send(Call {
+                    op: "DeleteObject",
+                    method: Method::DELETE,
+                    bucket,
+                    key,
+                    query: &[],
+                    headers: &[],
+                    body: Bytes::new(),
+                })
+                .await
+                .map(|_| ()),
+        }
+    }
+
+    /// One page of ListObjectsV2 under `prefix`.
+    pub async fn list_objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        token: Option<String>,
+    ) -> Result<ListPage> {
+        const OP: &str = "ListObjectsV2";
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                let r = client
+                    .list_objects_v2()
+                    .bucket(bucket)
+                    .prefix(prefix)
+                    .set_continuation_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| Error::s3(OP, bucket, prefix, e))?;
+                let objects = r
+                    .contents()
+                    .iter()
+                    .filter_map(|o| {
+                        Some(Listed {
+                            key: o.key()?.to_owned(),
+                            size: o.size().and_then(|s| u64::try_from(s).ok()).unwrap_or(0),
+                            last_modified: to_system_time(o.last_modified()),
+                        })
+                    })
+                    .collect();
+                let next = match r.next_continuation_token() {
+                    Some(t) if r.is_truncated() == Some(true) => Some(t.to_owned()),
+                    _ => None,
+                };
+                Ok(ListPage { objects, next })
+            }
+            Inner::Lean(l) => {
+                let mut query = vec![("list-type", "2"), ("prefix", prefix)];
+                if let Some(t) = &token {
+                    query.push(("continuation-token", t));
+                }
+                let r = l
+                    .send(Call {
+                        op: OP,
+                        method: Method::GET,
+                        bucket,
+                        key: "",
+                        query: &query,
+                        headers: &[],
+                        body: Bytes::new(),
+                    })
+                    .await?;
+                let doc: ListBucketResult = xml(r, OP, bucket, prefix).await?;
+                let objects = doc
+                    .contents
+                    .into_iter()
+                    .map(|c| Listed {
+                        last_modified: parse_time(c.last_modified.as_deref()),
+                        size: c.size.unwrap_or(0),
+                        key: c.key,
+                    })
+                    .collect();
+                let next = doc
+                    .next_continuation_token
+                    .filter(|_| doc.is_truncated == Some(true));
+                Ok(ListPage { objects, next })
+            }
+        }
+    }
+
+    /// CreateMultipartUpload of `key`: the upload id.
+    pub async fn create_multipart(&self, bucket: &str, key: &str) -> Result<String> {
+        const OP: &str = "CreateMultipartUpload";
+        let id = match &self.inner {
+            Inner::Sdk { client, .. } => {
+                client
+                    .create_multipart_upload()
+                    .bucket(bucket)
+                    .key(key)
+                    .send()
+                    .await
+                    .map_err(|e| Error::s3(OP, bucket, key, e))?
+                    .upload_id
+            }
+            Inner::Lean(l) => {
+                let r = l
+                    .send(Call {
+                        op: OP,
+                        method: Method::POST,
+                        bucket,
+                        key,
+                        query: &[("uploads", "")],
+                        headers: &[],
+                        body: Bytes::new(),
+                    })
+                    .await?;
+                xml::<InitiateResult>(r, OP, bucket, key).await?.upload_id
+            }
+        };
+        id.ok_or_else(|| bad_response(OP, bucket, key, "the response has no upload id".into()))
+    }
+
+    /// UploadPart `number` of an upload: the part's ETag.
+    pub async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: i32,
+        body: Bytes,
+    ) -> Result<Option<String>> {
+        match &self.inner {
+            Inner::Sdk { client, unsigned } => {
+                let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
+                let b = client
+                    .upload_part()
+                    .bucket(bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .part_number(number)
+                    .content_length(len)
+                    .body(ByteStream::from(body));
+                let r = if *unsigned {
+                    b.customize().disable_payload_signing().send().await
+                } else {
+                    b.send().await
+                };
+                r.map(|o| o.e_tag)
+                    .map_err(|e| Error::s3("UploadPart", bucket, key, e))
+            }
+            Inner::Lean(l) => {
+                let n = number.to_string();
+                let r = l
+                    .send(Call {
+                        op: "UploadPart",
+                        method: Method::PUT,
+                        bucket,
+                        key,
+                        query: &[("partNumber", &n), ("uploadId", upload_id)],
+                        headers: &[],
+                        body,
+                    })
+                    .await?;
+                Ok(r.headers
+                    .get(http::header::ETAG)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned))
+            }
+        }
+    }
+
+    /// CompleteMultipartUpload with `parts` (number, ETag) in order.
+    pub async fn complete_multipart(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[(i32, Option<String>)],
+    ) -> Result<()> {
+        const OP: &str = "CompleteMultipartUpload";
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+                let parts = parts
+                    .iter()
+                    .map(|(n, tag)| {
+                        CompletedPart::builder()
+                            .part_number(*n)
+                            .set_e_tag(tag.clone())
+                            .build()
+                    })
+                    .collect();
+                client
+                    .complete_multipart_upload()
+                    .bucket(bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .multipart_upload(
+                        CompletedMultipartUpload::builder()
+                            .set_parts(Some(parts))
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| Error::s3(OP, bucket, key, e))
+            }
+            Inner::Lean(l) => {
+                let mut doc = String::from("<CompleteMultipartUpload>");
+                for (n, tag) in parts {
+                    doc.push_str(&format!("<Part><PartNumber>{n}</PartNumber>"));
+                    if let Some(t) = tag {
+                        doc.push_str(&format!("<ETag>{}</ETag>", escape(t)));
+                    }
+                    doc.push_str("</Part>");
+                }
+                doc.push_str("</CompleteMultipartUpload>");
+                let r = l
+                    .send(Call {
+                        op: OP,
+                        method: Method::POST,
+                        bucket,
+                        key,
+                        query: &[("uploadId", upload_id)],
+                        headers: &[("content-type", "application/xml".to_owned())],
+                        body: Bytes::from(doc),
+                    })
+                    .await?;
+                // S3 may answer 200 and report the failure in the body.
+                let body = r
+                    .collect(1024 * 1024)
+                    .await
+                    .map_err(|e| e.into_error(OP, bucket, key))?;
+                if lean::error_in_ok(&body) {
+                    Err(lean::service_error(OP, bucket, key, 200, &body))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// AbortMultipartUpload.
+    pub async fn abort_multipart(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        const OP: &str = "AbortMultipartUpload";
+        match &self.inner {
+            Inner::Sdk { client, .. } => client
+                .abort_multipart_upload()
+                .bucket(bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| Error::s3(OP, bucket, key, e)),
+            Inner::Lean(l) => l
+                .send(Call {
+                    op: OP,
+                    method: Method::DELETE,
+                    bucket,
+                    key,
+                    query: &[("uploadId", upload_id)],
+                    headers: &[],
+                    body: Bytes::new(),
+                })
+                .await
+                .map(|_| ()),
+        }
+    }
+
+    /// One page of ListMultipartUploads under `prefix`; `None` if the server does not
+    /// implement it (HTTP 501 or `NotImplemented`).
+    pub async fn list_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        markers: Option<(String, Option<String>)>,
+    ) -> Result<Option<UploadsPage>> {
+        const OP: &str = "ListMultipartUploads";
+        let not_impl = |e: &Error| {
+            matches!(
+                e,
+                Error::S3 {
+                    status: Some(501),
+                    ..
+                }
+            ) || matches!(e, Error::S3 { detail, .. } if detail.contains("NotImplemented"))
+        };
+        let (key_marker, id_marker) = match markers {
+            Some((k, i)) => (Some(k), i),
+            None => (None, None),
+        };
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                let r = client
+                    .list_multipart_uploads()
+                    .bucket(bucket)
+                    .prefix(prefix)
+                    .set_key_marker(key_marker)
+                    .set_upload_id_marker(id_marker)
+                    .send()
+                    .await;
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let e = Error::s3(OP, bucket, prefix, e);
+                        return if not_impl(&e) { Ok(None) } else { Err(e) };
+                    }
+                };
+                let uploads = r
+                    .uploads()
+                    .iter()
+                    .filter_map(|u| {
+                        Some(Upload {
+                            key: u.key()?.to_owned(),
+                            upload_id: u.upload_id()?.to_owned(),
+                            initiated: to_system_time(u.initiated()),
+                        })
+                    })
+                    .collect();
+                let next = (r.is_truncated() == Some(true))
+                    .then(|| r.next_key_marker().map(str::to_owned))
+                    .flatten()
+                    .map(|k| (k, r.next_upload_id_marker().map(str::to_owned)));
+                Ok(Some(UploadsPage { uploads, next }))
+            }
+            Inner::Lean(l) => {
+                let mut query = vec![("uploads", ""), ("prefix", prefix)];
+                if let Some(k) = &key_marker {
+                    query.push(("key-marker", k));
+                }
+                if let Some(i) = &id_marker {
+                    query.push(("upload-id-marker", i));
+                }
+                let r = l
+                    .send(Call {
+                        op: OP,
+                        method: Method::GET,
+                        bucket,
+                        key: "",
+                        query: &query,
+                        headers: &[],
+                        body: Bytes::new(),
+                    })
+                    .await;
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => return if not_impl(&e) { Ok(None) } else { Err(e) },
+                };
+                let doc: ListUploadsResult = xml(r, OP, bucket, prefix).await?;
+                let uploads = doc
+                    .upload
+                    .into_iter()
+                    .map(|u| Upload {
+                        initiated: parse_time(u.initiated.as_deref()),
+                        key: u.key,
+                        upload_id: u.upload_id,
+                    })
+                    .collect();
+                let next = (doc.is_truncated == Some(true))
+                    .then_some(doc.next_key_marker)
+                    .flatten()
+                    .map(|k| (k, doc.next_upload_id_marker));
+                Ok(Some(UploadsPage { uploads, next }))
+            }
+        }
+    }
+
+    /// DeleteObjects of up to 1,000 `keys` (quiet): the keys that could not be deleted.
+    pub async fn delete_objects(&self, bucket: &str, keys: &[String]) -> Result<Vec<String>> {
+        const OP: &str = "DeleteObjects";
+        let first = keys.first().map_or("", String::as_str);
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+                let request = |e: aws_sdk_s3::error::BuildError| Error::Request {
+                    op: OP,
+                    detail: e.to_string(),
+                };
+                let objects = keys
+                    .iter()
+                    .map(|k| ObjectIdentifier::builder().key(k).build())
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(request)?;
+                let delete = Delete::builder()
+                    .set_objects(Some(objects))
+                    .quiet(true)
+                    .build()
+                    .map_err(request)?;
+                let out = client
+                    .delete_objects()
+                    .bucket(bucket)
+                    .delete(delete)
+                    .send()
+                    .await
+                    .map_err(|e| Error::s3(OP, bucket, first, e))?;
+                Ok(out
+                    .errors()
+                    .iter()
+                    .filter_map(|e| e.key().map(str::to_owned))
+                    .collect())
+            }
+            Inner::Lean(l) => {
+                use base64::Engine as _;
+                use md5::Digest as _;
+                let mut doc = String::from("<Delete><Quiet>true</Quiet>");
+                for k in keys {
+                    doc.push_str(&format!("<Object><Key>{}</Key></Object>", escape(k)));
+                }
+                doc.push_str("</Delete>");
+                // DeleteObjects requires an integrity header; Content-MD5 is the one every
+                // S3 implementation accepts.
+                let md5 = base64::engine::general_purpose::STANDARD
+                    .encode(md5::Md5::digest(doc.as_bytes()));
+                let r = l
+                    .send(Call {
+                        op: OP,
+                        method: Method::POST,
+                        bucket,
+                        key: "",
+                        query: &[("delete", "")],
+                        headers: &[
+                            ("content-type", "application/xml".to_owned()),
+                            ("content-md5", md5),
+                        ],
+                        body: Bytes::from(doc),
+                    })
+                    .await?;
+                let doc: DeleteResult = xml(r, OP, bucket, first).await?;
+                Ok(doc.error.into_iter().filter_map(|e| e.key).collect())
+            }
+        }
+    }
+}
