@@ -22,7 +22,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use cpu_time::ProcessTime;
 use envelope::{Backend, Mode, Receiver, Sender};
-use s3::{OpStats, S3ClientKind, S3Settings, Store};
+use s3::{OpStats, S3ClientKind, S3Settings, SdkKnobs, Store};
 use serde::Serialize;
 
 use worker::progress::{Progress, Unit};
@@ -60,12 +60,69 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
     /// S3 clients to measure (comma-separated: aws-sdk, lean); each is its own cell, in
-    /// the same rounds.
+    /// the same rounds. `aws-sdk:none` is the SDK with none of pqbench's trimming knobs,
+    /// `aws-sdk:endpoint`, `aws-sdk:identity` and `aws-sdk:express` with that one alone.
     #[arg(long, value_delimiter = ',', default_value = "aws-sdk")]
-    s3_client: Vec<S3ClientKind>,
+    s3_client: Vec<ClientChoice>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Leave the objects written in the bucket (for profiles that count the process's
+    /// syscalls from start to end; scripts/profile-s3-client.sh).
+    #[arg(long, hide = true)]
+    no_cleanup: bool,
+}
+
+/// A client to measure: its kind and, for the SDK, which knobs are on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ClientChoice {
+    kind: S3ClientKind,
+    knobs: SdkKnobs,
+    label: &'static str,
+}
+
+impl std::str::FromStr for ClientChoice {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let only = |f: fn(&mut SdkKnobs)| {
+            let mut k = SdkKnobs::NONE;
+            f(&mut k);
+            k
+        };
+        let (kind, knobs, label) = match s {
+            "aws-sdk" => (S3ClientKind::AwsSdk, SdkKnobs::ALL, "aws-sdk"),
+            "lean" => (S3ClientKind::Lean, SdkKnobs::ALL, "lean"),
+            "aws-sdk:none" => (S3ClientKind::AwsSdk, SdkKnobs::NONE, "aws-sdk:none"),
+            "aws-sdk:endpoint" => (
+                S3ClientKind::AwsSdk,
+                only(|k| k.fixed_endpoint = true),
+                "aws-sdk:endpoint",
+            ),
+            "aws-sdk:identity" => (
+                S3ClientKind::AwsSdk,
+                only(|k| k.no_identity_cache = true),
+                "aws-sdk:identity",
+            ),
+            "aws-sdk:express" => (
+                S3ClientKind::AwsSdk,
+                only(|k| k.no_s3_express = true),
+                "aws-sdk:express",
+            ),
+            _ => {
+                return Err(format!(
+                    "unknown S3 client {s:?}; use aws-sdk or lean (or aws-sdk:none, \
+                     aws-sdk:endpoint, aws-sdk:identity, aws-sdk:express to measure the SDK's knobs)"
+                ));
+            }
+        };
+        Ok(Self { kind, knobs, label })
+    }
+}
+
+impl Serialize for ClientChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.label)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -80,18 +137,24 @@ enum Op {
 struct Sample {
     requests_per_s: f64,
     cpu_us: f64,
+    /// User and system parts of `cpu_us` (getrusage of the whole process).
+    user_us: f64,
+    sys_us: f64,
     crypto_cpu_us: f64,
     control_cpu_us: f64,
     total_us: f64,
     storage_us: f64,
     unaccounted_us: f64,
+    /// Heap allocations per logical request, whole process (feature `alloc-count` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allocations: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
 struct Row {
     op: Op,
     mode: String,
-    client: S3ClientKind,
+    client: ClientChoice,
     concurrency: usize,
     median: Sample,
     rounds: Vec<Sample>,
@@ -191,15 +254,40 @@ async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -
     Ok(())
 }
 
-/// Runs `n` requests with `c` concurrent tasks; returns (wall, process CPU, accumulators).
+/// What one drive of a cell cost the process.
+struct Driven {
+    wall: Duration,
+    cpu: Duration,
+    user: Duration,
+    sys: Duration,
+    allocations: Option<u64>,
+    acc: Acc,
+}
+
+/// User and system CPU time of the whole process so far.
+fn rusage() -> Result<(Duration, Duration)> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_SELF).context("getrusage")?;
+    let d = |t: nix::sys::time::TimeVal| {
+        Duration::new(
+            u64::try_from(t.tv_sec()).unwrap_or(0),
+            u32::try_from(t.tv_usec()).unwrap_or(0) * 1000,
+        )
+    };
+    Ok((d(u.user_time()), d(u.system_time())))
+}
+
+/// Runs `n` requests with `c` concurrent tasks.
 async fn drive(
     store: &Store,
     work: &Work,
     body: &Arc<Vec<u8>>,
     n: usize,
     c: usize,
-) -> Result<(Duration, Duration, Acc)> {
+) -> Result<Driven> {
     let next = Arc::new(AtomicUsize::new(0));
+    let allocs0 = crate::allocations();
+    let (user0, sys0) = rusage()?;
     let cpu0 = ProcessTime::try_now().context("process CPU clock")?;
     let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(c);
@@ -221,7 +309,19 @@ async fn drive(
     for t in tasks {
         acc.merge(t.await.context("bench task panicked")??);
     }
-    Ok((t0.elapsed(), cpu0.elapsed(), acc))
+    let (wall, cpu) = (t0.elapsed(), cpu0.elapsed());
+    let (user1, sys1) = rusage()?;
+    let allocations = crate::allocations()
+        .zip(allocs0)
+        .map(|(a, b)| a.saturating_sub(b));
+    Ok(Driven {
+        wall,
+        cpu,
+        user: user1.saturating_sub(user0),
+        sys: sys1.saturating_sub(sys0),
+        allocations,
+        acc,
+    })
 }
 
 /// A runtime with `threads` workers: one per concurrent request up to the cores, so that a
@@ -279,11 +379,20 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
     let mut records = Vec::new();
     for &client in &a.s3_client {
         let mut s = settings.clone();
-        s.s3_client = client;
+        s.s3_client = client.kind;
+        s.sdk_knobs = client.knobs;
         let record = s.record();
         println!(
-            "client {client} ({}): payload signed {}, checksums {:?}, retries off, TCP_NODELAY on",
-            record.sdk, record.payload_signed, record.checksums
+            "client {} ({}): payload signed {}, checksums {:?}, retries off, TCP_NODELAY on{}",
+            client.label,
+            record.sdk,
+            record.payload_signed,
+            record.checksums,
+            if client.kind == S3ClientKind::AwsSdk {
+                format!(", knobs {:?}", client.knobs)
+            } else {
+                String::new()
+            }
         );
         records.push(record);
     }
@@ -301,7 +410,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             mode_keys.push((m, keys(m, a.backend)?));
         }
         // (op, concurrency, client, mode index); None = the S3-only control.
-        let mut cells: Vec<(Op, usize, S3ClientKind, Option<usize>)> = Vec::new();
+        let mut cells: Vec<(Op, usize, ClientChoice, Option<usize>)> = Vec::new();
         for &op in &a.ops {
             for &c in &a.concurrency {
                 for &client in &a.s3_client {
@@ -336,7 +445,8 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                 let cell = cell_rt.block_on(async {
                     let mut s = settings.clone();
                     s.concurrency = c;
-                    s.s3_client = client;
+                    s.s3_client = client.kind;
+                    s.sdk_knobs = client.knobs;
                     let store = Store::new(&s, BUCKET, "bench")?;
                     let work = match (op, m) {
                         (Op::Put, None) => Work::ControlPut(manifest_len),
@@ -368,7 +478,14 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                     };
                     // Warm-up: connections opened, code paths hot.
                     drive(&store, &work, &body, (a.requests / 10).max(c * 4), c).await?;
-                    let (wall, cpu, acc) = drive(&store, &work, &body, a.requests, c).await?;
+                    let Driven {
+                        wall,
+                        cpu,
+                        user,
+                        sys,
+                        allocations: allocs,
+                        acc,
+                    } = drive(&store, &work, &body, a.requests, c).await?;
                     let n = a.requests;
                     let sample = Sample {
                         requests_per_s: {
@@ -380,17 +497,25 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                             x / wall.as_secs_f64()
                         },
                         cpu_us: us_per(cpu, n),
+                        user_us: us_per(user, n),
+                        sys_us: us_per(sys, n),
                         crypto_cpu_us: us_per(acc.crypto_cpu, n),
                         control_cpu_us: f64::NAN,
                         total_us: us_per(acc.total, n),
                         storage_us: us_per(acc.storage, n),
                         unaccounted_us: us_per(acc.unaccounted, n),
+                        #[allow(clippy::cast_precision_loss, reason = "counts are small")]
+                        allocations: allocs.map(|x| x as f64 / n as f64),
                     };
                     // Clean up outside the measurement.
-                    for (k, v) in &acc.written {
+                    let written: &[(String, String)] =
+                        if a.no_cleanup { &[] } else { &acc.written };
+                    for (k, v) in written {
                         store.delete_version(k, v).await?;
                     }
-                    if let Work::Get(_, fixtures) = &work {
+                    if let Work::Get(_, fixtures) = &work
+                        && !a.no_cleanup
+                    {
                         for (k, v) in fixtures.iter() {
                             store.delete_version(k, v).await?;
                         }
@@ -414,7 +539,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         bar.finish();
 
         println!(
-            "{:<4} {:<12} {:<7} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
+            "{:<4} {:<12} {:<16} {:>4} | {:>9} {:>10} {:>9} {:>12} {:>8} | {:>9} {:>11}",
             "op",
             "mode",
             "client",
@@ -447,18 +572,23 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             let median_sample = Sample {
                 requests_per_s: med(|s| s.requests_per_s),
                 cpu_us: med(|s| s.cpu_us),
+                user_us: med(|s| s.user_us),
+                sys_us: med(|s| s.sys_us),
                 crypto_cpu_us: med(|s| s.crypto_cpu_us),
                 control_cpu_us: control,
                 total_us: med(|s| s.total_us),
                 storage_us: med(|s| s.storage_us),
                 unaccounted_us: med(|s| s.unaccounted_us),
+                allocations: rounds[0]
+                    .allocations
+                    .map(|_| med(|s| s.allocations.unwrap_or(f64::NAN))),
             };
             let rest = median_sample.cpu_us - median_sample.crypto_cpu_us - control;
             println!(
-                "{:<4} {:<12} {:<7} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
+                "{:<4} {:<12} {:<16} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
                 format!("{op:?}").to_lowercase(),
                 mode_keys[mi].0.name(),
-                client.as_str(),
+                client.label,
                 c,
                 median_sample.requests_per_s,
                 median_sample.cpu_us,
@@ -467,6 +597,22 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                 rest,
                 median_sample.total_us,
                 median_sample.unaccounted_us,
+            );
+            let allocs = median_sample.allocations.map(|x| {
+                let ctrl = median(
+                    samples[ctrl_idx]
+                        .iter()
+                        .filter_map(|s| s.allocations)
+                        .collect(),
+                );
+                format!("; allocations {x:.0} per request (S3-only control {ctrl:.0})")
+            });
+            println!(
+                "{:>33} user {:.1} µs + sys {:.1} µs{}",
+                "",
+                median_sample.user_us,
+                median_sample.sys_us,
+                allocs.unwrap_or_default()
             );
             rows.push(Row {
                 op,

@@ -58,6 +58,75 @@ pub struct S3Settings {
     /// Which client [`crate::Store`] sends its requests with (`aws-sdk` or `lean`). The
     /// results bucket and [`S3Settings::client`] always use the SDK.
     pub s3_client: S3ClientKind,
+    /// How lean the AWS SDK client is made (all on by default; `bench-store` turns them
+    /// off one by one to measure each).
+    pub sdk_knobs: SdkKnobs,
+}
+
+/// The AWS SDK settings that trim its per-request work, each measured by `bench-store
+/// --s3-client aws-sdk:<knob>` (CHANGELOG, issue 19). Retries, stalled-stream protection
+/// and flexible checksums are off in every configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdkKnobs {
+    /// A fixed endpoint (`endpoint/bucket`, path style) instead of the S3 endpoint rules,
+    /// which the SDK otherwise evaluates on every request.
+    pub fixed_endpoint: bool,
+    /// Static keys handed to the signer directly, without the identity cache in between.
+    pub no_identity_cache: bool,
+    /// S3 Express session auth disabled (no session-credential lookups per request).
+    pub no_s3_express: bool,
+}
+
+impl SdkKnobs {
+    /// Every knob on (the default).
+    pub const ALL: Self = Self {
+        fixed_endpoint: true,
+        no_identity_cache: true,
+        no_s3_express: true,
+    };
+    /// Every knob off: the SDK as pqbench configured it before issue 19.
+    pub const NONE: Self = Self {
+        fixed_endpoint: false,
+        no_identity_cache: false,
+        no_s3_express: false,
+    };
+}
+
+impl Default for SdkKnobs {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+/// The endpoint of a path-style S3 server as the S3 endpoint rules resolve it for a
+/// custom endpoint URL, without evaluating the rules: `endpoint/bucket`, SigV4 for `s3` in
+/// the region, no double encoding of the path.
+#[derive(Debug)]
+struct FixedEndpoint {
+    endpoint: String,
+    region: String,
+}
+
+impl aws_sdk_s3::config::endpoint::ResolveEndpoint for FixedEndpoint {
+    fn resolve_endpoint<'a>(
+        &'a self,
+        params: &'a aws_sdk_s3::config::endpoint::Params,
+    ) -> aws_sdk_s3::config::endpoint::EndpointFuture<'a> {
+        let url = match params.bucket() {
+            Some(b) => format!("{}/{b}", self.endpoint),
+            None => self.endpoint.clone(),
+        };
+        let scheme = aws_smithy_types::endpoint::EndpointAuthScheme::with_capacity("sigv4", 3)
+            .put("disableDoubleEncoding", true)
+            .put("signingName", "s3".to_owned())
+            .put("signingRegion", self.region.clone());
+        aws_sdk_s3::config::endpoint::EndpointFuture::ready(Ok(
+            aws_sdk_s3::config::endpoint::Endpoint::builder()
+                .url(url)
+                .auth_scheme(scheme)
+                .build(),
+        ))
+    }
 }
 
 impl std::fmt::Debug for S3Settings {
@@ -90,6 +159,7 @@ impl S3Settings {
             checksums: ChecksumPolicy::WhenRequired,
             identity: false,
             s3_client: S3ClientKind::AwsSdk,
+            sdk_knobs: SdkKnobs::ALL,
         }
     }
 
@@ -183,7 +253,8 @@ impl S3Settings {
                 ResponseChecksumValidation::WhenSupported,
             ),
         };
-        let conf = aws_sdk_s3::Config::builder()
+        let knobs = self.sdk_knobs;
+        let mut conf = aws_sdk_s3::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .endpoint_url(&self.endpoint)
             .region(Region::new(self.region.clone()))
@@ -213,9 +284,22 @@ impl S3Settings {
                     .build(),
             )
             .request_checksum_calculation(req_ck)
-            .response_checksum_validation(resp_ck)
-            .build();
-        Ok(aws_sdk_s3::Client::from_conf(conf))
+            .response_checksum_validation(resp_ck);
+        // The knobs apply where they are exact: a fixed endpoint only for a custom
+        // endpoint URL signed with keys (AWS endpoints and identity keep the rules).
+        if knobs.fixed_endpoint && !self.identity {
+            conf = conf.endpoint_resolver(FixedEndpoint {
+                endpoint: self.endpoint.clone(),
+                region: self.region.clone(),
+            });
+        }
+        if knobs.no_identity_cache && !self.identity {
+            conf = conf.identity_cache(aws_sdk_s3::config::IdentityCache::no_cache());
+        }
+        if knobs.no_s3_express {
+            conf = conf.disable_s3_express_session_auth(true);
+        }
+        Ok(aws_sdk_s3::Client::from_conf(conf.build()))
     }
 }
 

@@ -65,7 +65,7 @@ mod timing;
 /// The AWS SDK, for callers of [`S3Settings::client`] (fixtures, tests, the results bucket).
 pub use aws_sdk_s3;
 pub use bucket::ResultsBucket;
-pub use client::S3Settings;
+pub use client::{S3Settings, SdkKnobs};
 pub use error::{Error, Result, S3Class};
 pub use objects::{Body, ListPage, Listed, ObjectClient, Upload, UploadsPage};
 pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning, S3ClientKind};
