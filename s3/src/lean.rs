@@ -46,6 +46,10 @@ const QUERY: &AsciiSet = &NON_ALPHANUMERIC
 /// In an object key's path, `/` stays as it is as well.
 const PATH: &AsciiSet = &QUERY.remove(b'/');
 
+/// Bytes asked of the socket per read: a 64 KiB object (or a part's chunk) in a few reads
+/// rather than hyper's adaptive 8 KiB start, which doubled the receive calls per GET.
+const READ_BUF: usize = 64 * 1024;
+
 /// The largest error document read from a failed response.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -273,6 +277,7 @@ impl Lean {
         conn.set_nodelay(true);
         conn.set_connect_timeout(Some(settings.connect_timeout));
         let http = Client::builder(TokioExecutor::new())
+            .http1_read_buf_exact_size(READ_BUF)
             .pool_max_idle_per_host(settings.concurrency)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
@@ -335,6 +340,8 @@ impl Lean {
             .build()
             .map_err(|e| fail(format!("signing parameters: {e}")))?
             .into();
+        // The signer hashes the payload itself (sha2, SHA-NI where the CPU has it): a
+        // quarter of a 64 KiB PUT's client CPU, about what aws-lc's SHA-256 costs too.
         let body = if self.sign_payload || call.body.is_empty() {
             SignableBody::Bytes(&call.body)
         } else {

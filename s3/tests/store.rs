@@ -542,6 +542,31 @@ fn tampered_objects_refused((kind, client): (Kind, S3ClientKind)) {
     });
 }
 
+/// A listing longer than one page (S3 returns at most 1,000 keys) is followed through its
+/// continuation tokens, which servers make opaque (base64 with `+`, `/`, `=` on some),
+/// and a batched delete removes more than one page of keys.
+fn listing_follows_continuation_pages((kind, client): (Kind, S3ClientKind)) {
+    let server = TestServer::start(kind);
+    let store = server.store_on(client);
+    run(async {
+        let version = envelope::new_version();
+        let mut planted = Vec::new();
+        for i in 0..1003 {
+            let key = format!("page/k{i:04}");
+            let manifest = envelope::layout::manifest_key(&key, &version);
+            raw_put(&store, &manifest, b"{}".to_vec()).await;
+            planted.push((key, version.clone()));
+        }
+        let listed = store.keys("page/").await.expect("keys");
+        assert_eq!(listed.len(), 1003, "every page followed");
+        assert_eq!(listed[1002].key, "page/k1002");
+        let (deleted, failed) = store.delete_many(&planted).await.expect("delete_many");
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(deleted, 1003);
+        assert!(store.keys("page/").await.expect("keys").is_empty());
+    });
+}
+
 fn listing_deletion_and_gc_scope((kind, client): (Kind, S3ClientKind)) {
     let server = TestServer::start(kind);
     let store = server.store_on(client);
@@ -721,6 +746,11 @@ macro_rules! server_tests {
             #[test]
             fn tampered_objects_are_refused() {
                 tampered_objects_refused($kind);
+            }
+
+            #[test]
+            fn listings_follow_continuation_pages() {
+                listing_follows_continuation_pages($kind);
             }
 
             #[test]
