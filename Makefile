@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc crate-graph bench bench-build bench-store bench-run bench-tracing python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all test lint fmt clippy doc crate-graph bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -86,6 +86,13 @@ bench:
 # against a `pqbench serve-s3` child process.
 bench-store:
 	cargo run --release -- bench-store --json target/bench-store.json
+
+# Where the client's CPU goes on each S3 client (issue 19): needs perf; quiet machine.
+profile-s3:
+	cargo build --release --bin pqbench --features alloc-count
+	cp target/release/pqbench target/pqbench-alloc-count
+	cargo build --release --bin pqbench
+	scripts/profile-s3-client.sh target/release/pqbench target/pqbench-alloc-count target/profile-s3
 
 # The run-engine benchmark: run-one per cell, and run-one vs bench-store CPU per request.
 bench-run:
