@@ -74,6 +74,36 @@ pub(crate) struct Call<'a> {
     pub(crate) body: Bytes,
 }
 
+impl<'a> Call<'a> {
+    /// A call without query, extra headers or body.
+    pub(crate) fn new(op: &'static str, method: Method, bucket: &'a str, key: &'a str) -> Self {
+        Self {
+            op,
+            method,
+            bucket,
+            key,
+            query: &[],
+            headers: &[],
+            body: Bytes::new(),
+        }
+    }
+
+    /// With query parameters.
+    pub(crate) fn query(self, query: &'a [(&'a str, &'a str)]) -> Self {
+        Self { query, ..self }
+    }
+
+    /// With extra (signed) headers.
+    pub(crate) fn headers(self, headers: &'a [(&'static str, String)]) -> Self {
+        Self { headers, ..self }
+    }
+
+    /// With a body.
+    pub(crate) fn body(self, body: Bytes) -> Self {
+        Self { body, ..self }
+    }
+}
+
 /// The lean client: a pool, the credentials and the endpoint.
 #[derive(Clone)]
 pub(crate) struct Lean {

@@ -286,15 +286,7 @@ impl ObjectClient {
                 .map(|_| ())
                 .map_err(|e| Error::s3("CreateBucket", bucket, "", e)),
             Inner::Lean(l) => l
-                .send(Call {
-                    op: "CreateBucket",
-                    method: Method::PUT,
-                    bucket,
-                    key: "",
-                    query: &[],
-                    headers: &[],
-                    body: Bytes::new(),
-                })
+                .send(Call::new("CreateBucket", Method::PUT, bucket, ""))
                 .await
                 .map(|_| ()),
         };
@@ -340,15 +332,11 @@ impl ObjectClient {
                     .map(|t| ("content-type", t.to_owned()))
                     .into_iter()
                     .collect();
-                l.send(Call {
-                    op: "PutObject",
-                    method: Method::PUT,
-                    bucket,
-                    key,
-                    query: &[],
-                    headers: &headers,
-                    body,
-                })
+                l.send(
+                    Call::new("PutObject", Method::PUT, bucket, key)
+                        .headers(&headers)
+                        .body(body),
+                )
                 .await
                 .map(|_| ())
             }
@@ -371,15 +359,7 @@ impl ObjectClient {
             }
             Inner::Lean(l) => {
                 let r = l
-                    .send(Call {
-                        op: "GetObject",
-                        method: Method::GET,
-                        bucket,
-                        key,
-                        query: &[],
-                        headers: &[],
-                        body: Bytes::new(),
-                    })
+                    .send(Call::new("GetObject", Method::GET, bucket, key))
                     .await?;
                 let n = r.content_length();
                 (BodyInner::Lean(r), n)
@@ -405,15 +385,7 @@ impl ObjectClient {
                 .map(|h| h.content_length().and_then(|n| u64::try_from(n).ok()))
                 .map_err(|e| Error::s3("HeadObject", bucket, key, e)),
             Inner::Lean(l) => l
-                .send(Call {
-                    op: "HeadObject",
-                    method: Method::HEAD,
-                    bucket,
-                    key,
-                    query: &[],
-                    headers: &[],
-                    body: Bytes::new(),
-                })
+                .send(Call::new("HeadObject", Method::HEAD, bucket, key))
                 .await
                 .map(|r| r.content_length()),
         }
@@ -431,15 +403,7 @@ impl ObjectClient {
                 .map(|_| ())
                 .map_err(|e| Error::s3("DeleteObject", bucket, key, e)),
             Inner::Lean(l) => l
-                .send(Call {
-                    op: "DeleteObject",
-                    method: Method::DELETE,
-                    bucket,
-                    key,
-                    query: &[],
-                    headers: &[],
-                    body: Bytes::new(),
-                })
+                .send(Call::new("DeleteObject", Method::DELETE, bucket, key))
                 .await
                 .map(|_| ()),
         }
@@ -486,15 +450,7 @@ impl ObjectClient {
                     query.push(("continuation-token", t));
                 }
                 let r = l
-                    .send(Call {
-                        op: OP,
-                        method: Method::GET,
-                        bucket,
-                        key: "",
-                        query: &query,
-                        headers: &[],
-                        body: Bytes::new(),
-                    })
+                    .send(Call::new(OP, Method::GET, bucket, "").query(&query))
                     .await?;
                 let doc: ListBucketResult = xml(r, OP, bucket, prefix).await?;
                 let objects = doc
@@ -530,15 +486,7 @@ impl ObjectClient {
             }
             Inner::Lean(l) => {
                 let r = l
-                    .send(Call {
-                        op: OP,
-                        method: Method::POST,
-                        bucket,
-                        key,
-                        query: &[("uploads", "")],
-                        headers: &[],
-                        body: Bytes::new(),
-                    })
+                    .send(Call::new(OP, Method::POST, bucket, key).query(&[("uploads", "")]))
                     .await?;
                 xml::<InitiateResult>(r, OP, bucket, key).await?.upload_id
             }
@@ -577,15 +525,11 @@ impl ObjectClient {
             Inner::Lean(l) => {
                 let n = number.to_string();
                 let r = l
-                    .send(Call {
-                        op: "UploadPart",
-                        method: Method::PUT,
-                        bucket,
-                        key,
-                        query: &[("partNumber", &n), ("uploadId", upload_id)],
-                        headers: &[],
-                        body,
-                    })
+                    .send(
+                        Call::new("UploadPart", Method::PUT, bucket, key)
+                            .query(&[("partNumber", &n), ("uploadId", upload_id)])
+                            .body(body),
+                    )
                     .await?;
                 Ok(r.headers
                     .get(http::header::ETAG)
@@ -642,15 +586,12 @@ impl ObjectClient {
                 }
                 doc.push_str("</CompleteMultipartUpload>");
                 let r = l
-                    .send(Call {
-                        op: OP,
-                        method: Method::POST,
-                        bucket,
-                        key,
-                        query: &[("uploadId", upload_id)],
-                        headers: &[("content-type", "application/xml".to_owned())],
-                        body: Bytes::from(doc),
-                    })
+                    .send(
+                        Call::new(OP, Method::POST, bucket, key)
+                            .query(&[("uploadId", upload_id)])
+                            .headers(&[("content-type", "application/xml".to_owned())])
+                            .body(Bytes::from(doc)),
+                    )
                     .await?;
                 // S3 may answer 200 and report the failure in the body.
                 let body = r
@@ -680,15 +621,7 @@ impl ObjectClient {
                 .map(|_| ())
                 .map_err(|e| Error::s3(OP, bucket, key, e)),
             Inner::Lean(l) => l
-                .send(Call {
-                    op: OP,
-                    method: Method::DELETE,
-                    bucket,
-                    key,
-                    query: &[("uploadId", upload_id)],
-                    headers: &[],
-                    body: Bytes::new(),
-                })
+                .send(Call::new(OP, Method::DELETE, bucket, key).query(&[("uploadId", upload_id)]))
                 .await
                 .map(|_| ()),
         }
@@ -759,15 +692,7 @@ impl ObjectClient {
                     query.push(("upload-id-marker", i));
                 }
                 let r = l
-                    .send(Call {
-                        op: OP,
-                        method: Method::GET,
-                        bucket,
-                        key: "",
-                        query: &query,
-                        headers: &[],
-                        body: Bytes::new(),
-                    })
+                    .send(Call::new(OP, Method::GET, bucket, "").query(&query))
                     .await;
                 let r = match r {
                     Ok(r) => r,
@@ -839,18 +764,15 @@ impl ObjectClient {
                 let md5 = base64::engine::general_purpose::STANDARD
                     .encode(md5::Md5::digest(doc.as_bytes()));
                 let r = l
-                    .send(Call {
-                        op: OP,
-                        method: Method::POST,
-                        bucket,
-                        key: "",
-                        query: &[("delete", "")],
-                        headers: &[
-                            ("content-type", "application/xml".to_owned()),
-                            ("content-md5", md5),
-                        ],
-                        body: Bytes::from(doc),
-                    })
+                    .send(
+                        Call::new(OP, Method::POST, bucket, "")
+                            .query(&[("delete", "")])
+                            .headers(&[
+                                ("content-type", "application/xml".to_owned()),
+                                ("content-md5", md5),
+                            ])
+                            .body(Bytes::from(doc)),
+                    )
                     .await?;
                 let doc: DeleteResult = xml(r, OP, bucket, first).await?;
                 Ok(doc.error.into_iter().filter_map(|e| e.key).collect())
