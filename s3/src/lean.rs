@@ -262,6 +262,23 @@ pub(crate) fn service_error(
     }
 }
 
+/// The S3 error code of an error [`service_error`] made (its detail starts
+/// `HTTP <status> <Code>`).
+pub(crate) fn code_of(e: &Error) -> Option<&str> {
+    match e {
+        Error::S3 {
+            status: Some(_),
+            detail,
+            ..
+        } => detail
+            .strip_prefix("HTTP ")?
+            .split_whitespace()
+            .nth(1)
+            .map(|c| c.trim_end_matches(':')),
+        _ => None,
+    }
+}
+
 /// Whether `body`, which arrived with status 200, is an S3 error document
 /// (CompleteMultipartUpload may report a failure so).
 pub(crate) fn error_in_ok(body: &[u8]) -> bool {
@@ -512,8 +529,10 @@ mod tests {
         let e = service_error("GetObject", "b", "k", 404, doc);
         assert_eq!(e.s3_class(), Some(S3Class::NoSuchBucket));
         assert!(e.to_string().contains("HTTP 404 NoSuchBucket: gone"), "{e}");
+        assert_eq!(code_of(&e), Some("NoSuchBucket"));
         let e = service_error("HeadObject", "b", "k", 404, b"");
         assert_eq!(e.s3_class(), Some(S3Class::NotFound));
+        assert_eq!(code_of(&e), None);
         let e = service_error(
             "PutObject",
             "b",

@@ -277,27 +277,29 @@ impl ObjectClient {
 
     /// CreateBucket; succeeds if the bucket already exists and is ours.
     pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
-        let r = match &self.inner {
-            Inner::Sdk { client, .. } => client
-                .create_bucket()
-                .bucket(bucket)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| Error::s3("CreateBucket", bucket, "", e)),
-            Inner::Lean(l) => l
+        const OURS: [&str; 2] = ["BucketAlreadyOwnedByYou", "BucketAlreadyExists"];
+        match &self.inner {
+            Inner::Sdk { client, .. } => match client.create_bucket().bucket(bucket).send().await {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    let code = e
+                        .as_service_error()
+                        .and_then(aws_sdk_s3::error::ProvideErrorMetadata::code);
+                    if code.is_some_and(|c| OURS.contains(&c)) {
+                        Ok(())
+                    } else {
+                        Err(Error::s3("CreateBucket", bucket, "", e))
+                    }
+                }
+            },
+            Inner::Lean(l) => match l
                 .send(Call::new("CreateBucket", Method::PUT, bucket, ""))
                 .await
-                .map(|_| ()),
-        };
-        match r {
-            Err(Error::S3 { detail, .. })
-                if detail.contains("BucketAlreadyOwnedByYou")
-                    || detail.contains("BucketAlreadyExists") =>
             {
-                Ok(())
-            }
-            r => r,
+                Ok(_) => Ok(()),
+                Err(e) if lean::code_of(&e).is_some_and(|c| OURS.contains(&c)) => Ok(()),
+                Err(e) => Err(e),
+            },
         }
     }
 
