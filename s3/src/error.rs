@@ -38,6 +38,18 @@ impl S3Class {
         }
     }
 
+    /// The class of an S3 error response: its error code first, then its HTTP status
+    /// (a HEAD's error has no body, so no code). Both clients classify by this.
+    pub(crate) fn of_response(code: Option<&str>, status: Option<u16>) -> Self {
+        match (code, status) {
+            (Some("NoSuchBucket"), _) => Self::NoSuchBucket,
+            (Some("NoSuchKey" | "NotFound" | "NoSuchUpload"), _) | (_, Some(404)) => Self::NotFound,
+            (Some("AccessDenied" | "SignatureDoesNotMatch" | "InvalidAccessKeyId"), _)
+            | (_, Some(403)) => Self::Denied,
+            _ => Self::Service,
+        }
+    }
+
     fn hint(self) -> &'static str {
         match self {
             Self::Connect => {
@@ -181,15 +193,7 @@ impl Error {
             }
             SdkError::DispatchFailure(_) => S3Class::Connect,
             SdkError::ResponseError(_) => S3Class::Io,
-            SdkError::ServiceError(s) => match (s.err().code(), status) {
-                (Some("NoSuchBucket"), _) => S3Class::NoSuchBucket,
-                (Some("NoSuchKey" | "NotFound" | "NoSuchUpload"), _) | (_, Some(404)) => {
-                    S3Class::NotFound
-                }
-                (Some("AccessDenied" | "SignatureDoesNotMatch" | "InvalidAccessKeyId"), _)
-                | (_, Some(403)) => S3Class::Denied,
-                _ => S3Class::Service,
-            },
+            SdkError::ServiceError(s) => S3Class::of_response(s.err().code(), status),
             _ => S3Class::Other,
         };
         Self::S3 {

@@ -220,18 +220,6 @@ struct ErrorDoc {
     message: Option<String>,
 }
 
-/// Classifies an S3 error response as [`Error::s3`] does for the SDK.
-fn classify(code: Option<&str>, status: u16) -> S3Class {
-    match (code, status) {
-        (Some("NoSuchBucket"), _) => S3Class::NoSuchBucket,
-        (Some("NoSuchKey" | "NotFound" | "NoSuchUpload"), _) | (_, 404) => S3Class::NotFound,
-        (Some("AccessDenied" | "SignatureDoesNotMatch" | "InvalidAccessKeyId"), _) | (_, 403) => {
-            S3Class::Denied
-        }
-        _ => S3Class::Service,
-    }
-}
-
 /// The error of an S3 error document (or of a bare status, as for HEAD).
 pub(crate) fn service_error(
     op: &'static str,
@@ -244,7 +232,7 @@ pub(crate) fn service_error(
         .ok()
         .and_then(|s| quick_xml::de::from_str(s).ok())
         .unwrap_or_default();
-    let class = classify(doc.code.as_deref(), status);
+    let class = S3Class::of_response(doc.code.as_deref(), Some(status));
     let mut detail = format!("HTTP {status}");
     if let Some(c) = &doc.code {
         detail.push_str(&format!(" {c}"));
