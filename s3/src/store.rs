@@ -13,14 +13,15 @@
 //!   complete only when [`Store::get`] returns `Ok`.
 //! - Latest version: one LIST of `<key>.pqcs/`, the newest committed UUIDv7.
 //!
-//! Every operation measures itself ([`OpStats`]): the four envelope stages come from the
-//! envelope's own timers, storage is the time inside S3 calls (including reading response
-//! bodies), and the remainder (reading the plaintext source, writing the sink) is left as
+//! Every operation measures itself ([`OpStats`]) on one clock whose laps tile it (see
+//! [`crate::timing`]): the four envelope stages come from the envelope's own timers,
+//! storage is the S3 calls with what prepares them and the reading and release of response
+//! bodies, and what the caller's source, sink and progress callback take is left as
 //! unaccounted time, so that it stays visible and small.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use envelope::layout::{self, Part};
@@ -164,13 +165,13 @@ fn len_u64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-/// Runs one S3 request, counting it and adding its time to the storage stage and to the
+/// Runs one S3 request, counting it and adding the interval it claims (since the last
+/// clock reading: preparing the request, then the call) to the storage stage and to the
 /// operation's timeline.
 async fn timed<T>(st: &mut OpStats, op: &'static str, request: impl Future<Output = T>) -> T {
     st.s3_requests += 1;
-    let start = Instant::now();
     let r = request.await;
-    let storage = start.elapsed();
+    let (start, storage) = st.lap();
     st.storage += storage;
     st.timeline
         .calls
@@ -238,13 +239,10 @@ impl Store {
     where
         R: AsyncRead + Unpin + Send,
     {
-        let start = Instant::now();
-        let mut st = OpStats::default();
-        st.timeline.start = Some(start);
+        let mut st = OpStats::begin();
         // The new identity goes into ctx and the manifest: manifest handling.
-        let t = Instant::now();
         let id = ObjectId::new_version(&self.tenant, &self.bucket, key)?;
-        st.manifest += t.elapsed();
+        st.manifest_lap();
         let mut sealer = cpu(&mut st, Call::Object, || {
             sender.seal(&id, size, &mut envelope::os_rng())
         })?;
@@ -276,11 +274,13 @@ impl Store {
             )
             .await?;
             on(Event::Sent { done: total, total });
+            st.outside();
         } else {
             self.put_multipart(&mut sealer, &mut src, &data_key, total, &mut st, on)
                 .await?;
         }
         on(Event::DataStored);
+        st.outside();
 
         let sealed = cpu(&mut st, Call::Object, || sealer.finish())?;
         st.add_envelope(&sealed.times);
@@ -305,7 +305,8 @@ impl Store {
             return Err(err);
         }
         on(Event::Committed);
-        st.total = start.elapsed();
+        st.outside();
+        st.finish();
         Ok(PutOutcome {
             id,
             manifest,
@@ -389,6 +390,7 @@ impl Store {
                 parts.push((number, e_tag));
                 done += len_u64(take);
                 on(Event::Sent { done, total });
+                st.outside();
             }
             if !more {
                 break;
@@ -418,13 +420,10 @@ impl Store {
     where
         W: AsyncWrite + Unpin + Send,
     {
-        let start = Instant::now();
-        let mut st = OpStats::default();
-        st.timeline.start = Some(start);
+        let mut st = OpStats::begin();
         // The requested identity is what the manifest is validated against: manifest handling.
-        let t = Instant::now();
         let id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
-        st.manifest += t.elapsed();
+        st.manifest_lap();
 
         let manifest = self.read_manifest(key, version, &mut st).await?;
         let mut opener = cpu(&mut st, Call::Object, || receiver.open(&id, &manifest))?;
@@ -444,7 +443,6 @@ impl Store {
         let mut plaintext_size = 0u64;
         while let Some(want) = opener.next_chunk_len() {
             // Receiving the chunk, copy into the buffer included, is storage time.
-            let t = Instant::now();
             buf.clear();
             while buf.len() < want {
                 if pending.is_empty() {
@@ -456,7 +454,7 @@ impl Store {
                 let n = (want - buf.len()).min(pending.len());
                 buf.extend_from_slice(&pending.split_to(n));
             }
-            st.add_storage(t.elapsed());
+            st.storage_lap();
             st.bytes_received += len_u64(buf.len());
             // A short chunk (truncated data) fails here, as an authentication failure.
             cpu(&mut st, Call::Chunk, || opener.open_chunk(&mut buf))?;
@@ -464,23 +462,26 @@ impl Store {
             plaintext_size += len_u64(buf.len());
             sink.write_all(&buf).await.map_err(Error::Sink)?;
             on(Event::Received { done, total });
+            st.outside();
         }
         // Bytes after the final chunk (an extended object) fail authentication too.
-        let t = Instant::now();
         while pending.is_empty() {
             match body.next().await? {
                 Some(b) => pending = b,
                 None => break,
             }
         }
-        st.add_storage(t.elapsed());
         if !pending.is_empty() {
             return Err(envelope::Error::Decrypt.into());
         }
+        // Releasing the response (its connection back to the pool) is storage work too.
+        drop(body);
+        st.storage_lap();
         let opened = cpu(&mut st, Call::Object, || opener.finish())?;
         st.add_envelope(&opened.times);
         sink.flush().await.map_err(Error::Sink)?;
-        st.total = start.elapsed();
+        st.outside();
+        st.finish();
         Ok(GetOutcome {
             plaintext_size,
             stats: st,
@@ -761,8 +762,9 @@ where
         return Ok(false);
     };
     // The plaintext is read straight into spare capacity (no zeroing first), with room for
-    // the tag, so that sealing in place never reallocates: outside the stage timers, these
-    // copies are unaccounted time.
+    // the tag, so that sealing in place never reallocates. Reading the caller's source is
+    // outside every stage (unaccounted time), and so is what preceded it since the last
+    // step: copying the previous sealed chunk into the request body.
     chunk.clear();
     chunk.reserve_exact(n + envelope::TAG_LEN);
     let got = (&mut *src)
@@ -770,6 +772,7 @@ where
         .read_to_end(chunk)
         .await
         .map_err(Error::Source)?;
+    st.outside();
     if got != n {
         return Err(Error::Source(std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
