@@ -26,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use envelope::{Backend, Manifest, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng as _, SeedableRng};
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::Mutex;
 
 use crate::host::host_info;
@@ -1048,42 +1049,66 @@ pub fn run_to_files(spec: &RunSpec, opts: &RunOptions) -> Result<crate::output::
         let (warm, measured) = (spec.warmup.0, spec.measured.0);
         rt.spawn(crate::progress::show(m, warm, measured))
     });
+    // SIGTERM (a pod's deletion, `podman stop`) stops the run wherever it is: the process
+    // exits at once instead of being killed at the end of the grace period, and without a
+    // checksum manifest its files never count as complete. (A container's first process
+    // that installs no handler ignores SIGTERM altogether.)
+    let mut term = rt
+        .block_on(async { signal(SignalKind::terminate()) })
+        .map_err(Error::Runtime)?;
     let res = rt.block_on(async {
-        let metrics = Arc::new(Metrics::default());
-        let server = match opts.metrics_addr {
-            Some(addr) => {
-                let m = metrics.clone();
-                let (bound, h) = crate::metrics::serve(
-                    addr,
-                    Arc::new(move |accept| crate::metrics::exposition(m.registry(), accept)),
-                )
-                .await?;
-                eprintln!("metrics: http://{bound}/metrics");
-                Some(h)
-            }
-            None => None,
-        };
-        let ex = execute(
-            spec,
-            monitor.clone(),
-            opts.metrics_addr.is_some().then_some(&*metrics),
-        )
-        .await;
-        if let Some(h) = server {
-            h.abort();
+        tokio::select! {
+            r = run_and_write(spec, opts, &monitor, show.as_ref()) => r,
+            _ = term.recv() => Err(Error::Terminated),
         }
-        if let Some(h) = &show {
-            h.abort();
-        }
-        let ex = ex?;
-        let results = match &ex.spec.output {
-            run::runspec::Output::S3 { .. } => Some(results_settings(&ex.spec)?),
-            run::runspec::Output::Dir(_) => None,
-        };
-        crate::output::write(&ex, results.as_ref()).await
     });
+    if matches!(res, Err(Error::Terminated)) {
+        // The run's tasks are abandoned mid-request, blocking ones included: no waiting.
+        rt.shutdown_background();
+    }
     // Aborted, the status task dropped its bar with the runtime.
     res
+}
+
+/// The run and its files, on the caller's runtime.
+async fn run_and_write(
+    spec: &RunSpec,
+    opts: &RunOptions,
+    monitor: &Arc<Monitor>,
+    show: Option<&tokio::task::JoinHandle<()>>,
+) -> Result<crate::output::Written> {
+    let metrics = Arc::new(Metrics::default());
+    let server = match opts.metrics_addr {
+        Some(addr) => {
+            let m = metrics.clone();
+            let (bound, h) = crate::metrics::serve(
+                addr,
+                Arc::new(move |accept| crate::metrics::exposition(m.registry(), accept)),
+            )
+            .await?;
+            eprintln!("metrics: http://{bound}/metrics");
+            Some(h)
+        }
+        None => None,
+    };
+    let ex = execute(
+        spec,
+        monitor.clone(),
+        opts.metrics_addr.is_some().then_some(&*metrics),
+    )
+    .await;
+    if let Some(h) = server {
+        h.abort();
+    }
+    if let Some(h) = show {
+        h.abort();
+    }
+    let ex = ex?;
+    let results = match &ex.spec.output {
+        run::runspec::Output::S3 { .. } => Some(results_settings(&ex.spec)?),
+        run::runspec::Output::Dir(_) => None,
+    };
+    crate::output::write(&ex, results.as_ref()).await
 }
 
 /// One process's run, written and checked on its own ([`run_and_validate`]).

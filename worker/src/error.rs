@@ -72,6 +72,12 @@ pub enum Error {
     /// The known-answer gate or the warm-up round trip refused the configuration.
     #[error("known-answer gate: {0}")]
     Gate(String),
+    /// The process was told to stop (SIGTERM: a pod being deleted, `podman stop`) before
+    /// its run was written: nothing of it counts as complete (no checksum manifest).
+    #[error(
+        "stopped by SIGTERM during the run: it is incomplete (no SHA256SUMS was written) and will be run again"
+    )]
+    Terminated,
     /// Writing or uploading the run's files failed.
     #[error("output {path}: {detail}")]
     Output {
@@ -105,6 +111,7 @@ impl Error {
             Self::NotReady { .. } => "not_ready",
             Self::Gate(_) => "gate",
             Self::Output { .. } => "output",
+            Self::Terminated => "terminated",
         }
     }
 

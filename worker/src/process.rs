@@ -21,7 +21,8 @@ pub enum Report {
 
 /// How the run went, as an exit status: 0 valid; 1 the run completed but is invalid (its
 /// files are kept and say why); 2 it could not be carried out (bad spec, key, gate, not
-/// ready by `startAt`, S3 unreachable before the start).
+/// ready by `startAt`, S3 unreachable before the start); 143 (128 + SIGTERM) stopped by
+/// SIGTERM, incomplete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// A valid run.
@@ -30,6 +31,8 @@ pub enum Outcome {
     Invalid,
     /// Not carried out.
     NotCarriedOut,
+    /// Stopped by SIGTERM before its files were complete.
+    Terminated,
 }
 
 impl Outcome {
@@ -39,6 +42,7 @@ impl Outcome {
             Self::Valid => 0,
             Self::Invalid => 1,
             Self::NotCarriedOut => 2,
+            Self::Terminated => 143,
         }
     }
 }
@@ -55,7 +59,11 @@ pub fn carry_out(spec: &RunSpec, opts: &RunOptions, report: Report) -> Outcome {
         Ok(c) => c,
         Err(e) => {
             eprintln!("run {} process {}: {e}", spec.run_id, spec.processes.index);
-            return Outcome::NotCarriedOut;
+            return if matches!(e, crate::Error::Terminated) {
+                Outcome::Terminated
+            } else {
+                Outcome::NotCarriedOut
+            };
         }
     };
     let written = &checked.written;

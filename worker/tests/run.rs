@@ -496,6 +496,72 @@ fn a_process_not_ready_by_start_at_fails_the_run() {
     assert_eq!(env.leftovers(), 0, "fixtures are removed");
 }
 
+/// SIGTERM (what a pod's deletion or `podman stop` sends) during the measured window: the
+/// process exits at once with 143, says the run is incomplete, and leaves no checksum
+/// manifest, so nothing of the run counts as complete.
+#[test]
+fn sigterm_in_the_measured_window_stops_the_run_incomplete() {
+    use std::io::BufRead as _;
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec("termed", Mode::X25519, Operation::Get, 2, Loop::Closed);
+    spec.measured = Dur(Duration::from_secs(60));
+    let f = env.dir.path().join("spec.json");
+    std::fs::write(&f, serde_json::to_vec(&spec).expect("json")).expect("spec");
+    // Progress on (no --quiet): its lines on stderr say when the measured window is on.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench-worker"))
+        .arg("--spec")
+        .arg(&f)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn pqbench-worker");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.expect("stderr line");
+            if line.contains("measured: ok") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the run reaches its measured window");
+    let sent = std::time::Instant::now();
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    let took = sent.elapsed();
+    let stderr = reader.join().expect("reader");
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after SIGTERM (a pod's grace period is 30 s)"
+    );
+    assert!(
+        stderr.contains("stopped by SIGTERM") && stderr.contains("incomplete"),
+        "{stderr}"
+    );
+    let dir = env.out().join("termed").join("p0");
+    assert!(
+        !dir.join(files::CHECKSUMS).exists(),
+        "a stopped run has no checksum manifest"
+    );
+    let report = worker::validate::validate(&env.out());
+    assert_eq!(
+        report.processes, 0,
+        "no complete process: {:?}",
+        report.findings
+    );
+}
+
 #[test]
 fn samplers_read_garage_metrics_and_the_server_process() {
     let env = Env::new(Kind::Garage);
