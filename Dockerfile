@@ -10,12 +10,26 @@
 # Both targets share the builder stage (one compilation of the workspace). The builder runs
 # on the image's own platform, so `docker buildx build --platform linux/arm64` (Graviton
 # clients, as the study's c7g.4xlarge) compiles natively under emulation: slow, no cross
-# toolchain needed. tests/e2e/kind/run.sh builds both for kind. Not built in CI (no Docker
-# there); hadolint checks this file (make chart-check).
+# toolchain needed. tests/e2e/kind/run.sh builds both for kind. hadolint checks this file
+# (make chart-check).
+#
+# The base images are build arguments; the defaults are the release's. `make images`
+# (scripts/images.sh) builds the same two targets with podman on a machine that reaches no
+# image registry: a Debian bookworm base made with debootstrap as RUNTIME_IMAGE, and
+# BINARIES=prebuilt, which takes binaries built on the host (glibc, not static: the host
+# toolchain has no musl target) from the context's prebuilt/ folder. Same user, entrypoint
+# and labels either way; the builder stage is then skipped.
 
 # The toolchain rust-toolchain.toml pins, on Debian 13.
 ARG RUST_VERSION=1.95.0
-FROM docker.io/library/rust:${RUST_VERSION}-slim-trixie AS builder
+# Where the binaries are compiled.
+ARG BUILDER_IMAGE=docker.io/library/rust:${RUST_VERSION}-slim-trixie
+# What both images run on: no shell, no package manager, user 65532.
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+# Where the binaries come from: `builder` (compiled below, static musl) or `prebuilt`.
+ARG BINARIES=builder
+
+FROM ${BUILDER_IMAGE} AS builder
 ARG RUST_VERSION
 # The commit recorded in run summaries (worker/build.rs); there is no .git in the context.
 ARG PQBENCH_GIT_COMMIT=unknown
@@ -46,22 +60,29 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && mkdir -p /out \
     && cp "target/$target/release/pqbench-operator" "target/$target/release/pqbench-worker" /out/
 
+# Binaries built outside, for BINARIES=prebuilt: the build context holds them in prebuilt/.
+FROM scratch AS prebuilt
+COPY prebuilt/pqbench-operator prebuilt/pqbench-worker /out/
+
+# The binaries both images take, from the stage BINARIES names.
+FROM ${BINARIES} AS binaries
+
 # The operator: reconciles BenchmarkCampaigns; /metrics, /healthz, /readyz on :8080.
-FROM gcr.io/distroless/static-debian12:nonroot AS operator
+FROM ${RUNTIME_IMAGE} AS operator
 LABEL org.opencontainers.image.title="pqbench-operator" \
       org.opencontainers.image.description="pqbench operator: runs BenchmarkCampaign resources" \
       org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=builder /out/pqbench-operator /usr/local/bin/pqbench-operator
+COPY --from=binaries /out/pqbench-operator /usr/local/bin/pqbench-operator
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/pqbench-operator"]
 
 # The worker: one run's client process (`pqbench-worker --spec FILE`), started by the
 # operator's Jobs.
-FROM gcr.io/distroless/static-debian12:nonroot AS worker
+FROM ${RUNTIME_IMAGE} AS worker
 LABEL org.opencontainers.image.title="pqbench-worker" \
       org.opencontainers.image.description="pqbench worker: the client process of one benchmark run" \
       org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=builder /out/pqbench-worker /usr/local/bin/pqbench-worker
+COPY --from=binaries /out/pqbench-worker /usr/local/bin/pqbench-worker
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/pqbench-worker"]

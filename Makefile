@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc crate-graph bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -18,10 +18,12 @@ python: $(PY) ## install the Python oracle
 
 # Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
 # compared with the committed fixture, the CRD drift check, the Helm chart check, then the
-# whole workspace with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh).
+# whole workspace with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh),
+# then the container images built from the test binaries and checked with podman.
 test: $(PY) oracle-check crd-check chart-check
 	$(PY) envelope/tests/vectors/check_vectors.py
 	scripts/with-k8s-apiserver.sh cargo test --workspace
+	$(MAKE) image-check IMAGE_PROFILE=test
 
 # Regenerate the BenchmarkCampaign CRD from the Rust types (operator/src/api.rs, campaign).
 crds:
@@ -34,6 +36,18 @@ crd-check: crds
 # Helm chart: lint, render, kubernetes-validate 1.30/1.34, checkov, shellcheck (own venv).
 chart-check:
 	scripts/chart-check.sh
+
+# The operator and worker images with podman, from a debootstrapped Debian base and
+# release binaries built here (scripts/images.sh; needs root, podman, runc, debootstrap).
+images:
+	scripts/images.sh build release
+
+# The images as a user meets them (tests/images.rs): a worker run as the operator's Job
+# starts it, SIGTERM to a worker, the operator against the test API server.
+# IMAGE_PROFILE=test builds the images from the binaries `cargo test` builds (CI).
+IMAGE_PROFILE ?= release
+image-check:
+	scripts/images.sh check $(IMAGE_PROFILE)
 
 # End-to-end on kind (needs docker, kind, kubectl, helm; not run by CI): tests/e2e/kind/.
 e2e-kind:

@@ -19,7 +19,7 @@
 #   6. `checkov --framework kubernetes` on everything rendered: any finding fails except the
 #      checks accepted in charts/pqbench/CHECKOV.md, and an accepted check that no longer
 #      fires fails too (stale acceptance);
-#   7. shellcheck on this script and tests/e2e/kind/run.sh, hadolint on the Dockerfile (the
+#   7. shellcheck on this script, scripts/images.sh and tests/e2e/kind/run.sh, hadolint on the Dockerfile (the
 #      images are not built here: no Docker).
 # Tools live in their own venv (.venv-chart, pinned below; it carries its own .gitignore).
 # The CRD drift check against the Rust types is `make crd-check`.
@@ -425,7 +425,7 @@ done
 
 say "shellcheck, hadolint"
 shellcheck --version | sed -n 's/^version: /  shellcheck /p'
-shellcheck scripts/chart-check.sh tests/e2e/kind/run.sh || die "shellcheck"
+shellcheck scripts/chart-check.sh scripts/images.sh tests/e2e/kind/run.sh || die "shellcheck"
 echo "  $(hadolint --version)"
 hadolint Dockerfile || die "hadolint Dockerfile"
 

@@ -9,7 +9,7 @@ use run::runspec::{
 };
 
 use crate::api::{BenchmarkCampaign, ResultsLocation};
-use crate::resources::{NODE_EXPORTER_PORT, Owner, S3_PORT};
+use crate::resources::{NODE_EXPORTER_PORT, Owner, Placement, S3_PORT};
 use crate::{Error, Result};
 
 /// The results bucket when the spec names none.
@@ -223,6 +223,43 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
     s.start_gate = Some(StartGate::default());
     s.validate()?;
     Ok(s)
+}
+
+/// What every worker pod of a campaign gets (image, processes, resources, Secrets by
+/// reference, the recipient key types, the deadline) and where it is placed: the client
+/// node group. `default_image` is the operator's when the campaign names none.
+pub fn worker_pods<'a>(
+    default_image: &'a str,
+    c: &'a BenchmarkCampaign,
+    owner: &Owner,
+    key_types: &'a [envelope::KeyType],
+    deadline: std::time::Duration,
+) -> Result<(crate::resources::WorkerPods<'a>, Placement)> {
+    let cl = &c.spec.clients;
+    let placement = Placement::new(
+        &cl.node_group,
+        cl.node_selector.as_ref(),
+        &cl.tolerations,
+        cl.affinity.as_ref(),
+        "spec.clients.affinity",
+    )?;
+    let spec_ = &c.spec.campaign;
+    let pods = crate::resources::WorkerPods {
+        image: cl.image.as_deref().unwrap_or(default_image),
+        processes: cl.processes,
+        resources: cl.resources.as_ref(),
+        image_pull_secrets: &cl.image_pull_secrets,
+        server_credentials: server_credentials_secret(owner, spec_),
+        service_account_name: cl.service_account_name.clone(),
+        results_credentials: spec_
+            .results
+            .as_ref()
+            .and_then(|r| r.credentials_secret.clone()),
+        key_types,
+        active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
+        cpus: cl.cpus.as_ref().and_then(campaign::placement::Cpus::count),
+    };
+    Ok((pods, placement))
 }
 
 /// The analysis Job's spec: the campaign, the store under test (whose endpoint and

@@ -476,7 +476,8 @@ async fn act(
                 }
                 let key_types = deploy::key_types(plan);
                 let deadline = step::run_deadline(&c.spec.campaign);
-                let (pods, placement) = worker_pods(ctx, c, owner, &key_types, deadline)?;
+                let (pods, placement) =
+                    deploy::worker_pods(&ctx.config.worker_image, c, owner, &key_types, deadline)?;
                 let job =
                     resources::worker_job(owner, &name, &spec, attempt, index, &pods, placement)?;
                 jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
@@ -494,7 +495,8 @@ async fn act(
                 store()?.clear_outcome().await?;
                 let spec = deploy::analysis_spec(m, owner);
                 let deadline = step::analysis_deadline(&c.spec.campaign);
-                let (pods, placement) = worker_pods(ctx, c, owner, &[], deadline)?;
+                let (pods, placement) =
+                    deploy::worker_pods(&ctx.config.worker_image, c, owner, &[], deadline)?;
                 let job = resources::analysis_job(owner, &name, &spec, &pods, placement)?;
                 jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
             }
@@ -530,40 +532,6 @@ async fn act(
 
 /// The pods of a worker or analysis Job: the client node group, image, resources and
 /// credentials of the campaign; `key_types` the recipient keys they get.
-fn worker_pods<'a>(
-    ctx: &'a Context,
-    c: &'a BenchmarkCampaign,
-    owner: &Owner,
-    key_types: &'a [envelope::KeyType],
-    deadline: std::time::Duration,
-) -> Result<(resources::WorkerPods<'a>, Placement)> {
-    let cl = &c.spec.clients;
-    let placement = Placement::new(
-        &cl.node_group,
-        cl.node_selector.as_ref(),
-        &cl.tolerations,
-        cl.affinity.as_ref(),
-        "spec.clients.affinity",
-    )?;
-    let spec_ = &c.spec.campaign;
-    let pods = resources::WorkerPods {
-        image: cl.image.as_deref().unwrap_or(&ctx.config.worker_image),
-        processes: cl.processes,
-        resources: cl.resources.as_ref(),
-        image_pull_secrets: &cl.image_pull_secrets,
-        server_credentials: deploy::server_credentials_secret(owner, spec_),
-        service_account_name: cl.service_account_name.clone(),
-        results_credentials: spec_
-            .results
-            .as_ref()
-            .and_then(|r| r.credentials_secret.clone()),
-        key_types,
-        active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
-        cpus: cl.cpus.as_ref().and_then(campaign::placement::Cpus::count),
-    };
-    Ok((pods, placement))
-}
-
 async fn create_if_absent(api: &Api<Secret>, s: &Secret) -> Result<()> {
     match api.create(&PostParams::default(), s).await {
         Ok(_) => Ok(()),

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The operator and worker images, built with podman on a machine that reaches no image
+# registry (make images), and their check (make image-check).
+#
+#   scripts/images.sh base            the Debian bookworm base image (debootstrap, cached)
+#   scripts/images.sh build [PROFILE] both images from binaries built on this host
+#                                     (PROFILE: release, the default, or test: the
+#                                     binaries `cargo test --workspace` builds)
+#   scripts/images.sh check [PROFILE] the image tests (tests/images.rs), images built
+#                                     first, with the test API server running
+#
+# The images are the Dockerfile's `operator` and `worker` targets with RUNTIME_IMAGE set to
+# the local base and BINARIES=prebuilt: the same user (65532), entrypoint and labels as a
+# release, but glibc binaries from this host's toolchain (it has no musl target) on a
+# Debian base instead of static ones on distroless. Tags: localhost/pqbench-operator:local
+# and localhost/pqbench-worker:local.
+#
+# The base is `debootstrap --variant=minbase --include=ca-certificates bookworm` from the
+# Debian mirror apt uses here, kept as a tarball in $PQBENCH_CACHE (default
+# ~/.cache/pqbench) and imported once into podman's store. Needs root (debootstrap, podman
+# with runc and the cgroupfs manager: scripts/containers.conf).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CONTAINERS_CONF="$PWD/scripts/containers.conf"
+CACHE=${PQBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pqbench}
+BASE=localhost/pqbench-base:bookworm
+TAG=${PQBENCH_IMAGE_TAG:-local}
+
+die() { echo "images.sh: $*" >&2; exit 1; }
+
+need() {
+    command -v "$1" >/dev/null ||
+        die "$1 is missing: install it (apt-get install podman runc debootstrap), as .ci/run does"
+}
+
+# The Debian mirror apt is configured with (one-line or deb822 sources), else Debian's CDN.
+mirror() {
+    local m
+    m=$(grep -h -s -o -E 'https?://[^ ]*/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* |
+        grep -v -- '-security' | head -1 | tr -d ' ') || true
+    echo "${m:-http://deb.debian.org/debian}"
+}
+
+base() {
+    need podman
+    if podman image exists "$BASE"; then
+        echo "base: $BASE is in podman's store"
+        return
+    fi
+    local tarball="$CACHE/base-bookworm.tar"
+    if [ ! -s "$tarball" ]; then
+        need debootstrap
+        [ "$(id -u)" = 0 ] || die "debootstrap needs root"
+        mkdir -p "$CACHE"
+        local root
+        root=$(mktemp -d "$CACHE/rootfs.XXXXXX")
+        trap 'rm -rf "$root"' EXIT
+        echo "base: debootstrap bookworm from $(mirror) (about a minute)"
+        debootstrap --variant=minbase --include=ca-certificates bookworm "$root" "$(mirror)" \
+            >"$CACHE/debootstrap.log" 2>&1 ||
+            { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
+        # No package lists or downloaded packages in the image.
+        rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+        tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
+        mv "$tarball.tmp" "$tarball"
+        rm -rf "$root"
+        trap - EXIT
+    fi
+    echo "base: importing $tarball as $BASE"
+    podman import --quiet "$tarball" "$BASE" >/dev/null
+}
+
+build() {
+    local profile=${1:-release} dir
+    base
+    echo "build: pqbench-operator and pqbench-worker ($profile)"
+    case "$profile" in
+        release)
+            cargo build --release -p operator --bin pqbench-operator -p worker --bin pqbench-worker
+            dir=target/release
+            ;;
+        test)
+            # The binaries `cargo test --workspace` builds for its own tests (a no-op where
+            # they are built, as in CI; `cargo build` would rebuild them with other features).
+            cargo test --workspace --no-run --quiet
+            dir=target/debug
+            ;;
+        *) die "build takes release or test, not $profile" ;;
+    esac
+    local ctx=target/images/context
+    rm -rf "$ctx"
+    mkdir -p "$ctx/prebuilt"
+    cp "$dir/pqbench-operator" "$dir/pqbench-worker" "$ctx/prebuilt/"
+    for image in operator worker; do
+        podman build --quiet --file Dockerfile --target "$image" \
+            --build-arg RUNTIME_IMAGE="$BASE" --build-arg BINARIES=prebuilt \
+            --tag "localhost/pqbench-$image:$TAG" "$ctx" >/dev/null
+        echo "build: localhost/pqbench-$image:$TAG"
+    done
+    # The unnamed binaries stage the builds leave behind.
+    podman image prune --force >/dev/null
+}
+
+check() {
+    build "${1:-release}"
+    PQBENCH_IMAGE_TAG=$TAG scripts/with-k8s-apiserver.sh \
+        cargo test --test images -- --ignored --test-threads 1
+}
+
+case "${1:-}" in
+    base) base ;;
+    build) build "${2:-release}" ;;
+    check) check "${2:-release}" ;;
+    *) die "usage: scripts/images.sh base | build [release|test] | check [release|test]" ;;
+esac

@@ -1,0 +1,350 @@
+//! A pod's container as a kubelet would start it, played with podman (test support, not
+//! product): image, command and args, environment (values, `secretKeyRef`, the `fieldRef`s
+//! the operator's pods use, and an Indexed Job's `JOB_COMPLETION_INDEX`), CPU and memory
+//! limits, the security context (user and group, read-only root, no privilege escalation,
+//! dropped capabilities), emptyDir volumes, and the grace period on deletion.
+//!
+//! What it cannot play: scheduling and node placement (node selectors, tolerations and
+//! affinity are ignored), the kubelet's CPU manager, probes, NetworkPolicy, cluster DNS and
+//! a network namespace per pod (every container shares the host's network; service names
+//! are mapped to loopback addresses with `--add-host`), image pulls (`--pull never`).
+//! emptyDir volumes are tmpfs here. Secret values reach podman through its own
+//! environment (`--env NAME`), never its command line.
+//!
+//! podman runs with `scripts/containers.conf` (runc, the cgroupfs manager, explicit
+//! ulimits), which this kind of host needs.
+
+#![allow(dead_code, reason = "each test binary uses part of the support")]
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec, Secret};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// The podman command, configured for this kind of host.
+pub(crate) fn podman() -> Command {
+    let mut c = Command::new("podman");
+    c.env("CONTAINERS_CONF", containers_conf());
+    c
+}
+
+/// `scripts/containers.conf` of this checkout.
+pub(crate) fn containers_conf() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/containers.conf")
+}
+
+/// The tag `scripts/images.sh` gave the images (`PQBENCH_IMAGE_TAG`, default `local`).
+pub(crate) fn image(name: &str) -> String {
+    let tag = std::env::var("PQBENCH_IMAGE_TAG").unwrap_or_else(|_| "local".into());
+    format!("localhost/{name}:{tag}")
+}
+
+/// Fails, saying how to build them, unless both images are in podman's store.
+pub(crate) fn require_images() {
+    for name in ["pqbench-operator", "pqbench-worker"] {
+        let img = image(name);
+        let st = podman()
+            .args(["image", "exists", &img])
+            .status()
+            .expect("podman runs (apt-get install podman runc)");
+        assert!(
+            st.success(),
+            "{img} is not built: run `make images` (or scripts/images.sh build debug)"
+        );
+    }
+}
+
+/// What the kubelet resolves for one pod besides its spec.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PodContext {
+    /// The pod's name (`metadata.name`) and the container's name in podman.
+    pub(crate) name: String,
+    /// Its namespace.
+    pub(crate) namespace: String,
+    /// Secrets by name, as the API server holds them.
+    pub(crate) secrets: BTreeMap<String, Secret>,
+    /// The completion index of an Indexed Job's pod.
+    pub(crate) completion_index: Option<u32>,
+    /// Host names the pod resolves (cluster DNS stand-ins): name → loopback address.
+    pub(crate) hosts: Vec<(String, IpAddr)>,
+}
+
+/// One container of a pod, ready to start: podman's arguments and the environment podman
+/// itself gets (every variable the container sees, passed by name).
+#[derive(Clone)]
+pub(crate) struct PodRun {
+    /// The container's name in podman.
+    pub(crate) name: String,
+    /// `podman run` arguments.
+    pub(crate) args: Vec<String>,
+    /// The container's environment, handed to podman's own environment.
+    env: Vec<(String, String)>,
+    /// The pod's grace period on deletion.
+    pub(crate) grace: Duration,
+}
+
+impl std::fmt::Debug for PodRun {
+    // The environment holds Secret values: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodRun")
+            .field("name", &self.name)
+            .field("args", &self.args)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl PodRun {
+    /// Starts the container in the foreground of a child `podman run`, whose exit status
+    /// is the container's.
+    pub(crate) fn spawn(&self) -> Child {
+        let mut c = podman();
+        c.arg("run").args(&self.args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("podman run starts")
+    }
+
+    /// The value a variable of the container's environment has.
+    pub(crate) fn env(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Deletes the pod as a kubelet would: SIGTERM, then SIGKILL after the grace period.
+    pub(crate) fn stop(&self) -> std::process::ExitStatus {
+        podman()
+            .args([
+                "stop",
+                "--time",
+                &self.grace.as_secs().to_string(),
+                &self.name,
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .expect("podman stop runs")
+    }
+}
+
+fn secret_value(ctx: &PodContext, name: &str, key: &str) -> Result<String, String> {
+    let s = ctx
+        .secrets
+        .get(name)
+        .ok_or_else(|| format!("the pod names Secret {name}, which does not exist"))?;
+    let bytes = s
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .or_else(|| {
+            s.string_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|v| v.clone().into_bytes())
+        })
+        .ok_or_else(|| format!("Secret {name} has no key {key}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("Secret {name} key {key} is not UTF-8"))
+}
+
+fn field_value(ctx: &PodContext, path: &str) -> Result<String, String> {
+    let index_annotation = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+    Ok(match path {
+        "metadata.name" => ctx.name.clone(),
+        "metadata.namespace" => ctx.namespace.clone(),
+        "status.podIP" | "status.hostIP" => "127.0.0.1".into(),
+        "spec.nodeName" => "podman".into(),
+        p if p == index_annotation => ctx
+            .completion_index
+            .ok_or("the completion index of a pod outside an Indexed Job")?
+            .to_string(),
+        p => return Err(format!("fieldRef {p} is not played here")),
+    })
+}
+
+fn env_of(c: &Container, ctx: &PodContext) -> Result<Vec<(String, String)>, String> {
+    let mut env = Vec::new();
+    // The Job controller gives an Indexed Job's pods their index.
+    if let Some(i) = ctx.completion_index {
+        env.push(("JOB_COMPLETION_INDEX".to_owned(), i.to_string()));
+    }
+    for e in c.env.iter().flatten() {
+        let v = match (&e.value, &e.value_from) {
+            (Some(v), _) => v.clone(),
+            (None, Some(src)) => match (&src.secret_key_ref, &src.field_ref) {
+                (Some(r), _) => secret_value(ctx, &r.name, &r.key)?,
+                (None, Some(f)) => field_value(ctx, &f.field_path)?,
+                _ => {
+                    return Err(format!(
+                        "env {}: only secretKeyRef and fieldRef are played",
+                        e.name
+                    ));
+                }
+            },
+            (None, None) => String::new(),
+        };
+        env.retain(|(k, _)| k != &e.name);
+        env.push((e.name.clone(), v));
+    }
+    Ok(env)
+}
+
+/// CPU as podman's `--cpus` takes it (`2`, `500m`).
+fn cpus(q: &Quantity) -> Result<String, String> {
+    let s = q.0.as_str();
+    let v = match s.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().map(|m| m / 1000.0),
+        None => s.parse::<f64>(),
+    }
+    .map_err(|_| format!("cpu quantity {s}"))?;
+    Ok(format!("{v}"))
+}
+
+/// Memory in bytes (`512Mi`, `2Gi`, `1G`, plain bytes).
+fn bytes(q: &Quantity) -> Result<u64, String> {
+    let s = q.0.as_str();
+    let units: [(&str, u64); 8] = [
+        ("Ki", 1 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("Ti", 1 << 40),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+        ("T", 1_000_000_000_000),
+    ];
+    for (suffix, mult) in units {
+        if let Some(n) = s.strip_suffix(suffix) {
+            return n
+                .parse::<u64>()
+                .map(|n| n * mult)
+                .map_err(|_| format!("memory quantity {s}"));
+        }
+    }
+    s.parse::<u64>().map_err(|_| format!("memory quantity {s}"))
+}
+
+/// The `podman run` of container `c` of `pod`, as a kubelet would start it with host
+/// networking. Errors name what the pod asks for that is not played.
+pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<PodRun, String> {
+    let mut args: Vec<String> = vec![
+        "--name".into(),
+        ctx.name.clone(),
+        "--rm".into(),
+        "--pull".into(),
+        "never".into(),
+        "--network".into(),
+        "host".into(),
+        // Only what the pod mounts is writable, as in a pod (podman would add tmpfs).
+        "--read-only-tmpfs=false".into(),
+        "--hostname".into(),
+        ctx.name.chars().take(63).collect(),
+    ];
+    for (host, ip) in &ctx.hosts {
+        args.push(format!("--add-host={host}:{ip}"));
+    }
+    let psc = pod.security_context.as_ref();
+    let sc = c.security_context.as_ref();
+    let user = sc
+        .and_then(|s| s.run_as_user)
+        .or_else(|| psc.and_then(|s| s.run_as_user));
+    let group = sc
+        .and_then(|s| s.run_as_group)
+        .or_else(|| psc.and_then(|s| s.run_as_group));
+    let non_root = sc
+        .and_then(|s| s.run_as_non_root)
+        .or_else(|| psc.and_then(|s| s.run_as_non_root))
+        .unwrap_or(false);
+    if non_root && user == Some(0) {
+        return Err("runAsNonRoot with runAsUser 0: the kubelet refuses this pod".into());
+    }
+    if non_root && user.is_none() {
+        return Err(
+            "runAsNonRoot without runAsUser: not played (the image's user is not checked)".into(),
+        );
+    }
+    match (user, group) {
+        (Some(u), Some(g)) => args.push(format!("--user={u}:{g}")),
+        (Some(u), None) => args.push(format!("--user={u}")),
+        _ => {}
+    }
+    if let Some(s) = sc {
+        if s.read_only_root_filesystem == Some(true) {
+            args.push("--read-only".into());
+        }
+        if s.allow_privilege_escalation == Some(false) {
+            args.push("--security-opt=no-new-privileges".into());
+        }
+        if s.privileged == Some(true) {
+            return Err("privileged containers are not played".into());
+        }
+        if let Some(caps) = &s.capabilities {
+            for d in caps.drop.iter().flatten() {
+                args.push(format!("--cap-drop={}", d.to_lowercase()));
+            }
+            for a in caps.add.iter().flatten() {
+                args.push(format!("--cap-add={}", a.to_lowercase()));
+            }
+        }
+    }
+    if let Some(limits) = c.resources.as_ref().and_then(|r| r.limits.as_ref()) {
+        if let Some(q) = limits.get("cpu") {
+            args.push(format!("--cpus={}", cpus(q)?));
+        }
+        if let Some(q) = limits.get("memory") {
+            args.push(format!("--memory={}", bytes(q)?));
+        }
+    }
+    let volumes = pod.volumes.clone().unwrap_or_default();
+    for m in c.volume_mounts.iter().flatten() {
+        let v = volumes
+            .iter()
+            .find(|v| v.name == m.name)
+            .ok_or_else(|| format!("volume mount {} names no volume", m.name))?;
+        if v.empty_dir.is_none() {
+            return Err(format!("volume {}: only emptyDir is played", v.name));
+        }
+        let ro = if m.read_only == Some(true) { ",ro" } else { "" };
+        args.push(format!(
+            "--mount=type=tmpfs,destination={},tmpfs-mode=1777{ro}",
+            m.mount_path
+        ));
+    }
+    let env = env_of(c, ctx)?;
+    for (k, _) in &env {
+        args.push("--env".into());
+        args.push(k.clone());
+    }
+    if let Some(cmd) = &c.command {
+        args.push(format!(
+            "--entrypoint={}",
+            serde_json::to_string(cmd).map_err(|e| e.to_string())?
+        ));
+    }
+    args.push(
+        c.image
+            .clone()
+            .ok_or_else(|| format!("container {} has no image", c.name))?,
+    );
+    args.extend(c.args.iter().flatten().cloned());
+    let grace = Duration::from_secs(
+        pod.termination_grace_period_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(30),
+    );
+    Ok(PodRun {
+        name: ctx.name.clone(),
+        args,
+        env,
+        grace,
+    })
+}
