@@ -175,9 +175,17 @@ pub(crate) struct ServeArgs {
     /// Data directory (created if missing; buckets are its subdirectories).
     #[arg(long)]
     dir: PathBuf,
-    /// Port on 127.0.0.1 (0: any free port).
+    /// Port (0: any free port).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Address to listen on. Any loopback address (127.0.0.0/8) keeps it on this machine;
+    /// another exposes it to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    /// Take the credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the
+    /// environment instead of generating them (never from the command line).
+    #[arg(long)]
+    credentials_from_env: bool,
     /// Bucket to create at start (repeatable).
     #[arg(long = "bucket", default_value = "pqbench")]
     buckets: Vec<String>,
@@ -444,14 +452,27 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
     if let Some(cpus) = &a.cpus {
         worker::affinity::confine(cpus).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
     }
-    let server = EmbeddedS3::start(&a.dir, a.port)?;
+    let addr = std::net::SocketAddr::new(a.host, a.port);
+    let server = if a.credentials_from_env {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .with_context(|| format!("--credentials-from-env: {name} is not set"))
+        };
+        let access = var("AWS_ACCESS_KEY_ID")?;
+        let secret = zeroize::Zeroizing::new(var("AWS_SECRET_ACCESS_KEY")?);
+        EmbeddedS3::start_with(&a.dir, addr, &access, &secret)?
+    } else {
+        EmbeddedS3::start_generated(&a.dir, addr)?
+    };
     for b in &a.buckets {
         server.create_bucket(b)?;
     }
     if let Some(p) = &a.env_file {
         write_env_file(p, &server)?;
     }
-    print_server(&server, &a.buckets, &a.dir);
+    print_server(&server, &a.buckets, &a.dir, !a.credentials_from_env);
     runtime()?.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("cannot watch SIGTERM")?;
@@ -493,7 +514,9 @@ fn write_env_file(p: &Path, server: &EmbeddedS3) -> Result<()> {
         .with_context(|| format!("cannot write {}", p.display()))
 }
 
-fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
+/// Prints where the server is; the credentials too when it generated them (the caller
+/// has them otherwise, and a secret it gave stays out of the output).
+fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path, credentials: bool) {
     // A server keeps serving when whoever started it stops reading its output: write
     // errors (a closed pipe) are ignored instead of panicking as `println!` would.
     let mut out = std::io::stdout().lock();
@@ -504,7 +527,15 @@ fn print_server(server: &EmbeddedS3, buckets: &[String], dir: &Path) {
         dir.display(),
         buckets.join(", ")
     );
-    let _ = write!(out, "{}", exports(server));
+    if credentials {
+        let _ = write!(out, "{}", exports(server));
+    } else {
+        let _ = writeln!(
+            out,
+            "export AWS_ENDPOINT_URL={}\n(credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY as given)",
+            server.endpoint()
+        );
+    }
     let _ = writeln!(out, "(Ctrl-C or SIGTERM stops it)");
     let _ = out.flush();
 }

@@ -515,6 +515,82 @@ fn with_env(srv: &Serve, args: &[&str]) -> Output {
         .expect("run pqbench")
 }
 
+/// `serve-s3` as a stand-in for a server whose keys are given (the played MinIO of the
+/// image tests): on another loopback address, with the credentials from its environment,
+/// which it never prints; `ls` reaches it with those keys and is refused with others.
+#[test]
+fn serve_s3_listens_where_told_with_the_credentials_it_is_given() {
+    use std::io::BufRead as _;
+    let _one_at_a_time = one_at_a_time();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let secret = "given-secret-9f2c71d0";
+    let mut child = cmd()
+        .args([
+            "serve-s3",
+            "--dir",
+            s(&tmp.path().join("s3")),
+            "--bucket",
+            "given",
+        ])
+        .args(["--host", "127.0.0.23", "--credentials-from-env"])
+        .env("AWS_ACCESS_KEY_ID", "PQGIVENKEY")
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve-s3");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut printed = String::new();
+    let endpoint = loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).expect("line") > 0, "{printed}");
+        printed.push_str(&line);
+        if let Some(e) = line.trim_end().strip_prefix("export AWS_ENDPOINT_URL=") {
+            break e.to_owned();
+        }
+    };
+    let mut rest = String::new();
+    out.read_line(&mut rest).expect("line");
+    printed.push_str(&rest);
+    assert!(endpoint.starts_with("http://127.0.0.23:"), "{endpoint}");
+    assert!(
+        !printed.contains(secret),
+        "the given secret is not printed: {printed}"
+    );
+    let ls = |secret: &str| {
+        cmd()
+            .args(["ls", "--bucket", "given"])
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .env("AWS_ACCESS_KEY_ID", "PQGIVENKEY")
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .output()
+            .expect("ls")
+    };
+    ok(&ls(secret), "ls with the given keys");
+    assert!(
+        !ls("another-secret").status.success(),
+        "other keys are refused"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // Without the variables it says which one is missing.
+    let o = cmd()
+        .args([
+            "serve-s3",
+            "--dir",
+            s(&tmp.path().join("s3b")),
+            "--credentials-from-env",
+        ])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .output()
+        .expect("serve-s3");
+    let e = err(&o, "serve-s3 without credentials");
+    assert!(
+        e.contains("--credentials-from-env: AWS_ACCESS_KEY_ID is not set"),
+        "{e}"
+    );
+}
+
 #[test]
 fn s3_commands_against_serve_s3() {
     let _one_at_a_time = one_at_a_time();

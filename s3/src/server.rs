@@ -59,14 +59,14 @@ impl EmbeddedS3 {
     /// Starts a server storing its data in `dir` (created if missing), listening on
     /// `127.0.0.1:port` (`0`: any free port), with freshly generated credentials.
     pub fn start(dir: &Path, port: u16) -> Result<Self> {
+        Self::start_generated(dir, SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// Starts a server on `addr` with freshly generated credentials.
+    pub fn start_generated(dir: &Path, addr: SocketAddr) -> Result<Self> {
         let access_key = format!("PQ{}", random_hex(9)?.to_uppercase());
         let secret_key = Zeroizing::new(random_hex(20)?);
-        Self::start_with(
-            dir,
-            SocketAddr::from(([127, 0, 0, 1], port)),
-            &access_key,
-            &secret_key,
-        )
+        Self::start_with(dir, addr, &access_key, &secret_key)
     }
 
     /// Starts a server on `addr` with the given credentials.
