@@ -43,7 +43,8 @@ images:
 	scripts/images.sh build release
 
 # The images as a user meets them (tests/images.rs): a worker run as the operator's Job
-# starts it, SIGTERM to a worker, the operator against the test API server.
+# starts it, SIGTERM to a worker, the operator against the test API server; and the main
+# job on the images with its Jobs played as containers (tests/played_jobs.rs, ~5.5 min).
 # IMAGE_PROFILE=test builds the images from the binaries `cargo test` builds (CI).
 IMAGE_PROFILE ?= release
 image-check:

@@ -6,7 +6,8 @@
 #   scripts/images.sh build [PROFILE] both images from binaries built on this host
 #                                     (PROFILE: release, the default, or test: the
 #                                     binaries `cargo test --workspace` builds)
-#   scripts/images.sh check [PROFILE] the image tests (tests/images.rs), images built
+#   scripts/images.sh check [PROFILE] the image tests (tests/images.rs) and the played
+#                                     campaign (tests/played_jobs.rs), images built
 #                                     first, with the test API server running
 #
 # The images are the Dockerfile's `operator` and `worker` targets with RUNTIME_IMAGE set to
@@ -105,7 +106,7 @@ build() {
 check() {
     build "${1:-release}"
     PQBENCH_IMAGE_TAG=$TAG scripts/with-k8s-apiserver.sh \
-        cargo test --test images -- --ignored --test-threads 1
+        cargo test --test images --test played_jobs -- --ignored --test-threads 1
 }
 
 case "${1:-}" in

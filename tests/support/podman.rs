@@ -4,8 +4,8 @@
 //! limits, the security context (user and group, read-only root, no privilege escalation,
 //! dropped capabilities), emptyDir volumes, and the grace period on deletion.
 //!
-//! What it cannot play: scheduling and node placement (node selectors, tolerations and
-//! affinity are ignored), the kubelet's CPU manager, probes, NetworkPolicy, cluster DNS and
+//! What it cannot play: scheduling (node selectors, tolerations and affinity are not
+//! evaluated; the caller may give a pod its node's CPUs), the kubelet's CPU manager, probes, NetworkPolicy, cluster DNS and
 //! a network namespace per pod (every container shares the host's network; service names
 //! are mapped to loopback addresses with `--add-host`), image pulls (`--pull never`).
 //! emptyDir volumes are tmpfs here. Secret values reach podman through its own
@@ -71,6 +71,9 @@ pub(crate) struct PodContext {
     pub(crate) completion_index: Option<u32>,
     /// Host names the pod resolves (cluster DNS stand-ins): name → loopback address.
     pub(crate) hosts: Vec<(String, IpAddr)>,
+    /// The CPUs of the node the pod is placed on (`--cpuset-cpus`), where this host stands
+    /// in for several nodes.
+    pub(crate) node_cpus: Option<String>,
 }
 
 /// One container of a pod, ready to start: podman's arguments and the environment podman
@@ -109,6 +112,20 @@ impl PodRun {
         }
         c.stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .spawn()
+            .expect("podman run starts")
+    }
+
+    /// Starts the container like [`PodRun::spawn`], its output going to `log`.
+    pub(crate) fn spawn_to(&self, log: &std::path::Path) -> Child {
+        let f = std::fs::File::create(log).expect("log file");
+        let mut c = podman();
+        c.arg("run").args(&self.args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.stdout(f.try_clone().expect("log file"))
+            .stderr(f)
             .spawn()
             .expect("podman run starts")
     }
@@ -171,7 +188,9 @@ fn field_value(ctx: &PodContext, path: &str) -> Result<String, String> {
     })
 }
 
-fn env_of(c: &Container, ctx: &PodContext) -> Result<Vec<(String, String)>, String> {
+/// A container's environment as its kubelet resolves it: values, `secretKeyRef`s,
+/// `fieldRef`s, and an Indexed Job's `JOB_COMPLETION_INDEX`.
+pub(crate) fn env_of(c: &Container, ctx: &PodContext) -> Result<Vec<(String, String)>, String> {
     let mut env = Vec::new();
     // The Job controller gives an Indexed Job's pods their index.
     if let Some(i) = ctx.completion_index {
@@ -295,6 +314,9 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
                 args.push(format!("--cap-add={}", a.to_lowercase()));
             }
         }
+    }
+    if let Some(cpus) = &ctx.node_cpus {
+        args.push(format!("--cpuset-cpus={cpus}"));
     }
     if let Some(limits) = c.resources.as_ref().and_then(|r| r.limits.as_ref()) {
         if let Some(q) = limits.get("cpu") {

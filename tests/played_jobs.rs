@@ -1,0 +1,737 @@
+//! `examples/quick.yaml`, applied as its text to the test Kubernetes API server, runs end to
+//! end on the operator image and the worker image (issue 23): the operator runs as a
+//! container, and this test plays what the cluster would do around it (test code, not
+//! product):
+//!
+//! - **the Job controller and the kubelet**: every Job the operator creates is run as its
+//!   pod template says, one container per completion index (`support/podman.rs`), and its
+//!   status is written back as the Job controller would (`startTime`, `active`,
+//!   `succeeded`, `failed`, `completedIndexes`, `failedIndexes`, the `Complete` or `Failed`
+//!   condition; a non-indexed Job's pod retried up to `backoffLimit`;
+//!   `activeDeadlineSeconds`); a Job the operator deletes has its containers stopped with
+//!   the pod's grace period;
+//! - **MinIO's StatefulSet**: played by `pqbench serve-s3` with the root user and password
+//!   its pod would get from the credentials Secret, and Debian's node exporter for its
+//!   sidecar, each on the port its Service names, on a loopback address of their own; the
+//!   StatefulSet's status then says one ready replica;
+//! - **cluster DNS**: the Service names (`<svc>.<ns>.svc` and the shorter forms) resolve to
+//!   that address in every container (`--add-host`), the operator's included.
+//!
+//! The campaign must reach `Succeeded` with a verdict for each of its comparisons in status.
+//! `make image-check` runs it (it is `#[ignore]`d in `cargo test`: it needs the images, root
+//! and the test API server); it takes about as long as `pqbench run examples/quick.yaml`
+//! plus a container start per run.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+#[path = "../operator/tests/support/k8s.rs"]
+mod k8s;
+#[path = "support/podman.rs"]
+mod podman;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, Secret, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt as _};
+use operator::{BenchmarkCampaign, Phase};
+use podman::{PodContext, PodRun, image, pod_run, podman, require_images};
+use serde_json::json;
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// A played MinIO: the S3 stand-in and the node exporter.
+struct Minio {
+    s3: Child,
+    node: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Minio {
+    fn drop(&mut self) {
+        for c in [&mut self.s3, &mut self.node] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One pod of a played Job.
+struct Pod {
+    index: u32,
+    run: PodRun,
+    child: Child,
+    log: PathBuf,
+}
+
+/// A Job as the Job controller tracks it.
+struct PlayedJob {
+    uid: String,
+    indexed: bool,
+    completions: u32,
+    backoff_limit: u32,
+    deadline: Option<Instant>,
+    pods: Vec<Pod>,
+    succeeded: BTreeSet<u32>,
+    failed_indexes: BTreeSet<u32>,
+    failures: u32,
+    started: u32,
+    finished: bool,
+}
+
+/// What the played cluster did, for the test's assertions and its failure messages.
+#[derive(Default)]
+struct Tally {
+    containers: u32,
+    jobs: u32,
+    images: BTreeSet<String>,
+    failed_pods: Vec<String>,
+}
+
+struct Cluster {
+    client: Client,
+    ns: String,
+    ip: IpAddr,
+    /// This host's CPUs split between the node groups it stands in for (node-group label
+    /// value → CPU list).
+    nodes: BTreeMap<String, String>,
+    logs: PathBuf,
+    minio: BTreeMap<String, Minio>,
+    jobs: BTreeMap<String, PlayedJob>,
+    tally: Tally,
+}
+
+/// The names a Service resolves by inside the cluster.
+fn service_names(svc: &str, ns: &str) -> [String; 4] {
+    [
+        svc.to_owned(),
+        format!("{svc}.{ns}"),
+        format!("{svc}.{ns}.svc"),
+        format!("{svc}.{ns}.svc.cluster.local"),
+    ]
+}
+
+fn index_list(set: &BTreeSet<u32>) -> String {
+    set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+impl Cluster {
+    async fn secrets(&self) -> BTreeMap<String, Secret> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.ns);
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|s| (s.name_any(), s))
+            .collect()
+    }
+
+    async fn hosts(&self) -> Vec<(String, IpAddr)> {
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &self.ns);
+        let mut hosts = Vec::new();
+        for s in api.list(&ListParams::default()).await.unwrap().items {
+            for n in service_names(&s.name_any(), &self.ns) {
+                hosts.push((n, self.ip));
+            }
+        }
+        hosts
+    }
+
+    /// The CPUs of the node group a pod's node selector names.
+    fn node_cpus(&self, pod: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> {
+        let group = pod
+            .node_selector
+            .as_ref()?
+            .get(campaign::cluster::NODE_GROUP_LABEL)?;
+        self.nodes.get(group).cloned()
+    }
+
+    async fn tick(&mut self) {
+        self.statefulsets().await;
+        self.jobs().await;
+    }
+
+    /// Plays every StatefulSet (the campaign's MinIO): serve-s3 and the node exporter on
+    /// the ports its Service names, with the credentials its pod would get.
+    async fn statefulsets(&mut self) {
+        let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), &self.ns);
+        let sets = api.list(&ListParams::default()).await.unwrap().items;
+        let names: BTreeSet<String> = sets.iter().map(kube::ResourceExt::name_any).collect();
+        self.minio.retain(|n, _| names.contains(n));
+        for set in sets {
+            let name = set.name_any();
+            if self.minio.contains_key(&name) {
+                continue;
+            }
+            let spec = set.spec.clone().unwrap();
+            let svcs: Api<Service> = Api::namespaced(self.client.clone(), &self.ns);
+            let Some(svc) = svcs
+                .get_opt(&spec.service_name.clone().unwrap_or_default())
+                .await
+                .unwrap()
+            else {
+                continue;
+            };
+            let port = |n: &str| {
+                svc.spec
+                    .as_ref()
+                    .and_then(|s| s.ports.as_ref())
+                    .and_then(|ps| ps.iter().find(|p| p.name.as_deref() == Some(n)))
+                    .map(|p| p.port)
+                    .unwrap_or_else(|| panic!("Service {} has no port named {n}", svc.name_any()))
+            };
+            let pod = spec.template.spec.unwrap();
+            let minio: &Container = &pod.containers[0];
+            let ctx = PodContext {
+                name: format!("{name}-0"),
+                namespace: self.ns.clone(),
+                secrets: self.secrets().await,
+                ..PodContext::default()
+            };
+            // The container's environment, resolved as its kubelet would.
+            let env: BTreeMap<String, String> =
+                podman::env_of(minio, &ctx).unwrap().into_iter().collect();
+            let dir = tempfile::tempdir().unwrap();
+            let env_file = dir.path().join("s3.env");
+            let mut s3 = Command::new(env!("CARGO_BIN_EXE_pqbench"));
+            s3.arg("serve-s3");
+            if let Some(cpus) = self.node_cpus(&pod) {
+                s3.args(["--cpus", &cpus]);
+            }
+            let s3 = s3
+                .args(["--credentials-from-env", "--host"])
+                .arg(self.ip.to_string())
+                .args(["--port", &port("s3").to_string(), "--dir"])
+                .arg(dir.path().join("data"))
+                .arg("--env-file")
+                .arg(&env_file)
+                .env("AWS_ACCESS_KEY_ID", &env["MINIO_ROOT_USER"])
+                .env("AWS_SECRET_ACCESS_KEY", &env["MINIO_ROOT_PASSWORD"])
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(self.logs.join(format!("{name}-s3.log"))).unwrap())
+                .spawn()
+                .unwrap();
+            let exporter = "/usr/bin/prometheus-node-exporter";
+            assert!(
+                Path::new(exporter).exists(),
+                "{exporter} plays MinIO's node-exporter sidecar: apt-get install prometheus-node-exporter (.ci/run does)"
+            );
+            let node = Command::new(exporter)
+                .arg(format!(
+                    "--web.listen-address={}:{}",
+                    self.ip,
+                    port("node-metrics")
+                ))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(self.logs.join(format!("{name}-node.log"))).unwrap())
+                .spawn()
+                .unwrap();
+            let until = Instant::now() + Duration::from_secs(30);
+            while !env_file.exists() {
+                assert!(Instant::now() < until, "serve-s3 did not start for {name}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let generation = set.metadata.generation.unwrap_or(1);
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {
+                    "observedGeneration": generation, "replicas": 1, "readyReplicas": 1,
+                    "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1
+                }})),
+            )
+            .await
+            .unwrap();
+            self.minio.insert(
+                name,
+                Minio {
+                    s3,
+                    node,
+                    _dir: dir,
+                },
+            );
+        }
+    }
+
+    async fn start_pod(&mut self, job: &Job, index: u32) -> Pod {
+        let name = job.name_any();
+        let pod = job.spec.clone().unwrap().template.spec.unwrap();
+        let played = self.jobs.get_mut(&name).unwrap();
+        played.started += 1;
+        let (attempt, indexed) = (played.started, played.indexed);
+        let ctx = PodContext {
+            name: format!("{}-{name}-{index}-{attempt}", self.ns),
+            namespace: self.ns.clone(),
+            secrets: self.secrets().await,
+            completion_index: indexed.then_some(index),
+            hosts: self.hosts().await,
+            node_cpus: self.node_cpus(&pod),
+        };
+        let c = &pod.containers[0];
+        let run = pod_run(&pod, c, &ctx).unwrap_or_else(|e| panic!("Job {name}: {e}"));
+        let log = self.logs.join(format!("{}.log", ctx.name));
+        let child = run.spawn_to(&log);
+        self.tally.containers += 1;
+        self.tally.images.extend(c.image.clone());
+        Pod {
+            index,
+            run,
+            child,
+            log,
+        }
+    }
+
+    /// The Job controller and the kubelet: pods for new Jobs, their exits into the Jobs'
+    /// status, deleted Jobs' pods stopped.
+    async fn jobs(&mut self) {
+        let api: Api<Job> = Api::namespaced(self.client.clone(), &self.ns);
+        let jobs = api.list(&ListParams::default()).await.unwrap().items;
+        let live: BTreeMap<String, String> = jobs
+            .iter()
+            .map(|j| (j.name_any(), j.uid().unwrap_or_default()))
+            .collect();
+        let gone: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(n, p)| live.get(*n) != Some(&p.uid))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in gone {
+            let played = self.jobs.remove(&n).unwrap();
+            for mut pod in played.pods {
+                // Deleted: SIGTERM, SIGKILL after the grace period (in the background).
+                let run = pod.run.clone();
+                std::thread::spawn(move || {
+                    run.stop();
+                    let _ = pod.child.wait();
+                });
+            }
+        }
+        for job in jobs {
+            let name = job.name_any();
+            if !self.jobs.contains_key(&name) {
+                let spec = job.spec.clone().unwrap();
+                let completions = u32::try_from(spec.completions.unwrap_or(1)).unwrap();
+                self.jobs.insert(
+                    name.clone(),
+                    PlayedJob {
+                        uid: job.uid().unwrap_or_default(),
+                        indexed: spec.completion_mode.as_deref() == Some("Indexed"),
+                        completions,
+                        backoff_limit: u32::try_from(spec.backoff_limit.unwrap_or(6)).unwrap(),
+                        deadline: spec.active_deadline_seconds.map(|s| {
+                            Instant::now() + Duration::from_secs(u64::try_from(s).unwrap())
+                        }),
+                        pods: Vec::new(),
+                        succeeded: BTreeSet::new(),
+                        failed_indexes: BTreeSet::new(),
+                        failures: 0,
+                        started: 0,
+                        finished: false,
+                    },
+                );
+                self.tally.jobs += 1;
+                let mut pods = Vec::new();
+                for i in 0..completions {
+                    pods.push(self.start_pod(&job, i).await);
+                }
+                self.jobs.get_mut(&name).unwrap().pods = pods;
+                api.patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"status": {"startTime": now_rfc3339(), "active": completions}}),
+                    ),
+                )
+                .await
+                .unwrap();
+                continue;
+            }
+            if self.jobs[&name].finished {
+                continue;
+            }
+            self.settle(&api, &job).await;
+        }
+    }
+
+    /// Collects a Job's exited pods, retries as the Job allows, and writes its status.
+    async fn settle(&mut self, api: &Api<Job>, job: &Job) {
+        let name = job.name_any();
+        let mut exited = Vec::new();
+        {
+            let played = self.jobs.get_mut(&name).unwrap();
+            let mut i = 0;
+            while i < played.pods.len() {
+                if let Some(st) = played.pods[i].child.try_wait().unwrap() {
+                    exited.push((played.pods.remove(i), st));
+                } else {
+                    i += 1;
+                }
+            }
+            if exited.is_empty() && played.deadline.is_none_or(|d| Instant::now() < d) {
+                return;
+            }
+        }
+        let mut retry = Vec::new();
+        for (pod, st) in exited {
+            let played = self.jobs.get_mut(&name).unwrap();
+            if st.success() {
+                played.succeeded.insert(pod.index);
+            } else {
+                played.failures += 1;
+                self.tally.failed_pods.push(format!(
+                    "{} ({st}):\n{}",
+                    pod.run.name,
+                    std::fs::read_to_string(&pod.log).unwrap_or_default()
+                ));
+                if played.indexed {
+                    // backoffLimitPerIndex: 0 (the operator's worker Jobs).
+                    played.failed_indexes.insert(pod.index);
+                } else if played.failures <= played.backoff_limit {
+                    retry.push(pod.index);
+                }
+            }
+        }
+        for i in retry {
+            let pod = self.start_pod(job, i).await;
+            self.jobs.get_mut(&name).unwrap().pods.push(pod);
+        }
+        let played = self.jobs.get_mut(&name).unwrap();
+        let over_deadline = played.deadline.is_some_and(|d| Instant::now() >= d);
+        if over_deadline {
+            for p in &played.pods {
+                p.run.stop();
+            }
+        }
+        let active = u32::try_from(played.pods.len()).unwrap();
+        let all_done = u32::try_from(played.succeeded.len() + played.failed_indexes.len()).unwrap()
+            == played.completions;
+        let condition = if over_deadline {
+            Some((
+                "Failed",
+                "DeadlineExceeded",
+                "Job was active longer than specified deadline",
+            ))
+        } else if played.succeeded.len() == played.completions as usize {
+            Some((
+                "Complete",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            ))
+        } else if played.indexed && all_done {
+            Some(("Failed", "FailedIndexes", "Job has failed indexes"))
+        } else if !played.indexed && played.failures > played.backoff_limit {
+            Some((
+                "Failed",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ))
+        } else {
+            None
+        };
+        let mut status = json!({
+            "active": if condition.is_some() { 0 } else { active },
+            "succeeded": played.succeeded.len(),
+            "failed": played.failures,
+        });
+        if played.indexed {
+            status["completedIndexes"] = index_list(&played.succeeded).into();
+            status["failedIndexes"] = index_list(&played.failed_indexes).into();
+        }
+        if let Some((type_, reason, message)) = condition {
+            played.finished = true;
+            if type_ == "Complete" {
+                status["completionTime"] = now_rfc3339().into();
+            }
+            status["conditions"] = json!([{
+                "type": type_, "status": "True", "reason": reason, "message": message,
+                "lastProbeTime": now_rfc3339(), "lastTransitionTime": now_rfc3339()
+            }]);
+        }
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// Stops every container and server.
+    fn shutdown(&mut self) {
+        for (_, mut j) in std::mem::take(&mut self.jobs) {
+            for p in &mut j.pods {
+                p.run.stop();
+                let _ = p.child.wait();
+            }
+        }
+        self.minio.clear();
+    }
+}
+
+/// Creates every document of `text` in `ns` untyped, as `kubectl apply -f` sends it;
+/// returns the campaign's name.
+async fn apply(client: &Client, ns: &str, text: &str) -> String {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+    let mut name = None;
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
+        let value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
+        if value.is_null() {
+            continue;
+        }
+        let obj: DynamicObject = serde_json::from_value(value).unwrap();
+        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk));
+        let created = api.create(&PostParams::default(), &obj).await.unwrap();
+        if gvk.kind == "BenchmarkCampaign" {
+            name = created.metadata.name;
+        }
+    }
+    name.unwrap()
+}
+
+/// The campaign's name in a campaign file (its first BenchmarkCampaign document).
+fn campaign_name(text: &str) -> String {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .find(|v| v["kind"] == "BenchmarkCampaign")
+        .and_then(|v| v["metadata"]["name"].as_str().map(str::to_owned))
+        .unwrap()
+}
+
+use serde::Deserialize as _;
+
+/// The test API server's kubeconfig with its files inlined, owned by the operator image's
+/// user and readable by it alone.
+fn self_contained_kubeconfig(dir: &Path) -> PathBuf {
+    use base64::Engine as _;
+    let path = std::env::var("KUBECONFIG").unwrap();
+    let mut v: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let inline = |obj: &mut serde_json::Value, key: &str| {
+        if let Some(file) = obj.get(key).and_then(|f| f.as_str()).map(str::to_owned) {
+            let bytes = std::fs::read(&file).unwrap();
+            obj[format!("{key}-data")] = base64::engine::general_purpose::STANDARD
+                .encode(bytes)
+                .into();
+            obj.as_object_mut().unwrap().remove(key);
+        }
+    };
+    for c in v["clusters"].as_array_mut().unwrap() {
+        inline(&mut c["cluster"], "certificate-authority");
+    }
+    for u in v["users"].as_array_mut().unwrap() {
+        inline(&mut u["user"], "client-certificate");
+        inline(&mut u["user"], "client-key");
+    }
+    let out = dir.join("kubeconfig");
+    std::fs::write(&out, serde_yaml_ng::to_string(&v).unwrap()).unwrap();
+    std::os::unix::fs::chown(&out, Some(65532), Some(65532)).unwrap();
+    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o400)).unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs podman, the images and the test API server: make image-check"]
+fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_containers() {
+    require_images();
+    assert!(
+        k8s::client_or_skip().is_some(),
+        "the played campaign needs the test API server (PQBENCH_K8S_SKIP is set)"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt.block_on(Client::try_default()).unwrap();
+    rt.block_on(k8s::install_crd(&client));
+    let ns = k8s::namespace("played");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quick.yaml"))
+            .unwrap();
+    let name = campaign_name(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    // A loopback address of the campaign's own for its Services.
+    let ip: IpAddr = format!("127.0.{}.{}", 100 + std::process::id() % 100, 2)
+        .parse()
+        .unwrap();
+    let minio_svc = format!("{name}-minio");
+    // This host stands in for the server and the client node groups: their CPUs are the
+    // halves `pqbench run` gives the embedded server and the clients.
+    let n = u32::try_from(std::thread::available_parallelism().unwrap().get()).unwrap();
+    let split =
+        campaign::placement::place(&(0..n).collect::<Vec<_>>(), None, None, true, 1).unwrap();
+    let cpu_list = |v: &Option<Vec<u32>>| v.as_deref().map(campaign::placement::format_cpu_list);
+    let (server_cpus, client_cpus) = (cpu_list(&split.server), cpu_list(&split.clients));
+    let kubeconfig = self_contained_kubeconfig(dir.path());
+    let operator_name = format!("pqbench-operator-played-{}", std::process::id());
+    let mut operator = podman();
+    operator
+        .args(["run", "--rm", "--pull", "never", "--name", &operator_name])
+        .args(["--network", "host", "--read-only", "--user", "65532:65532"])
+        .args(["--security-opt=no-new-privileges", "--cap-drop=all"])
+        .args(server_cpus.iter().map(|c| format!("--cpuset-cpus={c}")))
+        .arg(format!(
+            "--volume={}:/etc/pqbench/kubeconfig:ro",
+            kubeconfig.display()
+        ))
+        .args(["--env", "KUBECONFIG=/etc/pqbench/kubeconfig"])
+        .args(["--env", "PQBENCH_METRICS_ADDR=127.0.0.1:0"])
+        .args(["--env", &format!("PQBENCH_WATCH_NAMESPACE={ns}")])
+        .args(["--env", &format!("POD_NAMESPACE={ns}")])
+        .args(["--env", &format!("POD_NAME={operator_name}")])
+        .args([
+            "--env",
+            &format!("PQBENCH_WORKER_IMAGE={}", image("pqbench-worker")),
+        ]);
+    for host in service_names(&minio_svc, &ns) {
+        operator.arg(format!("--add-host={host}:{ip}"));
+    }
+    let operator_log = logs.join("operator.log");
+    let log_file = std::fs::File::create(&operator_log).unwrap();
+    let mut operator = operator
+        .arg(image("pqbench-operator"))
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file)
+        .spawn()
+        .unwrap();
+
+    let mut cluster = Cluster {
+        client: client.clone(),
+        ns: ns.clone(),
+        ip,
+        nodes: BTreeMap::new(),
+        logs: logs.clone(),
+        minio: BTreeMap::new(),
+        jobs: BTreeMap::new(),
+        tally: Tally::default(),
+    };
+    let started = Instant::now();
+    let outcome = rt.block_on(async {
+        let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+        nss.create(
+            &Default::default(),
+            &serde_json::from_value(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        let created = apply(&client, &ns, &text).await;
+        let camps: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+        let spec = camps.get(&created).await.unwrap().spec.campaign;
+        for (group, cpus) in [
+            (spec.server.node_group, &server_cpus),
+            (spec.clients.node_group, &client_cpus),
+        ] {
+            if let Some(c) = cpus {
+                cluster.nodes.insert(group, c.clone());
+            }
+        }
+        eprintln!("node groups on this host's CPUs: {:?}", cluster.nodes);
+        let until = Instant::now() + Duration::from_secs(40 * 60);
+        let mut last = String::new();
+        loop {
+            cluster.tick().await;
+            let c = camps.get(&created).await.unwrap();
+            let st = c.status.clone().unwrap_or_default();
+            let line = format!(
+                "{:?} {}",
+                st.phase,
+                st.progress
+                    .as_ref()
+                    .map(|p| p.summary.clone())
+                    .unwrap_or_default()
+            );
+            if line != last {
+                eprintln!("[{:>5.0} s] {line}", started.elapsed().as_secs_f64());
+                last.clone_from(&line);
+            }
+            if matches!(st.phase, Phase::Succeeded | Phase::Failed) {
+                break Ok(c);
+            }
+            if operator.try_wait().unwrap().is_some() {
+                break Err("the operator container exited".to_owned());
+            }
+            if Instant::now() > until {
+                break Err(format!("not finished after 40 min: {line}"));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    });
+    cluster.shutdown();
+    let _ = podman()
+        .args(["stop", "--time", "10", &operator_name])
+        .stdout(Stdio::null())
+        .status();
+    let _ = operator.wait();
+    let operator_logs = std::fs::read_to_string(&operator_log).unwrap_or_default();
+    let c = outcome.unwrap_or_else(|e| {
+        panic!(
+            "{e}\nfailed pods:\n{}\noperator:\n{operator_logs}",
+            cluster.tally.failed_pods.join("\n")
+        )
+    });
+    let st = c.status.unwrap();
+    eprintln!(
+        "played: {} Jobs, {} containers in {:.1} min; images {:?}",
+        cluster.tally.jobs,
+        cluster.tally.containers,
+        started.elapsed().as_secs_f64() / 60.0,
+        cluster.tally.images
+    );
+    for v in &st.verdicts {
+        eprintln!(
+            "verdict: {} · {} vs {}: pairs {}, ratio {}, 90% CI {}, {} {:?}",
+            v.cell,
+            v.mode,
+            v.baseline,
+            v.pairs,
+            v.ratio.as_deref().unwrap_or("-"),
+            v.ci90.as_deref().unwrap_or("-"),
+            v.verdict.as_deref().unwrap_or("-"),
+            v.flags
+        );
+    }
+    for f in &st.failed_runs {
+        eprintln!("failed run: {f:?}");
+    }
+    for c in st.conditions.iter().filter(|c| c.type_ == "Degraded") {
+        eprintln!("Degraded {}: {}", c.status, c.message);
+    }
+    assert_eq!(
+        st.phase,
+        Phase::Succeeded,
+        "{:?}\nfailed pods:\n{}\noperator:\n{operator_logs}",
+        st.message,
+        cluster.tally.failed_pods.join("\n")
+    );
+    // Every Job ran on the worker image; one Job per run attempt plus the analysis.
+    assert_eq!(
+        cluster.tally.images,
+        BTreeSet::from([image("pqbench-worker")])
+    );
+    let progress = st.progress.unwrap();
+    assert_eq!(progress.done, progress.total, "{progress:?}");
+    assert!(
+        cluster.tally.jobs > progress.total,
+        "runs and the analysis Job"
+    );
+    // A verdict for each declared comparison, from the pairs of the blocks that ran.
+    assert_eq!(st.verdicts.len(), 2, "{:?}", st.verdicts);
+    for v in &st.verdicts {
+        assert!(v.pairs >= 2, "{v:?}");
+        assert!(v.verdict.is_some(), "{v:?}");
+    }
+    assert!(st.verdict_summary.is_some());
+}
