@@ -21,10 +21,8 @@ mod k8s;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use k8s::{client_or_skip, install_crd, namespace};
+use k8s::{apply, client_or_skip, install_crd, namespace};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use operator::BenchmarkCampaign;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -64,33 +62,6 @@ fn plan(p: &Path) -> Result<String, String> {
     } else {
         Err(text(&o.stderr))
     }
-}
-
-/// Creates every document of `text` in `ns`, untyped. Ok(the campaign as stored) or
-/// Err(the API server's message for the first document it refused).
-async fn apply(client: &Client, ns: &str, text: &str) -> Result<BenchmarkCampaign, String> {
-    let mut stored = None;
-    for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let obj: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk));
-        match api.create(&PostParams::default(), &obj).await {
-            Ok(created) if gvk.kind == "BenchmarkCampaign" => {
-                let typed: BenchmarkCampaign =
-                    serde_json::from_value(serde_json::to_value(created).unwrap()).unwrap();
-                stored = Some(typed);
-            }
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) => return Err(format!("{} ({})", s.message, s.code)),
-            Err(other) => panic!("creating {}: {other}", gvk.kind),
-        }
-    }
-    Ok(stored.expect("a BenchmarkCampaign document"))
 }
 
 /// The header comment of a file as one line (`# ` stripped, lines joined by spaces).

@@ -26,12 +26,13 @@ mod podman;
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt as _;
 use kube::api::ObjectMeta;
 use operator::resources::Owner;
 use operator::results::ResultsStore;
@@ -192,7 +193,7 @@ fn played_run(server: &Server, c: &BenchmarkCampaign) -> PlayedRun {
         namespace: ns,
         secrets,
         completion_index: Some(0),
-        hosts: Vec::new(),
+        ..PodContext::default()
     };
     let run = pod_run(&pod, &pod.containers[0], &ctx).unwrap();
     let loc = deploy::results_location(&owner, &c.spec.campaign);
@@ -326,36 +327,6 @@ fn sigterm_stops_the_worker_container_within_its_grace_period_and_the_run_stays_
     assert_eq!(view.started.len(), 1, "the gate was open: {view:?}");
 }
 
-/// The test API server's kubeconfig with its files inlined, owned by the operator image's
-/// user and readable by it alone.
-fn self_contained_kubeconfig(dir: &Path) -> PathBuf {
-    use base64::Engine as _;
-    let path = std::env::var("KUBECONFIG").unwrap();
-    let mut v: serde_json::Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let inline = |obj: &mut serde_json::Value, key: &str| {
-        if let Some(file) = obj.get(key).and_then(|f| f.as_str()).map(str::to_owned) {
-            let bytes = std::fs::read(&file).unwrap();
-            obj[format!("{key}-data")] = base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .into();
-            obj.as_object_mut().unwrap().remove(key);
-        }
-    };
-    for c in v["clusters"].as_array_mut().unwrap() {
-        inline(&mut c["cluster"], "certificate-authority");
-    }
-    for u in v["users"].as_array_mut().unwrap() {
-        inline(&mut u["user"], "client-certificate");
-        inline(&mut u["user"], "client-key");
-    }
-    let out = dir.join("kubeconfig");
-    std::fs::write(&out, serde_yaml_ng::to_string(&v).unwrap()).unwrap();
-    std::os::unix::fs::chown(&out, Some(65532), Some(65532)).unwrap();
-    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o400)).unwrap();
-    out
-}
-
 fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -390,27 +361,10 @@ fn the_operator_image_serves_health_and_provisions_the_quick_campaign() {
     rt.block_on(k8s::install_crd(&client));
     let ns = k8s::namespace("img");
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = self_contained_kubeconfig(dir.path());
+    let kubeconfig = podman::self_contained_kubeconfig(dir.path());
     let metrics = format!("127.0.0.1:{}", free_port());
     let name = format!("pqbench-operator-{}", std::process::id());
-    let mut child = podman()
-        .args(["run", "--rm", "--pull", "never", "--name", &name])
-        .args(["--network", "host", "--read-only", "--user", "65532:65532"])
-        .args(["--security-opt=no-new-privileges", "--cap-drop=all"])
-        .arg(format!(
-            "--volume={}:/etc/pqbench/kubeconfig:ro",
-            kubeconfig.display()
-        ))
-        .args(["--env", "KUBECONFIG=/etc/pqbench/kubeconfig"])
-        .args(["--env", &format!("PQBENCH_METRICS_ADDR={metrics}")])
-        .args(["--env", &format!("PQBENCH_WATCH_NAMESPACE={ns}")])
-        .args(["--env", &format!("POD_NAMESPACE={ns}")])
-        .args(["--env", &format!("POD_NAME={name}")])
-        .args([
-            "--env",
-            &format!("PQBENCH_WORKER_IMAGE={}", image("pqbench-worker")),
-        ])
-        .arg(image("pqbench-operator"))
+    let mut child = podman::operator_container(&name, &ns, &kubeconfig, &metrics, &[], None)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -450,17 +404,7 @@ fn the_operator_image_serves_health_and_provisions_the_quick_campaign() {
         use k8s_openapi::api::apps::v1::StatefulSet;
         use k8s_openapi::api::core::v1::Service;
         use kube::Api;
-        let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-        let _ = nss
-            .create(
-                &Default::default(),
-                &serde_json::from_value(serde_json::json!({
-                    "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}
-                }))
-                .unwrap(),
-            )
-            .await;
-        let created = apply(&client, &ns, &text).await;
+        let created = k8s::apply(&client, &ns, &text).await.unwrap().name_any();
         let camps: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
         let until = Instant::now() + Duration::from_secs(90);
         loop {
@@ -501,26 +445,4 @@ fn the_operator_image_serves_health_and_provisions_the_quick_campaign() {
         c.status.unwrap().prereg_hash.is_some(),
         "the pre-registration is recorded"
     );
-}
-
-/// Creates every document of `text` in `ns` untyped, as `kubectl apply -f` sends it;
-/// returns the campaign's name.
-async fn apply(client: &kube::Client, ns: &str, text: &str) -> String {
-    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-    let mut name = None;
-    for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let obj: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk));
-        let created = api.create(&PostParams::default(), &obj).await.unwrap();
-        if gvk.kind == "BenchmarkCampaign" {
-            name = created.metadata.name;
-        }
-    }
-    name.unwrap()
 }

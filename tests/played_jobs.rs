@@ -478,28 +478,6 @@ impl Cluster {
     }
 }
 
-/// Creates every document of `text` in `ns` untyped, as `kubectl apply -f` sends it;
-/// returns the campaign's name.
-async fn apply(client: &Client, ns: &str, text: &str) -> String {
-    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
-    let mut name = None;
-    for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let obj: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk));
-        let created = api.create(&PostParams::default(), &obj).await.unwrap();
-        if gvk.kind == "BenchmarkCampaign" {
-            name = created.metadata.name;
-        }
-    }
-    name.unwrap()
-}
-
 /// The campaign's name in a campaign file (its first BenchmarkCampaign document).
 fn campaign_name(text: &str) -> String {
     serde_yaml_ng::Deserializer::from_str(text)
@@ -510,36 +488,6 @@ fn campaign_name(text: &str) -> String {
 }
 
 use serde::Deserialize as _;
-
-/// The test API server's kubeconfig with its files inlined, owned by the operator image's
-/// user and readable by it alone.
-fn self_contained_kubeconfig(dir: &Path) -> PathBuf {
-    use base64::Engine as _;
-    let path = std::env::var("KUBECONFIG").unwrap();
-    let mut v: serde_json::Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let inline = |obj: &mut serde_json::Value, key: &str| {
-        if let Some(file) = obj.get(key).and_then(|f| f.as_str()).map(str::to_owned) {
-            let bytes = std::fs::read(&file).unwrap();
-            obj[format!("{key}-data")] = base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .into();
-            obj.as_object_mut().unwrap().remove(key);
-        }
-    };
-    for c in v["clusters"].as_array_mut().unwrap() {
-        inline(&mut c["cluster"], "certificate-authority");
-    }
-    for u in v["users"].as_array_mut().unwrap() {
-        inline(&mut u["user"], "client-certificate");
-        inline(&mut u["user"], "client-key");
-    }
-    let out = dir.join("kubeconfig");
-    std::fs::write(&out, serde_yaml_ng::to_string(&v).unwrap()).unwrap();
-    std::os::unix::fs::chown(&out, Some(65532), Some(65532)).unwrap();
-    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o400)).unwrap();
-    out
-}
 
 #[test]
 #[ignore = "needs podman, the images and the test API server: make image-check"]
@@ -572,34 +520,23 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         campaign::placement::place(&(0..n).collect::<Vec<_>>(), None, None, true, 1).unwrap();
     let cpu_list = |v: &Option<Vec<u32>>| v.as_deref().map(campaign::placement::format_cpu_list);
     let (server_cpus, client_cpus) = (cpu_list(&split.server), cpu_list(&split.clients));
-    let kubeconfig = self_contained_kubeconfig(dir.path());
+    let kubeconfig = podman::self_contained_kubeconfig(dir.path());
     let operator_name = format!("pqbench-operator-played-{}", std::process::id());
-    let mut operator = podman();
-    operator
-        .args(["run", "--rm", "--pull", "never", "--name", &operator_name])
-        .args(["--network", "host", "--read-only", "--user", "65532:65532"])
-        .args(["--security-opt=no-new-privileges", "--cap-drop=all"])
-        .args(server_cpus.iter().map(|c| format!("--cpuset-cpus={c}")))
-        .arg(format!(
-            "--volume={}:/etc/pqbench/kubeconfig:ro",
-            kubeconfig.display()
-        ))
-        .args(["--env", "KUBECONFIG=/etc/pqbench/kubeconfig"])
-        .args(["--env", "PQBENCH_METRICS_ADDR=127.0.0.1:0"])
-        .args(["--env", &format!("PQBENCH_WATCH_NAMESPACE={ns}")])
-        .args(["--env", &format!("POD_NAMESPACE={ns}")])
-        .args(["--env", &format!("POD_NAME={operator_name}")])
-        .args([
-            "--env",
-            &format!("PQBENCH_WORKER_IMAGE={}", image("pqbench-worker")),
-        ]);
-    for host in service_names(&minio_svc, &ns) {
-        operator.arg(format!("--add-host={host}:{ip}"));
-    }
+    let operator_hosts: Vec<(String, IpAddr)> = service_names(&minio_svc, &ns)
+        .into_iter()
+        .map(|h| (h, ip))
+        .collect();
+    let mut operator = podman::operator_container(
+        &operator_name,
+        &ns,
+        &kubeconfig,
+        "127.0.0.1:0",
+        &operator_hosts,
+        server_cpus.as_deref(),
+    );
     let operator_log = logs.join("operator.log");
     let log_file = std::fs::File::create(&operator_log).unwrap();
     let mut operator = operator
-        .arg(image("pqbench-operator"))
         .stdout(log_file.try_clone().unwrap())
         .stderr(log_file)
         .spawn()
@@ -617,17 +554,7 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     };
     let started = Instant::now();
     let outcome = rt.block_on(async {
-        let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-        nss.create(
-            &Default::default(),
-            &serde_json::from_value(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-        let created = apply(&client, &ns, &text).await;
+        let created = k8s::apply(&client, &ns, &text).await.unwrap().name_any();
         let camps: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
         let spec = camps.get(&created).await.unwrap().spec.campaign;
         for (group, cpus) in [

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -369,4 +369,78 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
         env,
         grace,
     })
+}
+
+/// The test API server's kubeconfig (`KUBECONFIG`) with its certificate and key files
+/// inlined, written to `dir`, owned by the images' user (65532) and readable by it alone:
+/// what the operator's container mounts read-only.
+pub(crate) fn self_contained_kubeconfig(dir: &Path) -> PathBuf {
+    use base64::Engine as _;
+    let path = std::env::var("KUBECONFIG").expect("KUBECONFIG: the test API server's");
+    let text = std::fs::read_to_string(&path).expect("the kubeconfig");
+    let mut v: serde_json::Value = serde_yaml_ng::from_str(&text).expect("kubeconfig YAML");
+    let inline = |obj: &mut serde_json::Value, key: &str| {
+        if let Some(file) = obj.get(key).and_then(|f| f.as_str()).map(str::to_owned) {
+            let bytes = std::fs::read(&file).expect("a file the kubeconfig names");
+            obj[format!("{key}-data")] = base64::engine::general_purpose::STANDARD
+                .encode(bytes)
+                .into();
+            if let Some(o) = obj.as_object_mut() {
+                o.remove(key);
+            }
+        }
+    };
+    for c in v["clusters"].as_array_mut().into_iter().flatten() {
+        inline(&mut c["cluster"], "certificate-authority");
+    }
+    for u in v["users"].as_array_mut().into_iter().flatten() {
+        inline(&mut u["user"], "client-certificate");
+        inline(&mut u["user"], "client-key");
+    }
+    let out = dir.join("kubeconfig");
+    std::fs::write(&out, serde_yaml_ng::to_string(&v).expect("YAML")).expect("write");
+    std::os::unix::fs::chown(&out, Some(65532), Some(65532)).expect("chown (needs root)");
+    std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o400))
+        .expect("chmod");
+    out
+}
+
+/// The operator's container as its Deployment runs it (non-root, read-only root, no
+/// privilege escalation, no capabilities), on the host's network, watching `ns`, with
+/// `kubeconfig` mounted read-only, `/metrics` and the probes on `metrics_addr`, the worker
+/// image of these tests, `hosts` resolved, and `cpuset` its CPUs if given. Run it with
+/// `.spawn()`; stop it with `podman stop NAME`.
+pub(crate) fn operator_container(
+    name: &str,
+    ns: &str,
+    kubeconfig: &Path,
+    metrics_addr: &str,
+    hosts: &[(String, IpAddr)],
+    cpuset: Option<&str>,
+) -> Command {
+    let mut c = podman();
+    c.args(["run", "--rm", "--pull", "never", "--name", name])
+        .args(["--network", "host", "--read-only", "--user", "65532:65532"])
+        .args(["--security-opt=no-new-privileges", "--cap-drop=all"])
+        .arg(format!(
+            "--volume={}:/etc/pqbench/kubeconfig:ro",
+            kubeconfig.display()
+        ))
+        .args(["--env", "KUBECONFIG=/etc/pqbench/kubeconfig"])
+        .args(["--env", &format!("PQBENCH_METRICS_ADDR={metrics_addr}")])
+        .args(["--env", &format!("PQBENCH_WATCH_NAMESPACE={ns}")])
+        .args(["--env", &format!("POD_NAMESPACE={ns}")])
+        .args(["--env", &format!("POD_NAME={name}")])
+        .args([
+            "--env",
+            &format!("PQBENCH_WORKER_IMAGE={}", image("pqbench-worker")),
+        ]);
+    for (host, ip) in hosts {
+        c.arg(format!("--add-host={host}:{ip}"));
+    }
+    if let Some(cpus) = cpuset {
+        c.arg(format!("--cpuset-cpus={cpus}"));
+    }
+    c.arg(image("pqbench-operator"));
+    c
 }

@@ -1,10 +1,12 @@
 //! What every test against the real API server needs: the skip rule, the CRD installed
-//! and Established, and a fresh namespace name.
+//! and Established, a fresh namespace name, and a campaign file applied as its text.
 
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::{Client, ResourceExt as _};
 
 /// `None` (after saying so loudly) when `PQBENCH_K8S_SKIP` holds the reason the server
@@ -55,4 +57,41 @@ pub(crate) fn namespace(tag: &str) -> String {
         .expect("clock after 1970")
         .as_millis();
     format!("{tag}-{}-{t}", std::process::id())
+}
+
+/// Creates every document of `text` in `ns`, untyped (a `DynamicObject`), the way
+/// `kubectl apply -f` sends it: no pqbench type in between to normalise the file.
+/// Ok(the campaign as stored) or Err(the API server's message for the first document it
+/// refused).
+#[allow(dead_code, reason = "not every test binary applies campaign files")]
+pub(crate) async fn apply(
+    client: &Client,
+    ns: &str,
+    text: &str,
+) -> Result<operator::BenchmarkCampaign, String> {
+    let mut stored = None;
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
+        let value: serde_json::Value =
+            serde::Deserialize::deserialize(doc).expect("a YAML document");
+        if value.is_null() {
+            continue;
+        }
+        let obj: DynamicObject = serde_json::from_value(value).expect("a Kubernetes object");
+        let gvk = GroupVersionKind::try_from(obj.types.as_ref().expect("apiVersion and kind"))
+            .expect("a group, version and kind");
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk));
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(created) if gvk.kind == "BenchmarkCampaign" => {
+                let typed = serde_json::to_value(created)
+                    .and_then(serde_json::from_value)
+                    .expect("the stored campaign reads back");
+                stored = Some(typed);
+            }
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) => return Err(format!("{} ({})", s.message, s.code)),
+            Err(other) => panic!("creating {}: {other}", gvk.kind),
+        }
+    }
+    Ok(stored.expect("a BenchmarkCampaign document"))
 }
