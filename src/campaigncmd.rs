@@ -19,7 +19,7 @@
 //! stops after the runs already complete (the run in progress is cut off) and says how to
 //! resume; the exit status is then 130.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result, bail};
 use campaign::analysis::{self, Config};
-use campaign::design::{self, Assumptions, Plan};
+use campaign::design::{self, Assumptions, Plan, PlannedRun};
 use campaign::report::Header;
 use campaign::units::format_duration;
 use campaign::{CampaignFile, Manifest};
@@ -449,6 +449,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             server_cpus.as_deref(),
         )?;
         let env = Environment {
+            interleaves: true,
             s3: S3Target {
                 endpoint: endpoint.clone(),
                 region: a.region.clone(),
@@ -705,14 +706,35 @@ impl Local<'_> {
                 &format!("done; next {} (block {})", r.run_id, r.block),
                 eta,
             );
-            let specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
+            // Interleaved: the block's other runs still to do take their turns beside it.
+            let mates = self.block_mates(r, &complete, given_up);
+            let mut specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
+            for m in &mates {
+                if let Some(aside) = self.move_aside(&m.run_id)? {
+                    bar.line(&format!(
+                        "run {} was cut off; its files moved to {} and it runs again",
+                        m.run_id,
+                        aside.display()
+                    ));
+                }
+                specs.extend(run::planner::run_specs(
+                    self.manifest,
+                    self.plan,
+                    m,
+                    self.env,
+                )?);
+            }
             let a = Attempt {
                 run_id,
                 index,
                 attempt,
                 started: SystemTime::now(),
             };
-            let state = self.attempt(&specs, a.started)?;
+            let mut states = self.attempt(&specs, a.started)?;
+            let state = states.remove(&a.run_id).unwrap_or(AttemptState::Going);
+            for (mate, st) in states {
+                finished_since += self.settle_mate(&bar, &mate, st)?;
+            }
             current = Some((a, state));
         }
     }
@@ -758,18 +780,72 @@ impl Local<'_> {
         Ok(Some(aside))
     }
 
-    /// Carries out one attempt: one fresh `pqbench run-spec` process per client process, all
-    /// behind the start gate in the run directory, which opens [`schedule::LOCAL_START_LEAD`]
-    /// after the last process is ready. `Ok(None)`: every process ended and left its files;
+    /// The runs of `r`'s block still to do beside it, when the campaign interleaves its
+    /// arms: not complete, not given up.
+    fn block_mates(
+        &self,
+        r: &PlannedRun,
+        complete: &BTreeSet<String>,
+        given_up: &[GivenUp],
+    ) -> Vec<&PlannedRun> {
+        if self.manifest.spec.interleave.is_none() {
+            return Vec::new();
+        }
+        self.plan
+            .runs
+            .iter()
+            .filter(|o| o.block == r.block && o.cell == r.cell && o.run_id != r.run_id)
+            .filter(|o| !complete.contains(&o.run_id))
+            .filter(|o| given_up.iter().all(|g| g.run_id != o.run_id))
+            .collect()
+    }
+
+    /// What becomes of a run carried out beside the schedule's run (interleaved): kept if
+    /// complete and valid (1, a run finished), else its files are moved aside (an invalid
+    /// attempt's kept as `attempts/<runId>/a0` and counted) and the schedule starts it again
+    /// later (0), with its own attempts and retries, alone in its turns: this attempt is not
+    /// counted against `runRetries`.
+    fn settle_mate(&self, bar: &Progress, run_id: &str, st: AttemptState) -> Result<u32> {
+        let (aside, why) = match st {
+            AttemptState::Going => return Ok(1),
+            AttemptState::Invalid(why) => (self.keep_attempt(run_id, 0)?, why),
+            AttemptState::Ended(why) => (self.move_aside(run_id)?, why),
+        };
+        bar.line(&format!(
+            "run {run_id} (in its block's turns) failed ({why}){}; it runs again",
+            aside
+                .map(|p| format!("; its files moved to {}", p.display()))
+                .unwrap_or_default()
+        ));
+        Ok(0)
+    }
+
+    /// Carries out one attempt of one run, or (interleaved) of the runs of one block at
+    /// once: one fresh `pqbench run-spec` process per client process of each run, all behind
+    /// the start gates in the runs directory, which open together
+    /// [`schedule::LOCAL_START_LEAD`] after the last process is ready. Per run:
     /// `Invalid(why)`: every file is there but the run failed validation; `Ended(why)`: the
-    /// attempt failed (a process could not carry it out, or the run deadline passed and the
-    /// processes were stopped). `Going` stands for "complete and valid" (and for an
-    /// interruption, which the caller checks first).
-    fn attempt(&self, specs: &[RunSpec], started: SystemTime) -> Result<AttemptState> {
+    /// attempt failed (a process could not carry it out, and the run's other processes are
+    /// stopped while the other runs go on; or the run deadline passed and every process was
+    /// stopped). `Going` stands for "complete and valid" (and for an interruption, which the
+    /// caller checks first).
+    fn attempt(
+        &self,
+        specs: &[RunSpec],
+        started: SystemTime,
+    ) -> Result<BTreeMap<String, AttemptState>> {
         let exe = std::env::current_exe().context("own executable")?;
-        let run_id = specs[0].run_id.clone();
-        let run_dir = self.runs_dir.join(&run_id);
-        let count = u32::try_from(specs.len()).unwrap_or(u32::MAX);
+        let mut runs: BTreeMap<String, u32> = BTreeMap::new();
+        for s in specs {
+            *runs.entry(s.run_id.clone()).or_default() += 1;
+        }
+        let of = |run_id: &str| {
+            if runs.len() > 1 {
+                format!(" of {run_id}")
+            } else {
+                String::new()
+            }
+        };
         let mut children = Vec::new();
         for s in specs {
             let mut s = s.clone();
@@ -785,37 +861,50 @@ impl Local<'_> {
             // A process stopped at once (Ctrl-C) closes the pipe: judged after its exit status.
             let handed = stdin.write_all(serde_json::to_string(&s)?.as_bytes());
             drop(stdin);
-            children.push((child, handed, None::<std::process::ExitStatus>));
+            children.push(Child {
+                child,
+                handed,
+                status: None,
+                run_id: s.run_id,
+                index: s.processes.index,
+            });
         }
-        let mut why: Option<String> = None;
-        let mut invalid = false;
+        let mut failed: BTreeMap<String, String> = BTreeMap::new();
+        let mut invalid: BTreeSet<String> = BTreeSet::new();
         let mut gate_open = false;
-        while children.iter().any(|(_, _, st)| st.is_none()) {
+        while children.iter().any(|c| c.status.is_none()) {
             std::thread::sleep(Duration::from_millis(100));
-            for (i, (c, handed, st)) in children.iter_mut().enumerate() {
-                if st.is_some() {
+            for c in &mut children {
+                if c.status.is_some() {
                     continue;
                 }
-                let Some(status) = c.try_wait()? else {
+                let Some(status) = c.child.try_wait()? else {
                     continue;
                 };
-                *st = Some(status);
+                c.status = Some(status);
                 // SIGINT reaches the processes from the terminal, possibly before this
                 // process's handler has run: a process ended by it means an interruption.
                 if status.signal() == Some(SIGINT) || INTERRUPTED.load(Ordering::SeqCst) {
                     INTERRUPTED.store(true, Ordering::SeqCst);
                     continue;
                 }
-                if let Err(e) = handed {
-                    why.get_or_insert(format!("process {i} did not get its spec: {e}"));
+                let (i, run_id) = (c.index, &c.run_id);
+                if let Err(e) = &c.handed {
+                    failed.entry(run_id.clone()).or_insert(format!(
+                        "process {i}{} did not get its spec: {e}",
+                        of(run_id)
+                    ));
                     continue;
                 }
                 match status.code() {
                     Some(0) => {}
-                    Some(1) => invalid = true,
+                    Some(1) => {
+                        invalid.insert(run_id.clone());
+                    }
                     _ => {
-                        why.get_or_insert(format!(
-                            "process {i} could not carry the run out ({status}; its messages are above)"
+                        failed.entry(run_id.clone()).or_insert(format!(
+                            "process {i}{} could not carry the run out ({status}; its messages are above)",
+                            of(run_id)
                         ));
                     }
                 }
@@ -823,42 +912,66 @@ impl Local<'_> {
             let late = SystemTime::now()
                 .duration_since(started)
                 .is_ok_and(|d| d > self.policy.run_deadline);
-            if late && why.is_none() {
-                why = Some(self.policy.deadline_exceeded());
-            }
-            if why.is_some() || INTERRUPTED.load(Ordering::SeqCst) {
-                // The attempt cannot end well: the other processes would wait at the gate.
-                for (c, _, st) in &mut children {
-                    if st.is_none() {
-                        let _ = c.kill();
-                        *st = Some(c.wait()?);
-                    }
+            if late {
+                for run_id in runs.keys() {
+                    failed
+                        .entry(run_id.clone())
+                        .or_insert_with(|| self.policy.deadline_exceeded());
                 }
+            }
+            // A failed run's other processes would wait at the gate or measure alone: they
+            // are stopped; so is every process on an interruption.
+            let all = INTERRUPTED.load(Ordering::SeqCst);
+            for c in &mut children {
+                if c.status.is_none() && (all || failed.contains_key(&c.run_id)) {
+                    let _ = c.child.kill();
+                    c.status = Some(c.child.wait()?);
+                }
+            }
+            if all {
                 break;
             }
             if !gate_open {
-                gate_open = self.open_gate(&run_id, count)?;
+                let going: BTreeMap<String, u32> = runs
+                    .iter()
+                    .filter(|(r, _)| !failed.contains_key(*r))
+                    .map(|(r, n)| (r.clone(), *n))
+                    .collect();
+                gate_open = going.is_empty() || self.open_gates(&going)?;
             }
         }
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return Ok(AttemptState::Going);
+        let mut out = BTreeMap::new();
+        for (run_id, count) in runs {
+            let dir = self.runs_dir.join(&run_id);
+            let state = if INTERRUPTED.load(Ordering::SeqCst) {
+                AttemptState::Going
+            } else if let Some(w) = failed.remove(&run_id) {
+                AttemptState::Ended(w)
+            } else if !run_complete(&dir, count) {
+                AttemptState::Ended("the processes ended without every process's files".into())
+            } else if invalid.contains(&run_id) {
+                AttemptState::Invalid(failed_checks(&dir))
+            } else {
+                AttemptState::Going
+            };
+            out.insert(run_id, state);
         }
-        if why.is_none() && !run_complete(&run_dir, count) {
-            why = Some("the processes ended without every process's files".into());
-        }
-        Ok(match why {
-            Some(why) => AttemptState::Ended(why),
-            None if invalid => AttemptState::Invalid(failed_checks(&run_dir)),
-            None => AttemptState::Going,
-        })
+        Ok(out)
     }
 
-    /// Writes the run's start instant once every process is ready ([`schedule::start_at`]),
-    /// at the keys the engine's gate uses under the runs directory; whether it is written.
-    fn open_gate(&self, run_id: &str, processes: u32) -> Result<bool> {
-        let ready = (0..processes)
-            .filter(|&i| self.runs_dir.join(ready_key("", run_id, i)).is_file())
-            .count();
+    /// Writes one start instant for the runs once every process of every one of them is
+    /// ready ([`schedule::start_at`]), at the keys the engine's gate uses under the runs
+    /// directory; whether it is written.
+    fn open_gates(&self, runs: &BTreeMap<String, u32>) -> Result<bool> {
+        let processes: u32 = runs.values().sum();
+        let ready = runs
+            .iter()
+            .map(|(run_id, &n)| {
+                (0..n)
+                    .filter(|&i| self.runs_dir.join(ready_key("", run_id, i)).is_file())
+                    .count()
+            })
+            .sum::<usize>();
         let Some(at) = schedule::start_at(
             u32::try_from(ready).unwrap_or(0),
             processes,
@@ -867,13 +980,28 @@ impl Local<'_> {
         ) else {
             return Ok(false);
         };
-        let path = self.runs_dir.join(start_key("", run_id));
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, humantime::format_rfc3339_millis(at).to_string())
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let at = humantime::format_rfc3339_millis(at).to_string();
+        for run_id in runs.keys() {
+            let path = self.runs_dir.join(start_key("", run_id));
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &at)
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
         Ok(true)
     }
+}
+
+/// One `pqbench run-spec` process of an attempt.
+struct Child {
+    child: std::process::Child,
+    /// Whether it got its spec on stdin.
+    handed: std::io::Result<()>,
+    /// Its exit status, once it has ended (or been stopped).
+    status: Option<std::process::ExitStatus>,
+    /// The run it carries out, and its process index in that run.
+    run_id: String,
+    index: u32,
 }
 
 /// Where invalid attempts are kept in a campaign directory.

@@ -1440,6 +1440,47 @@ fn campaign_retries_gives_up_and_goes_on_by_the_shared_schedule() {
     );
     assert!(!again.contains("attempt 1 failed"), "{again}");
 
+    // Interleaved, the same bad key: a block's ML-KEM run fails beside its X25519 run, whose
+    // processes go on in their turns and complete; the ML-KEM runs are then tried alone, and
+    // given up after their own attempts.
+    let text = TINY.replace("REPS", "2").replace(
+        "  pause: {enabled: false}\n",
+        "  pause: {enabled: false}\n  runRetries: 1\n  interleave: {slice: 100ms}\n",
+    );
+    std::fs::write(&file, text).expect("write campaign");
+    let out = dir.path().join("interleaved");
+    let o = pqbench(&["run", s(&file), "--out", s(&out), "--keys-dir", s(&keys)]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let camp = out.join("tiny");
+    for id in &x25519 {
+        let dir = camp.join("runs").join(id);
+        assert!(run_complete(&dir), "{id}: {err}");
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("p0").join("summary.json")).expect("summary"),
+        )
+        .expect("json");
+        assert_eq!(summary["spec"]["turns"]["of"], 2, "{summary}");
+        assert_eq!(
+            summary["spec"]["measured"], "2s",
+            "each arm's 1 s, in turns"
+        );
+        assert!(
+            (summary["windowS"].as_f64().expect("windowS") - 1.0).abs() < 1e-9,
+            "{summary}"
+        );
+    }
+    for id in &mlkem {
+        assert!(!run_complete(&camp.join("runs").join(id)), "{id}");
+        assert!(
+            err.contains(&format!("run {id} failed 2 attempt(s)")),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("2 run(s) failed every attempt and were given up"),
+        "{err}"
+    );
+
     // The run deadline: every attempt is stopped at 1 s, before its window ends.
     let text = TINY.replace("REPS", "2").replace(
         "  pause: {enabled: false}\n",

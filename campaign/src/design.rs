@@ -23,6 +23,7 @@
 //! - The pre-registration hash is the SHA-256 of the spec's RFC 8785 canonical JSON
 //!   (defaults filled in, so formatting and comments do not change it) ([`prereg_hash`]).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use envelope::{Backend, Mode};
@@ -485,11 +486,20 @@ pub fn estimate(plan: &Plan, spec: &CampaignSpec, a: &Assumptions) -> Estimate {
     } else {
         Duration::ZERO
     };
+    // Interleaved, the runs of a block share one start, one pause and one overhead.
+    let mut per_block: BTreeMap<u32, u32> = BTreeMap::new();
+    for r in &plan.runs {
+        *per_block.entry(r.block).or_default() += 1;
+    }
+    let shared = |r: &PlannedRun, d: Duration| match spec.interleave {
+        Some(_) => d / per_block.get(&r.block).copied().unwrap_or(1).max(1),
+        None => d,
+    };
     for r in &plan.runs {
         let Some(c) = plan.cell(&r.cell) else {
             continue;
         };
-        let mut t = a.run_overhead + timed;
+        let mut t = shared(r, a.run_overhead) + timed;
         match c.arrival {
             Arrival::Open { rate } => {
                 open += rate * timed.as_secs_f64();
@@ -499,8 +509,8 @@ pub fn estimate(plan: &Plan, spec: &CampaignSpec, a: &Assumptions) -> Estimate {
                 closed += a.closed_rps_per_worker * f64::from(c.concurrency) * timed.as_secs_f64();
             }
         }
-        wall += t + pause_typ;
-        worst += t + spec.drain.0 + pause_max;
+        wall += t + shared(r, pause_typ);
+        worst += t + spec.drain.0 + shared(r, pause_max);
     }
     Estimate {
         runs: plan.runs.len(),

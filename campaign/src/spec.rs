@@ -202,6 +202,14 @@ pub struct CampaignSpec {
     /// Open loop: how long queued arrivals may still be served after the window.
     #[serde(default = "default_drain")]
     pub drain: Dur,
+    /// Interleaved arms (`pqbench run`): the runs of each block start together and take
+    /// turns in slices of `slice`, so that every arm meets the same machine within a
+    /// fraction of a second. `warmup` and `measured` stay each arm's own time, so a block's
+    /// window is as many times longer as it has arms. Closed-loop cells only. Absent, and
+    /// on a cluster (the operator does not interleave yet and ignores it): the runs of a
+    /// block one after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<Interleave>,
     /// Seed of the design (block and run order) and of every run's workload.
     pub seed: u64,
     /// The session-bound grid for `ml-kem-768-session` (each pair is its own arm).
@@ -291,6 +299,13 @@ pub struct CellGrid {
     /// pod's whole-CPU request = limit is k / `clients.processes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_cores: Option<List<u32>>,
+}
+
+impl CellGrid {
+    /// Whether the grid has open-loop cells.
+    pub fn has_open_loop(&self) -> bool {
+        matches!(self.arrival, LoopGrid::Open { .. })
+    }
 }
 
 /// How requests arrive in a cell.
@@ -599,6 +614,17 @@ impl From<StallRule> for stats::regime::StallRule {
             throughput_factor: r.throughput_factor,
         }
     }
+}
+
+/// Interleaved arms: the runs of a block at the same time, in turns
+/// (`run::turns` has the rule and why).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Interleave {
+    /// Length of one turn: at least 10ms, and shorter than the drift it is to cancel
+    /// (100ms pairs the arms within a third of a second with three arms).
+    pub slice: Dur,
 }
 
 /// The pause between runs (section IV-B): wait until the server host's dirty plus
@@ -1037,6 +1063,25 @@ impl CampaignSpec {
         for (i, c) in self.cells.iter().enumerate() {
             c.validate(self.clients.processes)
                 .map_err(|e| format!("cells[{i}].{e}"))?;
+        }
+        if let Some(i) = &self.interleave {
+            if i.slice.0 < Duration::from_millis(10) {
+                return Err(format!(
+                    "interleave.slice: {} is shorter than 10ms; timers and requests in flight would decide the arms' shares",
+                    i.slice
+                ));
+            }
+            if i.slice.0 > self.measured.0 {
+                return Err(format!(
+                    "interleave.slice: {} is longer than measured ({}); every arm needs whole turns in its window",
+                    i.slice, self.measured
+                ));
+            }
+            if let Some(k) = self.cells.iter().position(CellGrid::has_open_loop) {
+                return Err(format!(
+                    "cells[{k}].loop: interleave applies to closed-loop cells only (an open loop's arrivals do not wait for a turn); drop interleave or the open loop"
+                ));
+            }
         }
         let has_session = self.arm_modes().contains(&Mode::MlKem768Session);
         match &self.sessions {

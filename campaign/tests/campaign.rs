@@ -299,6 +299,26 @@ fn malformed_files_name_the_field() {
             "spec.cells[0].loop.rates[1]",
         ),
         ("seed: 20261201", "", "missing field `seed`"),
+        (
+            "interleave: {slice: 100ms}",
+            "interleave: {slice: 5ms}",
+            "spec.interleave.slice: 5ms is shorter than 10ms",
+        ),
+        (
+            "interleave: {slice: 100ms}",
+            "interleave: {slice: 5s}",
+            "spec.interleave.slice: 5s is longer than measured (4s)",
+        ),
+        (
+            "      concurrency: [8]",
+            "      loop: {type: open, rates: [100], threads: 2}",
+            "spec.cells[0].loop: interleave applies to closed-loop cells only",
+        ),
+        (
+            "interleave: {slice: 100ms}",
+            "interleave: {slices: 100ms}",
+            "unknown field `slices`",
+        ),
     ];
     for (from, to, want) in cases {
         assert!(QUICK.contains(from), "{from}");

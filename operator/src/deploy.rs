@@ -176,6 +176,7 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
     };
     run::planner::Environment {
         cpus: None,
+        interleaves: false,
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,

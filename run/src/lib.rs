@@ -16,6 +16,7 @@
 //! - [`schedule`]: the campaign's progress decision both executors call: what to start,
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
 //! - [`verdicts`]: the analysis Job's spec and outcome, and the compact verdicts.
+//! - [`turns`]: interleaved arms, the slices a run of an interleaved block may use.
 //! - [`trace`] and [`s3conf`]: the recorded trace and S3 client settings.
 //!
 //! No tokio, no AWS SDK, no Parquet, no sockets: every function here is a function of its
@@ -31,6 +32,7 @@ pub mod schedule;
 pub mod summary;
 pub mod table;
 pub mod trace;
+pub mod turns;
 pub mod verdicts;
 
 pub use campaign::units;

@@ -27,6 +27,10 @@ pub struct Environment {
     /// This machine's CPU placement, when the executor pins processes itself (`pqbench
     /// run`); absent on Kubernetes, where the pods' CPU requests place them.
     pub cpus: Option<LocalCpus>,
+    /// Whether the executor carries out the runs of a block at once when the campaign
+    /// interleaves its arms (`pqbench run`). The operator does not yet: it runs them one
+    /// after another, and the specs then have no turns.
+    pub interleaves: bool,
 }
 
 /// The CPUs of one machine and where the server and the clients go on it.
@@ -77,6 +81,23 @@ pub fn run_specs(
         .as_ref()
         .and_then(|c| c.placement.server.as_deref())
         .map(format_cpu_list);
+    // Interleaved: each arm keeps its warm-up and window as its own time, the block's
+    // window is as many times longer as the block has runs.
+    let turns = spec
+        .interleave
+        .filter(|_| env.interleaves)
+        .map(|i| crate::turns::Turns {
+            slice: i.slice,
+            of: u32::try_from(
+                plan.runs
+                    .iter()
+                    .filter(|o| o.block == run.block && o.cell == run.cell)
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            turn: run.position,
+        });
+    let stretch = |d: crate::units::Dur| crate::units::Dur(turns.map_or(d.0, |t| d.0 * t.of));
     let mut out = Vec::new();
     for index in 0..count {
         let s = RunSpec {
@@ -99,8 +120,8 @@ pub fn run_specs(
             cell_id: Some(cell.id.clone()),
             arm: Some(arm.label.clone()),
             seed: run.seed,
-            warmup: spec.warmup,
-            measured: spec.measured,
+            warmup: stretch(spec.warmup),
+            measured: stretch(spec.measured),
             drain: spec.drain,
             s3: crate::runspec::S3Target {
                 client: arm.client,
@@ -123,6 +144,7 @@ pub fn run_specs(
             cpus: cpus.clone(),
             client_cores: cell.client_cores,
             server_cpus: server_cpus.clone(),
+            turns,
         };
         s.validate()?;
         out.push(s);

@@ -433,6 +433,11 @@ pub struct RunSpec {
     /// The embedded server's CPUs when the executor placed it (recorded in the summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpus: Option<String>,
+    /// This run's turn when the runs of its block are interleaved (the campaign's
+    /// `interleave`): its workers start requests only in its own slices, and its measured
+    /// time is theirs ([`crate::turns`]). Closed loop only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<crate::turns::Turns>,
 }
 
 pub use campaign::from_yaml;
@@ -512,6 +517,16 @@ impl RunSpec {
         }
         if self.measured.0.is_zero() {
             return Err(Error::Spec("measured must be positive".into()));
+        }
+        if let Some(t) = &self.turns {
+            if let Some(p) = t.problem() {
+                return Err(Error::Spec(p));
+            }
+            if matches!(c.arrival, Loop::Open { .. }) {
+                return Err(Error::Spec(
+                    "turns apply to closed-loop runs only: an open loop's arrivals do not wait for a turn".into(),
+                ));
+            }
         }
         if self.processes.count == 0 || self.processes.index >= self.processes.count {
             return Err(Error::Spec(format!(
@@ -631,6 +646,7 @@ impl RunSpec {
             cpus: None,
             client_cores: None,
             server_cpus: None,
+            turns: None,
         }
     }
 }

@@ -82,7 +82,7 @@ impl Policy {
 }
 
 /// How long one attempt of a run may take: `deadlines.run`, else the pause's longest wait +
-/// warm-up + window + drain + 5 minutes (scheduling, image pulls, keys and fixtures).
+/// warm-up + window (interleaved: times the arms) + drain + 5 minutes (scheduling, image pulls, keys and fixtures).
 pub fn run_deadline(spec: &CampaignSpec) -> Duration {
     spec.deadlines.as_ref().and_then(|d| d.run).map_or_else(
         || {
@@ -91,7 +91,17 @@ pub fn run_deadline(spec: &CampaignSpec) -> Duration {
             } else {
                 Duration::ZERO
             };
-            pause + spec.warmup.0 + spec.measured.0 + spec.drain.0 + Duration::from_secs(300)
+            // Interleaved, an attempt carries out the block's runs at once, each arm's
+            // windows in turns.
+            let turns = if spec.interleave.is_some() {
+                u32::try_from(campaign::design::arms(spec).len()).unwrap_or(u32::MAX)
+            } else {
+                1
+            };
+            pause
+                + (spec.warmup.0 + spec.measured.0) * turns
+                + spec.drain.0
+                + Duration::from_secs(300)
         },
         |d| d.0,
     )
@@ -698,8 +708,18 @@ mod tests {
         let (mut spec, plan) = plan();
         let p = Policy::of(&spec, &plan);
         assert!(spec.pause.enabled);
+        // Interleaved (the quick campaign's three arms): an attempt is the block's.
+        assert!(spec.interleave.is_some());
         assert_eq!(
             p.run_deadline,
+            spec.pause.max_wait.0
+                + (spec.warmup.0 + spec.measured.0) * 3
+                + spec.drain.0
+                + Duration::from_secs(300)
+        );
+        spec.interleave = None;
+        assert_eq!(
+            Policy::of(&spec, &plan).run_deadline,
             spec.pause.max_wait.0
                 + spec.warmup.0
                 + spec.measured.0

@@ -312,7 +312,8 @@ pub struct RunSummary {
     pub valid: bool,
     /// The checks.
     pub checks: Vec<Check>,
-    /// Window length, s.
+    /// Measured time, s: the window, or with turns (`spec.turns`) the run's own slices
+    /// within it. Throughput and cores used are per second of it.
     pub window_s: f64,
     /// Counts.
     pub counts: Counts,
@@ -646,7 +647,11 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             None => {}
         }
     }
-    let w = window.as_secs_f64();
+    // Interleaved: the run's own slices within the window are its measured time.
+    let w = spec
+        .turns
+        .map_or(window, |t| t.own_time(warm, warm + window))
+        .as_secs_f64();
     let n_ok = f(counts.ok);
     let mean_us = |g: fn(&Record) -> Duration| {
         if ok.is_empty() {
@@ -895,6 +900,15 @@ pub fn render(s: &RunSummary) -> String {
         s.counts.warmup,
         s.window_s
     );
+    if let Some(t) = &s.spec.turns {
+        let _ = writeln!(
+            o,
+            "  turns        {} of {} in slices of {} (the window is its own slices)",
+            t.turn + 1,
+            t.of,
+            t.slice
+        );
+    }
     if !s.failures_by_class.is_empty() {
         let f: Vec<String> = s
             .failures_by_class

@@ -496,6 +496,61 @@ fn a_process_not_ready_by_start_at_fails_the_run() {
     assert_eq!(env.leftovers(), 0, "fixtures are removed");
 }
 
+/// Interleaved arms: a run with turn 1 of 3 in 100 ms slices starts every request in its
+/// own slices (the second of every three), starts some in each of them (the turn clock
+/// wakes its workers each time), and its measured time is its own slices within the window,
+/// which throughput and cores used are per second of.
+#[test]
+fn turns_start_requests_in_own_slices_only() {
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec("turns", Mode::X25519, Operation::Get, 2, Loop::Closed);
+    let turns = run::turns::Turns {
+        slice: Dur(Duration::from_millis(100)),
+        of: 3,
+        turn: 1,
+    };
+    spec.turns = Some(turns);
+    spec.warmup = Dur(Duration::from_millis(600));
+    spec.measured = Dur(Duration::from_millis(1500));
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
+    let s = &w.summary;
+    assert_valid_but_unaccounted(s);
+    let recs = records(&w.dir);
+    assert!(!recs.is_empty());
+    let cycle = Duration::from_millis(300).as_nanos();
+    let mut cycles = std::collections::BTreeSet::new();
+    for r in &recs {
+        let at = r.offset.as_nanos() % cycle;
+        assert!(
+            (100_000_000..200_000_000).contains(&at),
+            "request {}/{} started {:?} after the start, outside turn 1",
+            r.worker,
+            r.seq,
+            r.offset
+        );
+        cycles.insert(r.offset.as_nanos() / cycle);
+    }
+    // Seven cycles of 300 ms in 2.1 s: a turn in each.
+    assert_eq!(cycles.len(), 7, "turns with requests: {cycles:?}");
+    let own = turns.own_time(spec.warmup.0, spec.warmup.0 + spec.measured.0);
+    assert_eq!(own, Duration::from_millis(500));
+    assert!((s.window_s - 0.5).abs() < 1e-9, "window {}", s.window_s);
+    assert!((s.throughput_rps - s.counts.ok as f64 / 0.5).abs() < 1e-6);
+    assert!((s.cpu.cores_used - s.cpu.process_cpu_s / 0.5).abs() < 1e-9);
+    assert!(run::summary::render(s).contains("turns        2 of 3 in slices of 100ms"));
+    // An open loop does not take turns.
+    let mut open = env.spec(
+        "turns-open",
+        Mode::X25519,
+        Operation::Get,
+        2,
+        Loop::Open { rate: 10.0 },
+    );
+    open.turns = Some(turns);
+    let err = run_to_files(&open, &RunOptions::default()).expect_err("open loop with turns");
+    assert!(err.to_string().contains("closed-loop runs only"), "{err}");
+}
+
 /// SIGTERM (what a pod's deletion or `podman stop` sends) during the measured window: the
 /// process exits at once with 143, says the run is incomplete, and leaves no checksum
 /// manifest, so nothing of the run counts as complete.
