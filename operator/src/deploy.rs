@@ -306,6 +306,11 @@ mod tests {
         );
         assert!(s.start_gate.is_some());
         assert!(s.start_at.is_none());
+        // The operator runs a block's runs one after another: no turns, each run its own
+        // windows, though the quick campaign interleaves on one machine.
+        assert!(m.spec.interleave.is_some());
+        assert_eq!(s.turns, None);
+        assert_eq!((s.warmup, s.measured), (m.spec.warmup, m.spec.measured));
         assert_eq!(s.run_id, plan.runs[0].run_id);
         assert_eq!(s.processes.count, m.spec.clients.processes);
         assert_eq!(

@@ -562,10 +562,15 @@ impl Step<'_, '_> {
             false,
             Reason::Accepted,
             format!(
-                "pre-registration {} ({} runs in {} blocks)",
+                "pre-registration {} ({} runs in {} blocks){}",
                 &f.plan.prereg_hash[..f.plan.prereg_hash.len().min(16)],
                 f.plan.runs.len(),
-                f.plan.blocks
+                f.plan.blocks,
+                if f.spec.interleave.is_some() {
+                    "; spec.interleave is for `pqbench run`: here the runs of each block run one after another"
+                } else {
+                    ""
+                }
             ),
         );
         self.actions.push(Action::Provision);
@@ -1251,6 +1256,10 @@ mod tests {
         for t in ["Provisioned", "Running", "Analyzed", "Degraded", "Ready"] {
             assert!(d.status.conditions.iter().any(|c| c.type_ == t), "{t}");
         }
+        // The quick campaign interleaves its arms on one machine; here it cannot, and says so.
+        assert!(f.m.spec.interleave.is_some());
+        assert!(d.actions.iter().any(|a| matches!(a, Action::Event(e)
+            if e.note.contains("spec.interleave is for `pqbench run`: here the runs of each block run one after another"))));
     }
 
     #[test]
