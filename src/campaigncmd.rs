@@ -913,9 +913,9 @@ impl Local<'_> {
                 .duration_since(started)
                 .is_ok_and(|d| d > self.policy.run_deadline);
             if late {
-                for run_id in runs.keys() {
+                for c in children.iter().filter(|c| c.status.is_none()) {
                     failed
-                        .entry(run_id.clone())
+                        .entry(c.run_id.clone())
                         .or_insert_with(|| self.policy.deadline_exceeded());
                 }
             }

@@ -76,8 +76,9 @@ fn main_job_reaches_verdicts() {
     // The cell is client-bound by design: 8 workers on one core against a server on its
     // own. The study's saturation flag asks for 95 % of that core in the client process; on
     // a 2-core VM the kernel's softirq time for the loopback traffic (5-6 % of the client's
-    // CPU, measured in /proc/stat) is not the process's, and the flag reads 0.91-0.94 there,
-    // in turns or not. What the test requires is the client busy, every arm ≥ 85 %.
+    // CPU, measured in /proc/stat) is not the process's, and the server's core is nearly as
+    // busy (0.89-0.92 cores): the flag read 0.86-0.94 for the aws-lc arms there, in turns or
+    // not. What the test requires is the client busy, every arm ≥ 85 %.
     let arms = report["arms"].as_array().expect("arms");
     assert_eq!(arms.len(), 3, "{arms:?}");
     for a in arms {

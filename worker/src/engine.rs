@@ -253,7 +253,10 @@ async fn wait_turn(opened: Option<&mut tokio::sync::watch::Receiver<()>>, next: 
         Some(rx) => {
             // A stale announcement (of a slice this worker spent in a request) returns at
             // once; the caller checks the slice again.
-            let _ = tokio::time::timeout_at(guard.into(), rx.changed()).await;
+            if let Ok(Err(_)) = tokio::time::timeout_at(guard.into(), rx.changed()).await {
+                // The clock has stopped: the timer, not a busy loop.
+                tokio::time::sleep_until(next.into()).await;
+            }
         }
         None => tokio::time::sleep_until(next.into()).await,
     }
