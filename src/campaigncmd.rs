@@ -792,9 +792,8 @@ impl Local<'_> {
             return Vec::new();
         }
         self.plan
-            .runs
-            .iter()
-            .filter(|o| o.block == r.block && o.cell == r.cell && o.run_id != r.run_id)
+            .block_runs(r.block)
+            .filter(|o| o.run_id != r.run_id)
             .filter(|o| !complete.contains(&o.run_id))
             .filter(|o| given_up.iter().all(|g| g.run_id != o.run_id))
             .collect()

@@ -23,7 +23,6 @@
 //! - The pre-registration hash is the SHA-256 of the spec's RFC 8785 canonical JSON
 //!   (defaults filled in, so formatting and comments do not change it) ([`prereg_hash`]).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use envelope::{Backend, Mode};
@@ -141,6 +140,11 @@ impl Plan {
     /// The arm of a run.
     pub fn arm(&self, label: &str) -> Option<&Arm> {
         self.arms.iter().find(|a| a.label == label)
+    }
+
+    /// The runs of a block (numbered over the whole plan, so all of one cell), in run order.
+    pub fn block_runs(&self, block: u32) -> impl Iterator<Item = &PlannedRun> {
+        self.runs.iter().filter(move |r| r.block == block)
     }
 
     /// The label of the baseline arm: the baseline mode's first arm (storage overhead and
@@ -487,12 +491,12 @@ pub fn estimate(plan: &Plan, spec: &CampaignSpec, a: &Assumptions) -> Estimate {
         Duration::ZERO
     };
     // Interleaved, the runs of a block share one start, one pause and one overhead.
-    let mut per_block: BTreeMap<u32, u32> = BTreeMap::new();
-    for r in &plan.runs {
-        *per_block.entry(r.block).or_default() += 1;
-    }
     let shared = |r: &PlannedRun, d: Duration| match spec.interleave {
-        Some(_) => d / per_block.get(&r.block).copied().unwrap_or(1).max(1),
+        Some(_) => {
+            d / u32::try_from(plan.block_runs(r.block).count())
+                .unwrap_or(1)
+                .max(1)
+        }
         None => d,
     };
     for r in &plan.runs {

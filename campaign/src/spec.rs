@@ -301,6 +301,12 @@ pub struct CellGrid {
     pub client_cores: Option<List<u32>>,
 }
 
+impl Interleave {
+    /// The shortest slice: below it, timers and requests in flight would decide the arms'
+    /// shares.
+    pub const MIN_SLICE: Duration = Duration::from_millis(10);
+}
+
 impl CellGrid {
     /// Whether the grid has open-loop cells.
     pub fn has_open_loop(&self) -> bool {
@@ -1065,7 +1071,7 @@ impl CampaignSpec {
                 .map_err(|e| format!("cells[{i}].{e}"))?;
         }
         if let Some(i) = &self.interleave {
-            if i.slice.0 < Duration::from_millis(10) {
+            if i.slice.0 < Interleave::MIN_SLICE {
                 return Err(format!(
                     "interleave.slice: {} is shorter than 10ms; timers and requests in flight would decide the arms' shares",
                     i.slice

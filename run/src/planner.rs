@@ -88,13 +88,7 @@ pub fn run_specs(
         .filter(|_| env.interleaves)
         .map(|i| crate::turns::Turns {
             slice: i.slice,
-            of: u32::try_from(
-                plan.runs
-                    .iter()
-                    .filter(|o| o.block == run.block && o.cell == run.cell)
-                    .count(),
-            )
-            .unwrap_or(u32::MAX),
+            of: u32::try_from(plan.block_runs(run.block).count()).unwrap_or(u32::MAX),
             turn: run.position,
         });
     let stretch = |d: crate::units::Dur| crate::units::Dur(turns.map_or(d.0, |t| d.0 * t.of));

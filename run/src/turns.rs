@@ -36,7 +36,7 @@ pub struct Turns {
 impl Turns {
     /// Why these turns cannot be taken, if they cannot.
     pub fn problem(&self) -> Option<String> {
-        if self.slice.0 < Duration::from_millis(10) {
+        if self.slice.0 < campaign::spec::Interleave::MIN_SLICE {
             return Some(format!(
                 "turns.slice {} is shorter than 10ms: timers and requests in flight would decide the shares",
                 self.slice
