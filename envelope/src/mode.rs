@@ -102,7 +102,7 @@ impl Mode {
             Mode::ConcatHybrid => "ML-KEM-768+X25519-concat",
             Mode::XWing => "X-Wing",
             Mode::MlKem768Session => "ML-KEM-768-session",
-            Mode::X25519Padded => "X25519-padded-1088",
+            Mode::X25519Padded => "X25519P",
         }
     }
 

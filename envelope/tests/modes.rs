@@ -550,3 +550,29 @@ fn every_mode_is_covered_by_the_macro() {
     // 11 modes × 2 backends above; this fails when a mode is added without its cases.
     assert_eq!(Mode::ALL.len(), 11);
 }
+
+/// The manifest-size control (study section V-C, mode C2) is exactly as long as ML-KEM-768's
+/// manifest for the same object, at every object size and on both backends, so that a
+/// difference between them is not one of manifest bytes.
+#[test]
+fn padded_control_manifest_is_as_long_as_ml_kem_768() {
+    for backend in [Backend::AwsLc, Backend::RustCrypto] {
+        let (pad, kem) = (
+            Fixture::new(Mode::X25519Padded, backend),
+            Fixture::new(Mode::MlKem768, backend),
+        );
+        for (i, len) in [0, 1, 37, 65_536, CHUNK + 1].into_iter().enumerate() {
+            let oid = id(&format!("dir/control-{len}.bin"));
+            let pt = plaintext(len, 7);
+            let (mp, _) = pad.seal(&oid, &pt, 70 + i as u64);
+            let (mk, _) = kem.seal(&oid, &pt, 80 + i as u64);
+            assert_eq!(
+                mp.len(),
+                mk.len(),
+                "{backend:?}, {len} bytes: x25519-padded manifest {} bytes, ml-kem-768 {}",
+                mp.len(),
+                mk.len()
+            );
+        }
+    }
+}
