@@ -8,12 +8,21 @@
 //! - [`paired`]: pairs are the blocks of a cell that hold both mode *m* and baseline *b*;
 //!   `dᵢ = ln(T_m,i / T_b,i)`, mean, sd (n−1), `se = s/√n`, `df = n−1`; the ratio
 //!   `exp(d̄)` with t intervals; TOST at a margin; the verdict and the deficit/advantage
-//!   flags; the percentile bootstrap of `d̄` (section IV-C).
+//!   flags; the percentile bootstrap of `d̄`; the p of `d̄ = 0` and the ratio summary of
+//!   secondary endpoints; paired differences (section IV-C, Tables XIII and XVI).
+//! - [`identity`]: the CPU accounting identity, throughput = cores used / CPU per request,
+//!   with every term's paired ratio, its residual and the equal-cores gap (sections IV-C,
+//!   V-C, Table XV).
+//! - [`attribution`]: the share of a deficit a control accounts for, with its bootstrap
+//!   interval over blocks (section V-C).
 //! - [`multiplicity`]: Holm over the primary family, Benjamini–Hochberg for exploratory
 //!   tables (section IV-C).
 //! - [`power`]: repetitions needed for a given power (section IV-C, normal approximation).
-//! - [`regime`]: the stall rule, the saturation criterion, the CPU accounting identity and
-//!   the open-loop knee (sections IV-C, V-B, V-C).
+//! - [`regime`]: the stall rule, the saturation criterion, the equal-cores CPU ratio and
+//!   the open-loop knee, interpolated (sections IV-C, V-B, V-C).
+//! - [`queueing`]: the knee an M/M/c pool sized by Little's law predicts (Erlang C).
+//! - [`regression`]: ordinary least squares as statsmodels' OLS, for the order-and-time
+//!   regression (section VI).
 //! - [`storage`]: manifest overhead per object and per billion objects against the S3
 //!   user-metadata limit (section V-E).
 //! - [`contingency`]: Fisher's exact test (two-sided) on a 2×2 table, the check that a
@@ -23,12 +32,16 @@
 //! Every function is cross-checked against SciPy/statsmodels in `tests/oracle.rs`, with
 //! the reference values produced by `tests/oracle/generate.py`.
 
+pub mod attribution;
 pub mod contingency;
 pub mod dist;
+pub mod identity;
 pub mod multiplicity;
 pub mod paired;
 pub mod power;
+pub mod queueing;
 pub mod regime;
+pub mod regression;
 pub mod storage;
 
 pub use paired::{Comparison, Paired, Verdict};
@@ -56,6 +69,15 @@ pub enum Error {
         allowed: &'static str,
         /// The value given.
         value: f64,
+    },
+    /// A least-squares design without full column rank (a column that is a linear
+    /// combination of the ones before it, or no more observations than columns).
+    #[error("{what} is singular: {reason}")]
+    Singular {
+        /// The statistic.
+        what: &'static str,
+        /// Why, naming the offending column where there is one.
+        reason: String,
     },
 }
 

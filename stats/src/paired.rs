@@ -17,7 +17,14 @@
 //!   ([`verdict`]);
 //! - deficit if the 90 % interval's upper end is below `1 − threshold`, advantage if its
 //!   lower end is above `1 + threshold` (threshold 0.02 in the study; [`Flags`]);
-//! - the percentile bootstrap of `d̄`, seeded ([`bootstrap_interval`]).
+//! - the percentile bootstrap of `d̄`, seeded ([`bootstrap_interval`]);
+//! - the two-sided p of the one-sample t test of `d̄ = 0`, `2·F(−|d̄/se|)`
+//!   ([`Paired::difference_p`]), and the summary every secondary endpoint reports (client
+//!   CPU per request, Table XIII; the terms of the CPU accounting identity, Table XV):
+//!   ratio, 90 % and 95 % intervals, sd and that p ([`RatioInterval`]);
+//! - for paired *differences* rather than ratios (mode − baseline of a quantity that may be
+//!   zero or negative, e.g. the stage times in µs of Table XVI, section V-C): mean, sd, the
+//!   95 % t interval of the mean difference and the paired t-test p ([`difference_interval`]).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng as _;
@@ -156,6 +163,110 @@ impl Paired {
             p_upper,
         })
     }
+
+    /// The two-sided p of the one-sample t test of `d̄ = 0` (no difference; SciPy's
+    /// `ttest_1samp(d, 0).pvalue`): `2·F(−|d̄/se|)` with `F` the Student t CDF with `df`.
+    ///
+    /// With zero spread (`se = 0`) the t statistic is infinite or undefined: p is 0 if
+    /// `d̄ ≠ 0` and 1 if `d̄ = 0` (SciPy returns NaN for both).
+    pub fn difference_p(&self) -> Result<f64> {
+        if self.se == 0.0 {
+            return Ok(if self.mean == 0.0 { 1.0 } else { 0.0 });
+        }
+        Ok((2.0 * t_cdf(-(self.mean / self.se).abs(), self.df)?).min(1.0))
+    }
+}
+
+/// The summary of a paired ratio that every secondary endpoint reports (client CPU per
+/// request, Table XIII of the study; the terms of the CPU accounting identity, Table XV):
+/// the ratio `exp(d̄)`, its 90 % and 95 % t intervals, the sd of the log ratios and the
+/// two-sided p of `d̄ = 0`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RatioInterval {
+    /// Number of pairs.
+    pub n: usize,
+    /// `exp(d̄)`.
+    pub ratio: f64,
+    /// 90 % t interval of the ratio, `exp(d̄ ± t₀.₉₅,df · se)`.
+    pub ci90: (f64, f64),
+    /// 95 % t interval of the ratio, `exp(d̄ ± t₀.₉₇₅,df · se)`.
+    pub ci95: (f64, f64),
+    /// Standard deviation of the log ratios (divisor `n − 1`).
+    pub sd: f64,
+    /// Two-sided p of the one-sample t test of `d̄ = 0` ([`Paired::difference_p`]).
+    pub difference_p: f64,
+}
+
+impl RatioInterval {
+    /// Summarises log ratios `d` (at least two, all finite).
+    pub fn of(d: &[f64]) -> Result<Self> {
+        let p = Paired::from_log_ratios(d)?;
+        Ok(Self {
+            n: p.n,
+            ratio: p.ratio(),
+            ci90: p.ratio_interval(0.90)?,
+            ci95: p.ratio_interval(0.95)?,
+            sd: p.sd,
+            difference_p: p.difference_p()?,
+        })
+    }
+
+    /// Whether the 95 % interval excludes 1 (lies entirely above or below it).
+    pub fn excludes_one(&self) -> bool {
+        self.ci95.0 > 1.0 || self.ci95.1 < 1.0
+    }
+}
+
+/// The summary of paired differences `mode − baseline` ([`difference_interval`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// Number of pairs.
+    pub n: usize,
+    /// Mean difference.
+    pub mean: f64,
+    /// Standard deviation of the differences (divisor `n − 1`).
+    pub sd: f64,
+    /// 95 % t interval of the mean difference, `mean ± t₀.₉₇₅,n−1 · sd/√n`.
+    pub ci95: (f64, f64),
+    /// Two-sided p of the paired t test of a zero mean difference (SciPy's
+    /// `ttest_rel(mode, baseline).pvalue`; zero spread as [`Paired::difference_p`]).
+    pub p: f64,
+}
+
+/// Mean, sd, 95 % t interval and paired t-test p of the differences `mode − baseline` of
+/// `(mode, baseline)` pairs (stage times in µs, Table XVI of the study). Values may be zero
+/// or negative; they must be finite, and so must their differences. Needs two pairs.
+pub fn difference_interval(pairs: &[(f64, f64)]) -> Result<Difference> {
+    let d = pairs
+        .iter()
+        .map(|&(m, b)| {
+            let d = m - b;
+            match [m, b, d].into_iter().find(|v| !v.is_finite()) {
+                Some(bad) => Err(Error::Domain {
+                    what: "a paired measurement or its difference",
+                    allowed: "finite",
+                    value: bad,
+                }),
+                None => Ok(d),
+            }
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    if d.len() < 2 {
+        return Err(Error::TooFewPairs {
+            what: "a paired difference",
+            need: 2,
+            got: d.len(),
+        });
+    }
+    // The moments of a vector do not care whether it holds log ratios or differences.
+    let p = Paired::from_log_ratios(&d)?;
+    Ok(Difference {
+        n: p.n,
+        mean: p.mean,
+        sd: p.sd,
+        ci95: p.log_interval(0.95)?,
+        p: p.difference_p()?,
+    })
 }
 
 /// `[ln(1−δ), ln(1+δ)]` for a margin δ in (0, 1).
@@ -358,6 +469,41 @@ mod tests {
         assert!(log_ratios(&[(1.0, 0.0)]).is_err());
         assert!(Paired::from_log_ratios(&[0.1, f64::NAN]).is_err());
         assert!(bootstrap_interval(&[0.1, 0.2], 1, 0, 0.9).is_err());
+        assert!(RatioInterval::of(&[0.1]).is_err());
+        assert!(difference_interval(&[(1.0, 2.0)]).is_err());
+        assert!(difference_interval(&[(1.0, 2.0), (f64::INFINITY, 0.0)]).is_err());
+        assert!(difference_interval(&[(f64::MAX, -f64::MAX), (1.0, 0.0)]).is_err());
+    }
+
+    #[test]
+    fn difference_p_and_ratio_interval() {
+        // d = [0.01, 0.03]: mean 0.02, sd √2·0.01, se 0.01, t = 2 on 1 df:
+        // p = 2·(1/2 − atan(2)/π) = 1 − 2·atan(2)/π.
+        let p = Paired::from_log_ratios(&[0.01, 0.03]).expect("paired");
+        let want = 1.0 - 2.0 * 2.0_f64.atan() / std::f64::consts::PI;
+        assert!((p.difference_p().expect("p") - want).abs() < 1e-12);
+        let r = RatioInterval::of(&[0.01, 0.03]).expect("interval");
+        assert_eq!(r.n, 2);
+        assert!((r.ratio - 0.02_f64.exp()).abs() < 1e-15);
+        assert_eq!(r.ci90, p.ratio_interval(0.90).expect("ci90"));
+        assert!(!r.excludes_one(), "{r:?}");
+        let tight = RatioInterval::of(&[-0.05, -0.049, -0.051]).expect("tight");
+        assert!(tight.excludes_one() && tight.ci95.1 < 1.0);
+        // Zero spread: decided by the mean.
+        let zero = Paired::from_log_ratios(&[0.0, 0.0]).expect("zero");
+        assert_eq!(zero.difference_p().expect("p"), 1.0);
+        let constant = Paired::from_log_ratios(&[0.01, 0.01]).expect("constant");
+        assert_eq!(constant.difference_p().expect("p"), 0.0);
+    }
+
+    #[test]
+    fn differences_may_be_negative_or_zero() {
+        let d = difference_interval(&[(0.0, 1.0), (-2.0, -2.5), (3.0, 3.0)]).expect("d");
+        // Differences −1, 0.5, 0: mean −1/6.
+        assert_eq!(d.n, 3);
+        assert!((d.mean + 1.0 / 6.0).abs() < 1e-15);
+        assert!(d.ci95.0 < d.mean && d.mean < d.ci95.1);
+        assert!(d.p > 0.5 && d.p < 1.0, "{d:?}");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Where a cell sits: the stall rule, the saturation criterion, the CPU accounting
-//! identity and the open-loop knee (study sections IV-C, V-B and V-C).
+//! identity's equal-cores reading and the open-loop knee (study sections IV-C, V-B and
+//! V-C). The identity with all its terms is in [`crate::identity`]; the knee an M/M/c
+//! queue predicts is in [`crate::queueing`].
 
 use serde::{Deserialize, Serialize};
 
@@ -78,7 +80,8 @@ fn mean(v: &[f64]) -> Option<f64> {
 /// The CPU accounting identity (section IV-C): under client saturation the throughput
 /// ratio of two modes is the inverse of their client-CPU-per-request ratio. Given that
 /// ratio (`exp` of the mean paired log ratio of CPU per request), the implied throughput
-/// ratio.
+/// ratio. [`crate::identity::identity`] gives this term with its intervals, together with
+/// the cores used and how well the two account for the observed ratio.
 pub fn implied_ratio(cpu_ratio: f64) -> f64 {
     1.0 / cpu_ratio
 }
@@ -95,34 +98,59 @@ pub struct OpenPoint {
 /// The knee of an open-loop series.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
-    /// Lowest offered rate where the mean response time is at least twice the light-load
-    /// response time.
+    /// The offered rate at which the mean response time reaches twice the light-load
+    /// response time, interpolated linearly (in rate and response) between `lower_rate` and
+    /// `upper_rate`.
     pub rate: f64,
+    /// The last offered rate below the doubling (the rate before `upper_rate`).
+    pub lower_rate: f64,
+    /// The first offered rate whose mean response time is at least twice the light-load
+    /// one: an upper bound of the knee.
+    pub upper_rate: f64,
     /// Mean response time at the lowest offered rate (the light-load reference).
     pub light_load_response: f64,
-    /// `rate` as a fraction of the closed-loop peak throughput, if one is known.
+    /// `rate` (the interpolated one) as a fraction of the closed-loop peak throughput, if
+    /// one is known.
     pub fraction_of_peak: Option<f64>,
 }
 
-/// The knee (section V-B, "the mean response time doubles"): among `points` (one per
-/// offered rate, any order), the light-load response time is the mean response time at the
-/// lowest rate, and the knee the lowest rate whose mean response time is at least twice
-/// that. `None` if the series never doubles (the knee lies beyond the rates tried) or has
-/// fewer than two rates.
+/// The knee (section V-B, "the mean response time doubles"; the definition is one of the
+/// study's exploratory choices, section IV-C): among `points` (one per offered rate, any
+/// order; points with a non-finite rate or response are ignored), the light-load response
+/// time `R₀` is the mean response time at the lowest rate; the first rate whose mean
+/// response time is at least `2·R₀` is `upper_rate`, the rate before it `lower_rate`, and
+/// the knee the rate where the straight line through those two points reaches `2·R₀`:
+///
+/// `rate = r_lo + (2·R₀ − R_lo) · (r_hi − r_lo) / (R_hi − R_lo)`.
+///
+/// `None` if the series never doubles (the knee lies beyond the rates tried), has fewer
+/// than two rates or a non-positive light-load response.
 pub fn knee(points: &[OpenPoint], closed_loop_peak: Option<f64>) -> Option<Knee> {
-    let mut p = points.to_vec();
+    let mut p: Vec<OpenPoint> = points
+        .iter()
+        .filter(|x| x.rate.is_finite() && x.mean_response.is_finite())
+        .copied()
+        .collect();
     p.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     let light = p.first()?.mean_response;
-    if p.len() < 2 || light.is_nan() || light <= 0.0 {
+    if p.len() < 2 || light <= 0.0 {
         return None;
     }
-    let k = p.iter().skip(1).find(|x| x.mean_response >= 2.0 * light)?;
+    let target = 2.0 * light;
+    // Every point before the first doubling is below it, so `lo` is the last one below.
+    let i = 1 + p[1..].iter().position(|x| x.mean_response >= target)?;
+    let (lo, hi) = (p[i - 1], p[i]);
+    // R_hi ≥ 2·R₀ > R_lo, so the denominator is positive.
+    let rate = lo.rate
+        + (target - lo.mean_response) * (hi.rate - lo.rate) / (hi.mean_response - lo.mean_response);
     Some(Knee {
-        rate: k.rate,
+        rate,
+        lower_rate: lo.rate,
+        upper_rate: hi.rate,
         light_load_response: light,
         fraction_of_peak: closed_loop_peak
             .filter(|&peak| peak > 0.0)
-            .map(|peak| k.rate / peak),
+            .map(|peak| rate / peak),
     })
 }
 
@@ -171,16 +199,32 @@ mod tests {
     }
 
     #[test]
-    fn knee_is_the_first_doubling() {
-        let pts = [(400.0, 2.5), (100.0, 1.0), (200.0, 1.2), (300.0, 2.0)].map(
-            |(rate, mean_response)| OpenPoint {
-                rate,
-                mean_response,
-            },
-        );
+    fn knee_is_interpolated_at_the_doubling() {
+        let pt = |(rate, mean_response)| OpenPoint {
+            rate,
+            mean_response,
+        };
+        let pts = [(400.0, 3.0), (100.0, 1.0), (200.0, 1.2), (300.0, 2.4)].map(pt);
+        // 2·R₀ = 2.0 lies between (200, 1.2) and (300, 2.4): 200 + 0.8 · 100 / 1.2.
         let k = knee(&pts, Some(500.0)).expect("knee");
-        assert_eq!(k.rate, 300.0);
-        assert_eq!(k.fraction_of_peak, Some(0.6));
+        let want = 200.0 + 0.8 * 100.0 / 1.2;
+        assert!((k.rate - want).abs() < 1e-12, "{k:?}");
+        assert_eq!((k.lower_rate, k.upper_rate), (200.0, 300.0));
+        assert_eq!(k.light_load_response, 1.0);
+        assert!((k.fraction_of_peak.expect("fraction") - want / 500.0).abs() < 1e-15);
+        // Exactly doubled at an offered rate: the knee is that rate.
+        let exact = [(100.0, 1.0), (200.0, 1.2), (300.0, 2.0)].map(pt);
+        let k = knee(&exact, None).expect("knee");
+        assert_eq!(
+            (k.rate, k.upper_rate, k.fraction_of_peak),
+            (300.0, 300.0, None)
+        );
+        // Doubled at the second rate: interpolated from the light-load point itself.
+        let k = knee(&[(100.0, 1.0), (200.0, 3.0)].map(pt), None).expect("knee");
+        assert_eq!((k.rate, k.lower_rate), (150.0, 100.0));
+        // A NaN point is ignored.
+        let with_nan = [(100.0, 1.0), (150.0, f64::NAN), (200.0, 3.0)].map(pt);
+        assert_eq!(knee(&with_nan, None).expect("knee").rate, 150.0);
         assert_eq!(knee(&pts[1..3], None), None);
         assert_eq!(knee(&pts[..1], None), None);
     }

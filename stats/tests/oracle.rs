@@ -3,17 +3,22 @@
 //! The reference values in `oracle/cases.json` were produced by `oracle/generate.py`
 //! (library versions recorded in the file's `provenance`; `make oracle-check` regenerates
 //! them and fails on any difference). Deterministic statistics must agree to 1e-9
-//! relative; the bootstrap, a Monte Carlo procedure with its own random stream, within a
-//! few Monte Carlo standard errors of SciPy's.
+//! relative; the bootstraps (of a mean, and of the control attribution's share), Monte
+//! Carlo procedures with their own random stream, within a few Monte Carlo standard errors
+//! of SciPy's.
 
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 use serde::Deserialize;
+use stats::attribution::manifest_share;
 use stats::contingency::fisher_exact;
 use stats::dist::{norm_ppf, t_cdf, t_ppf};
+use stats::identity::{IdentityPair, identity};
 use stats::multiplicity::{benjamini_hochberg, holm};
-use stats::paired::{Paired, bootstrap_interval, log_ratios};
+use stats::paired::{Paired, RatioInterval, bootstrap_interval, difference_interval, log_ratios};
 use stats::power::repetitions_needed;
+use stats::queueing::{erlang_c, mmc_response, predict_knee};
+use stats::regression::ols;
 
 #[derive(Deserialize)]
 struct Cases {
@@ -26,6 +31,12 @@ struct Cases {
     bootstrap: Vec<Boot>,
     power: Vec<Power>,
     fisher: Vec<Fisher>,
+    differences: Vec<DifferenceCase>,
+    identity: Vec<IdentityCase>,
+    ols: Vec<OlsCase>,
+    erlang: Vec<Erlang>,
+    knee_prediction: Vec<KneeCase>,
+    attribution: Vec<Attribution>,
     provenance: serde_json::Value,
 }
 
@@ -62,6 +73,7 @@ struct PairedCase {
     tost_p: f64,
     tost_p_lower: f64,
     tost_p_upper: f64,
+    difference_p: f64,
 }
 #[derive(Deserialize)]
 struct Adjust {
@@ -91,6 +103,105 @@ struct Power {
 struct Fisher {
     table: [[u64; 2]; 2],
     p: f64,
+}
+#[derive(Deserialize)]
+struct DifferenceCase {
+    name: String,
+    mode: Vec<f64>,
+    baseline: Vec<f64>,
+    n: usize,
+    mean: f64,
+    sd: f64,
+    ci95: [f64; 2],
+    p: f64,
+}
+#[derive(Deserialize)]
+struct Summary {
+    n: usize,
+    ratio: f64,
+    ci90: [f64; 2],
+    ci95: [f64; 2],
+    sd: f64,
+    difference_p: f64,
+}
+#[derive(Deserialize)]
+struct IdentityCase {
+    name: String,
+    margin: f64,
+    tolerance: f64,
+    /// `[mode, baseline]` per measure.
+    throughput: [Vec<f64>; 2],
+    cpu_per_request: [Vec<f64>; 2],
+    cores_used: [Vec<f64>; 2],
+    observed: Summary,
+    cpu: Summary,
+    cores: Summary,
+    implied_equal_cores: Summary,
+    implied: Summary,
+    residual: Summary,
+    gap: Summary,
+    cpu_tost_p: f64,
+    holds: bool,
+    cpu_predicts_throughput: bool,
+}
+#[derive(Deserialize)]
+struct Column {
+    name: String,
+    values: Vec<f64>,
+}
+#[derive(Deserialize)]
+struct OlsCase {
+    name: String,
+    y: Vec<f64>,
+    columns: Vec<Column>,
+    singular: bool,
+    dependent_column: Option<String>,
+    #[serde(default)]
+    coef: Vec<f64>,
+    #[serde(default)]
+    se: Vec<f64>,
+    #[serde(default)]
+    t: Vec<f64>,
+    #[serde(default)]
+    p: Vec<f64>,
+    #[serde(default)]
+    ci95: Vec<[f64; 2]>,
+    #[serde(default)]
+    df_resid: f64,
+    #[serde(default)]
+    r_squared: f64,
+    #[serde(default)]
+    n: usize,
+}
+#[derive(Deserialize)]
+struct Erlang {
+    servers: u32,
+    offered_load: f64,
+    service_time: f64,
+    rate: f64,
+    erlang_c: f64,
+    response: f64,
+}
+#[derive(Deserialize)]
+struct KneeCase {
+    service_time: f64,
+    peak: f64,
+    servers: u32,
+    capacity: f64,
+    rate: f64,
+    fraction_of_capacity: f64,
+}
+#[derive(Deserialize)]
+struct Attribution {
+    name: String,
+    d_pc: Vec<f64>,
+    d_pb: Vec<f64>,
+    resamples: u32,
+    share: f64,
+    deficit_ratio: f64,
+    residual_ratio: f64,
+    ci: [f64; 2],
+    mc_se: [f64; 2],
 }
 
 fn cases() -> Cases {
@@ -185,6 +296,21 @@ fn paired_ratio_intervals_and_tost() {
             let rel = if want < 1e-12 { 1e-6 } else { REL };
             close(&format!("{}: {what}", k.name), got, want, rel);
         }
+        let dp = p.difference_p().unwrap();
+        let rel = if k.difference_p < 1e-12 { 1e-6 } else { REL };
+        close(
+            &format!("{}: difference_p", k.name),
+            dp,
+            k.difference_p,
+            rel,
+        );
+        let r = RatioInterval::of(&d).unwrap();
+        assert_eq!(r.n, k.d.len(), "{}", k.name);
+        assert_eq!(
+            (r.ci90, r.ci95, r.sd, r.difference_p),
+            (ci90, ci95, p.sd, dp)
+        );
+        close(&format!("{}: ratio", k.name), r.ratio, k.mean.exp(), REL);
     }
 }
 
@@ -247,5 +373,232 @@ fn fisher_exact_two_sided() {
     for k in &c.fisher {
         let got = fisher_exact(k.table).unwrap();
         close(&format!("fisher_exact({:?})", k.table), got, k.p, REL);
+    }
+}
+
+#[test]
+fn paired_differences() {
+    for k in &cases().differences {
+        let pairs: Vec<(f64, f64)> = k
+            .mode
+            .iter()
+            .copied()
+            .zip(k.baseline.iter().copied())
+            .collect();
+        let d = difference_interval(&pairs).unwrap();
+        assert_eq!(d.n, k.n, "{}", k.name);
+        close(&format!("{}: mean", k.name), d.mean, k.mean, REL);
+        close(&format!("{}: ci95 lo", k.name), d.ci95.0, k.ci95[0], REL);
+        close(&format!("{}: ci95 hi", k.name), d.ci95.1, k.ci95[1], REL);
+        close(&format!("{}: sd", k.name), d.sd, k.sd, REL);
+        close(&format!("{}: p", k.name), d.p, k.p, REL);
+    }
+}
+
+#[track_caller]
+fn summary(what: &str, got: &RatioInterval, want: &Summary) {
+    assert_eq!(got.n, want.n, "{what}: n");
+    close(&format!("{what}: ratio"), got.ratio, want.ratio, REL);
+    close(&format!("{what}: ci90 lo"), got.ci90.0, want.ci90[0], REL);
+    close(&format!("{what}: ci90 hi"), got.ci90.1, want.ci90[1], REL);
+    close(&format!("{what}: ci95 lo"), got.ci95.0, want.ci95[0], REL);
+    close(&format!("{what}: ci95 hi"), got.ci95.1, want.ci95[1], REL);
+    close(&format!("{what}: sd"), got.sd, want.sd, REL);
+    let rel = if want.difference_p < 1e-12 { 1e-6 } else { REL };
+    close(
+        &format!("{what}: difference_p"),
+        got.difference_p,
+        want.difference_p,
+        rel,
+    );
+}
+
+#[test]
+fn cpu_accounting_identity() {
+    let c = cases();
+    assert!(c.identity.len() >= 4);
+    for k in &c.identity {
+        let pair = |m: &[Vec<f64>; 2], i: usize| (m[0][i], m[1][i]);
+        let pairs: Vec<IdentityPair> = (0..k.throughput[0].len())
+            .map(|i| IdentityPair {
+                throughput: pair(&k.throughput, i),
+                cpu_per_request: pair(&k.cpu_per_request, i),
+                cores_used: pair(&k.cores_used, i),
+            })
+            .collect();
+        let id = identity(&pairs, k.margin, k.tolerance).unwrap();
+        for (what, got, want) in [
+            ("observed", &id.observed, &k.observed),
+            ("cpu", &id.cpu, &k.cpu),
+            ("cores", &id.cores, &k.cores),
+            (
+                "implied_equal_cores",
+                &id.implied_equal_cores,
+                &k.implied_equal_cores,
+            ),
+            ("implied", &id.implied, &k.implied),
+            ("residual", &id.residual, &k.residual),
+            ("gap", &id.gap, &k.gap),
+        ] {
+            summary(&format!("{}: {what}", k.name), got, want);
+        }
+        let rel = if k.cpu_tost_p < 1e-12 { 1e-6 } else { REL };
+        close(
+            &format!("{}: cpu_tost_p", k.name),
+            id.cpu_tost_p,
+            k.cpu_tost_p,
+            rel,
+        );
+        assert_eq!(id.holds, k.holds, "{}: holds", k.name);
+        assert_eq!(
+            id.cpu_predicts_throughput, k.cpu_predicts_throughput,
+            "{}: cpu_predicts_throughput",
+            k.name
+        );
+    }
+}
+
+#[test]
+fn ordinary_least_squares() {
+    let c = cases();
+    assert!(c.ols.iter().any(|k| k.singular) && c.ols.iter().any(|k| !k.singular));
+    for k in &c.ols {
+        let columns: Vec<(String, Vec<f64>)> = k
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.values.clone()))
+            .collect();
+        let fit = ols(&k.y, &columns);
+        if k.singular {
+            let e = fit.expect_err(&k.name);
+            assert!(
+                matches!(e, stats::Error::Singular { .. }),
+                "{}: {e}",
+                k.name
+            );
+            if let Some(col) = &k.dependent_column {
+                assert!(
+                    e.to_string().contains(&format!("`{col}`")),
+                    "{}: {e}",
+                    k.name
+                );
+            }
+            continue;
+        }
+        let f = fit.unwrap();
+        let names: Vec<&str> = k.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(f.names, names, "{}", k.name);
+        assert_eq!(f.n, k.n, "{}", k.name);
+        assert_eq!(f.df_resid, k.df_resid, "{}", k.name);
+        close(&format!("{}: R²", k.name), f.r_squared, k.r_squared, REL);
+        for (j, name) in names.iter().enumerate() {
+            let what = format!("{} {name}", k.name);
+            close(&format!("{what}: coef"), f.coef[j], k.coef[j], REL);
+            close(&format!("{what}: se"), f.se[j], k.se[j], REL);
+            close(&format!("{what}: t"), f.t[j], k.t[j], REL);
+            close(&format!("{what}: ci95 lo"), f.ci95[j].0, k.ci95[j][0], REL);
+            close(&format!("{what}: ci95 hi"), f.ci95[j].1, k.ci95[j][1], REL);
+            let rel = if k.p[j] < 1e-12 { 1e-6 } else { REL };
+            close(&format!("{what}: p"), f.p[j], k.p[j], rel);
+        }
+        // The order/time designs are stored as log(throughput / 5000 req/s) (generate.py
+        // says why); fitted on raw log throughput, only the intercept moves.
+        if k.name.starts_with("order_time") {
+            let shift = 5000.0_f64.ln();
+            let raw: Vec<f64> = k.y.iter().map(|y| y + shift).collect();
+            let g = ols(&raw, &columns).unwrap();
+            close(
+                &format!("{}: raw intercept", k.name),
+                g.coef[0],
+                k.coef[0] + shift,
+                REL,
+            );
+            close(
+                &format!("{}: raw R²", k.name),
+                g.r_squared,
+                k.r_squared,
+                REL,
+            );
+            for (j, name) in names.iter().enumerate() {
+                let what = format!("{} (raw) {name}", k.name);
+                close(&format!("{what}: se"), g.se[j], k.se[j], REL);
+                if j > 0 {
+                    close(&format!("{what}: coef"), g.coef[j], k.coef[j], REL);
+                    close(&format!("{what}: t"), g.t[j], k.t[j], REL);
+                    close(&format!("{what}: p"), g.p[j], k.p[j], REL);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn erlang_c_and_mmc_response() {
+    for k in &cases().erlang {
+        let what = format!("c = {}, a = {}", k.servers, k.offered_load);
+        close(
+            &format!("{what}: Erlang C"),
+            erlang_c(k.servers, k.offered_load).unwrap(),
+            k.erlang_c,
+            REL,
+        );
+        close(
+            &format!("{what}: response"),
+            mmc_response(k.service_time, k.servers, k.rate).unwrap(),
+            k.response,
+            REL,
+        );
+    }
+}
+
+#[test]
+fn knee_predicted_by_mmc() {
+    for k in &cases().knee_prediction {
+        let what = format!("S = {}, peak = {}", k.service_time, k.peak);
+        let p = predict_knee(k.service_time, k.peak).unwrap();
+        assert_eq!(p.servers, k.servers, "{what}");
+        close(&format!("{what}: capacity"), p.capacity, k.capacity, REL);
+        close(&format!("{what}: rate"), p.rate, k.rate, REL);
+        close(
+            &format!("{what}: fraction"),
+            p.fraction_of_capacity,
+            k.fraction_of_capacity,
+            REL,
+        );
+    }
+}
+
+#[test]
+fn control_attribution_within_monte_carlo_error() {
+    for k in &cases().attribution {
+        let s = manifest_share(&k.d_pc, &k.d_pb, k.resamples, 20_261_204).unwrap();
+        assert_eq!(s.n, k.d_pc.len(), "{}", k.name);
+        close(&format!("{}: share", k.name), s.share, k.share, REL);
+        close(
+            &format!("{}: deficit ratio", k.name),
+            s.deficit_ratio,
+            k.deficit_ratio,
+            REL,
+        );
+        close(
+            &format!("{}: residual ratio", k.name),
+            s.residual_ratio,
+            k.residual_ratio,
+            REL,
+        );
+        let (lo, hi) = s.ci90.unwrap();
+        for (end, got, want, se) in [
+            ("lower", lo, k.ci[0], k.mc_se[0]),
+            ("upper", hi, k.ci[1], k.mc_se[1]),
+        ] {
+            // Five Monte Carlo standard errors, with a floor of 2 % of the interval's width
+            // for the clustered resamples of small n (as the bootstrap of a mean above).
+            let tol = 5.0 * se + 0.02 * (k.ci[1] - k.ci[0]);
+            assert!(
+                (got - want).abs() <= tol,
+                "{} {end}: got {got}, SciPy {want}, tolerance {tol}",
+                k.name
+            );
+        }
     }
 }

@@ -15,6 +15,18 @@ a machine with AVX-512, 192 values differed in the last digit, e.g.
   magnitude is ill-conditioned in it. Seen here: ``edge_nearly_constant_d`` (d ≈ 0.012,
   sd ≈ 1e-8) had one ``d`` differ in its last bit between two CPUs (``np.log``'s SIMD
   kernel), and its sd moved by 8.9e-12 relative, 3e-18 absolute: one ulp of the data.
+- and a regression's estimates (``coef``, ``ci95``, ``t`` and ``p`` in ``ols``), which
+  are compared within 1e-12 of their own uncertainty: a coefficient and its interval at
+  the scale of that coefficient's standard error ``se``, a t statistic at the scale 1,
+  and a p-value within ``(df_resid + 1)`` × 1e-12 relative (p = 2·F(−|t|) amplifies
+  the error of t by |d ln p / d ln t| = (df + 1)·t² / (df + t²) ≤ df + 1; the same
+  allowance holds for the t-test p-values ``difference_p`` of ``paired`` and
+  ``identity`` and ``p`` of ``differences``, df = n − 1, where a p of 1e-12 moved by
+  1.3e-12 relative with one ulp of the data). An estimate
+  near 0 is ill-conditioned in the data: in the order/time designs (block dummies,
+  position and wall-clock minutes nearly collinear) a one-ulp change of the inputs
+  moved such values by up to ~5e-12 relative and p-values by ~1e-12 (statsmodels fits
+  by SVD; other BLAS kernels round differently), while ~1e-15 of their standard error.
 - everything else must be equal: keys, list lengths, integers, strings, booleans, null,
   and the JSON type of each value (an integer never matches a float).
 
@@ -29,6 +41,12 @@ REL_TOL = 1e-12
 
 # Members of a paired case whose tolerance is scaled by the case's data (max |d|).
 DATA_SCALED = {"sd", "se"}
+
+# Members of an OLS case compared at the scale of each coefficient's standard error.
+SE_SCALED = {"coef", "ci95"}
+
+# t-test p-values (member: sections) compared within (df + 1) × REL_TOL relative.
+T_TEST_P = {"difference_p": ("$.paired[", "$.identity["), "p": ("$.differences[",)}
 
 
 def float_differs(want, got, scale):
@@ -58,16 +76,32 @@ def differences(want, got, path="$", scale=0.0):
         if len(want) != len(got):
             yield path, f"{len(want)} items != {len(got)} items"
         for i, (a, b) in enumerate(zip(want, got)):
-            yield from differences(a, b, f"{path}[{i}]")
+            # A list of scales gives one per item; a single scale applies to every item.
+            item_scale = scale[i] if isinstance(scale, list) else scale
+            yield from differences(a, b, f"{path}[{i}]", item_scale)
     elif want != got:
         yield path, f"{want!r} != {got!r}"
 
 
 def member_scale(path, obj, key):
     """The tolerance scale of ``obj[key]``: the data's magnitude for a paired case's
-    spread, else none (plain relative)."""
+    spread; for an OLS case each coefficient's standard error for its coefficients and
+    intervals (a list, one per coefficient), 1 for its t statistics and
+    ``(df_resid + 1)·|p|`` for its p-values; ``(df + 1)·|p|`` for a t-test p-value
+    (``T_TEST_P``); else none (plain relative)."""
     if key in DATA_SCALED and path.startswith("$.paired[") and isinstance(obj.get("d"), list):
         return max((abs(x) for x in obj["d"] if isinstance(x, float)), default=0.0)
+    if key in T_TEST_P and path.startswith(T_TEST_P[key]) and isinstance(obj[key], float):
+        df = obj["df"] if "df" in obj else obj.get("n", 1) - 1
+        return (df + 1) * abs(obj[key])
+    if path.startswith("$.ols[") and isinstance(obj.get("se"), list):
+        if key in SE_SCALED:
+            return [abs(x) if isinstance(x, float) else 0.0 for x in obj["se"]]
+        if key == "t":
+            return 1.0
+        if key == "p" and isinstance(obj.get("df_resid"), float) and isinstance(obj["p"], list):
+            return [(obj["df_resid"] + 1) * abs(x) if isinstance(x, float) else 0.0
+                    for x in obj["p"]]
     return 0.0
 
 

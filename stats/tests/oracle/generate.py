@@ -21,6 +21,9 @@ independent implementation. Keys of ``cases.json``:
               tL = (mean - log(1 - margin)) / se, tU = (mean - log(1 + margin)) / se
               to 1e-10. (statsmodels gets log(mode) - log(baseline), the stored
               ``d`` is log(mode / baseline); the two differ by a few ulps only.)
+              ``difference_p`` is ``scipy.stats.ttest_1samp(d, 0).pvalue`` (two-sided
+              p of mean d = 0), asserted to equal ``2 * t.cdf(-|mean / se|, df)``
+              to 1e-12 relative.
 ``holm``/``bh`` ``statsmodels.stats.multitest.multipletests(p, alpha=0.05,
               method="holm" resp. "fdr_bh")[1]``, adjusted p-values in input
               order. The same input vectors are used for both.
@@ -59,9 +62,86 @@ independent implementation. Keys of ``cases.json``:
               within 1 + 1e-7 agrees with SciPy's p to 1e-10 (so no case lies
               between the two tolerances).
 
-Data are synthetic and deterministic: one ``numpy.random.default_rng(20261130)``
-drives everything, in the order of the sections above. Library versions go
-into ``"provenance"``; values may move in the last bits with other versions.
+``differences`` Paired DIFFERENCES mode - baseline (stage times in microseconds,
+              values may be zero or negative; not logs). ``d = mode - baseline``;
+              ``mean``, ``sd`` (ddof=1); ``ci95`` is ``scipy.stats.t.interval(0.95,
+              n - 1, loc=mean, scale=scipy.stats.sem(d))``; ``p`` is
+              ``scipy.stats.ttest_rel(mode, baseline).pvalue``.
+``identity``  The CPU accounting identity on synthetic runs (n = 5, 10, 20 pairs
+              with nearly equal cores and CPU ratios 1.046, 0.99, 2.1, and one
+              n = 10 set whose mode uses 5 % more cores): per run, cores used U
+              (about 15.9) and CPU per request C (about 1.71 ms) are drawn, and
+              throughput T = U / C times a lognormal measurement factor (sd
+              0.003); margin 0.05, tolerance 0.02. From ``d_obs = log(T_m / T_b)``,
+              ``d_cpu = log(C_m / C_b)``, ``d_cores = log(U_m / U_b)`` the seven
+              log-ratio series
+              ``observed`` = d_obs, ``cpu`` = d_cpu, ``cores`` = d_cores,
+              ``implied_equal_cores`` = -d_cpu, ``implied`` = d_cores - d_cpu,
+              ``residual`` = d_obs - (d_cores - d_cpu), ``gap`` = d_obs + d_cpu
+              are each summarised as ``n``, ``ratio`` = exp(mean), ``ci90``/``ci95``
+              = exp of ``scipy.stats.t.interval(level, n - 1, loc=mean,
+              scale=scipy.stats.sem(x))``, ``sd`` (ddof=1) and ``difference_p`` =
+              ``scipy.stats.ttest_1samp(x, 0).pvalue``. ``cpu_tost_p`` is
+              ``ttost_paired(log(C_m), log(C_b), low=log(1 - margin),
+              upp=log(1 + margin))[0]``. ``holds`` / ``cpu_predicts_throughput``:
+              whether the 90 % interval of ``residual`` / ``gap`` lies inside
+              [1 - tolerance, 1 + tolerance] (the script asserts that no endpoint
+              is within 1e-6 of a bound, so the booleans are not borderline).
+``ols``       Ordinary least squares: ``statsmodels.api.OLS(y, X).fit()``
+              (nonrobust) on named columns: ``coef`` = params, ``se`` = bse,
+              ``t`` = tvalues, ``p`` = pvalues, ``ci95`` = conf_int(0.05),
+              ``df_resid``, ``r_squared`` = rsquared, ``n`` = nobs. Designs: a
+              simple slope; the order/time regression of a campaign (log
+              throughput relative to 5000 req/s on treatment-coded arm dummies,
+              block fixed effects, position in block and wall-clock minutes since
+              the first run) with 2 arms x 10 blocks and 3 arms x 8 blocks (the
+              reference rate only moves the intercept; raw log throughput, about
+              8.5, made the small coefficients sensitive to its last bits at the
+              1e-12 level compare.py checks); a regression through the origin
+              (statsmodels' k_constant 0, uncentred R^2) and a cell-means design
+              (a dummy per arm, no intercept column: an implicit constant, centred
+              R^2), the script asserting statsmodels' ``k_constant`` for each.
+              Cases with ``singular: true`` are rank-deficient designs (a column
+              twice another; an evenly ticking clock that is a linear combination
+              of the intercept, block dummies and position; no more observations
+              than columns) and hold no fit (statsmodels would fit them with a
+              pseudo-inverse): ``dependent_column`` is the first column j with
+              ``numpy.linalg.matrix_rank(X[:, :j + 1]) <= j`` (null if every
+              leading block has full rank, i.e. only n <= k makes it singular).
+``erlang``    M/M/c by an independent route: with a = offered load,
+              P = ``scipy.stats.poisson.pmf(c, a)`` * c / (c - a) and
+              Q = ``scipy.stats.poisson.cdf(c - 1, a)``, ``erlang_c`` = P / (P + Q)
+              (the e^-a factors cancel); ``response`` = S + erlang_c * S / (c - a)
+              at ``rate`` = a / S; for c in {1, 2, 5, 10, 32, 256} and loads
+              a / c in {0.05, 0.3, 0.5, 0.8, 0.95, 0.999}, S = 0.002 s.
+``knee_prediction`` For (service_time S, peak) pairs: ``servers`` c = max(1,
+              floor(peak * S + 0.5)) (no pair lies within 1e-6 of a half),
+              ``capacity`` = c / S, ``rate`` = the root of response(lambda) - 2 S
+              on (0, capacity) by ``scipy.optimize.brentq`` (rtol 4 eps), with the
+              response computed as in ``erlang``; ``fraction_of_capacity`` =
+              rate / capacity.
+``attribution`` Control attribution: per block log throughputs of P1, C2, B2
+              (block effect + arm level + noise) give ``d_pc = log(P1 / C2)`` and
+              ``d_pb = log(P1 / B2)``; ``share`` = 1 - mean(d_pc) / mean(d_pb),
+              ``deficit_ratio`` = exp(mean(d_pb)), ``residual_ratio`` =
+              exp(mean(d_pc)); ``ci`` is ``scipy.stats.bootstrap((d_pc, d_pb),
+              lambda a, b, axis=-1: 1 - mean(a, axis) / mean(b, axis),
+              paired=True, vectorized=True, n_resamples=20000,
+              confidence_level=0.90, method="percentile", random_state=seed)``
+              (seed drawn from the section's generator) and ``mc_se`` the
+              standard deviation (ddof=1) of each endpoint over 20 reruns with 20
+              other seeds, as in ``bootstrap``. Includes the study-like case
+              (n = 10, P1/C2 about 0.967, P1/B2 about 0.960, per-run log noise
+              0.002, so sd of d about 0.003).
+
+Data are synthetic and deterministic. One ``numpy.random.default_rng(20261130)``
+drives the sections ``paired`` to ``fisher``, in the order above (``difference_p``
+draws nothing). Each later section has its own generator, so adding one moves no
+existing value: ``differences`` ``default_rng(20261201)``, ``identity``
+``default_rng(20261202)``, ``ols`` ``default_rng(20261203)``, ``attribution``
+``default_rng(20261204)``; ``erlang`` and ``knee_prediction`` draw nothing.
+Library versions go into ``"provenance"``; values may move in the last bits with
+other versions.
 
 Regenerate (from the repository root):
 
@@ -82,12 +162,17 @@ import scipy
 import scipy.optimize
 import scipy.stats
 import statsmodels
+import statsmodels.api as sm
 from scipy.stats import norm, t
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.weightstats import ttost_paired
 
 SEED = 20261130
+DIFFERENCES_SEED = 20261201
+IDENTITY_SEED = 20261202
+OLS_SEED = 20261203
+ATTRIBUTION_SEED = 20261204
 OUT = Path(__file__).with_name("cases.json")
 
 DFS = [1, 2, 3, 4, 7, 9, 19, 29, 60, 200]
@@ -133,6 +218,11 @@ FISHER_TABLES = [
 def close(a, b, tol):
     """|a - b| <= tol, relative for |values| > 1."""
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def close_rel(a, b, tol):
+    """|a - b| <= tol relative to the larger magnitude."""
+    return abs(a - b) <= tol * max(abs(a), abs(b))
 
 
 # --------------------------------------------------------------------------- distributions
@@ -191,6 +281,11 @@ def paired_case(name, baseline, mode, margin):
     by_hand = max(1 - t.cdf(t_low, df), t.cdf(t_upp, df))
     assert abs(p - by_hand) <= 1e-10, (name, p, by_hand)
     case.update(tost_p=float(p), tost_p_lower=float(p1), tost_p_upper=float(p2))
+
+    difference_p = float(scipy.stats.ttest_1samp(d, 0.0).pvalue)
+    by_hand = float(2 * t.cdf(-abs(mean / se), df))
+    assert close_rel(difference_p, by_hand, 1e-12), (name, difference_p, by_hand)
+    case["difference_p"] = difference_p
     return case
 
 
@@ -384,6 +479,301 @@ def fisher_cases():
     return cases
 
 
+# --------------------------------------------------------------------------- differences
+
+
+def difference_case(name, mode, baseline):
+    mode = np.asarray(mode, dtype=float)
+    baseline = np.asarray(baseline, dtype=float)
+    d = mode - baseline
+    n = d.size
+    mean = float(np.mean(d))
+    lo, hi = t.interval(0.95, n - 1, loc=mean, scale=scipy.stats.sem(d))
+    return {"name": name, "mode": mode.tolist(), "baseline": baseline.tolist(), "n": n,
+            "mean": mean, "sd": float(np.std(d, ddof=1)), "ci95": [float(lo), float(hi)],
+            "p": float(scipy.stats.ttest_rel(mode, baseline).pvalue)}
+
+
+def difference_cases():
+    rng = np.random.default_rng(DIFFERENCES_SEED)
+    cases = []
+    # Stage times in microseconds at one worker (Table XVI): a level, a true
+    # difference, run-to-run noise.
+    for n, level, shift, noise in [(5, 31.0, 6.4, 1.2), (5, 52.0, 4.6, 0.8),
+                                   (5, 48.0, -3.1, 2.0), (10, 210.0, 0.0, 4.0),
+                                   (20, 1710.0, 79.0, 25.0), (2, 12.0, 16.2, 3.0)]:
+        baseline = level + rng.normal(0.0, noise, n)
+        mode = baseline + shift + rng.normal(0.0, noise, n)
+        cases.append(difference_case(f"n{n}_level{level}_shift{shift:+}", mode, baseline))
+    # Values at and below zero (e.g. a difference of differences).
+    cases.append(difference_case("zeros_and_negatives", [0.0, -1.5, 2.0, -0.25, 0.0, 3.5],
+                                 [0.0, -2.0, 0.5, 0.0, -1.0, 1.5]))
+    return cases
+
+
+# --------------------------------------------------------------------------- identity
+
+IDENTITY_MARGIN = 0.05
+IDENTITY_TOLERANCE = 0.02
+
+
+def ratio_summary(x):
+    """The RatioInterval of log ratios x, from SciPy."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    mean = float(np.mean(x))
+    out = {"n": n, "ratio": math.exp(mean), "sd": float(np.std(x, ddof=1)),
+           "difference_p": float(scipy.stats.ttest_1samp(x, 0.0).pvalue)}
+    for key, level in (("ci90", 0.90), ("ci95", 0.95)):
+        lo, hi = t.interval(level, n - 1, loc=mean, scale=scipy.stats.sem(x))
+        out[key] = [math.exp(lo), math.exp(hi)]
+    return out
+
+
+def inside(ci, tolerance, what):
+    lo, hi = ci
+    for end, bound in ((lo, 1 - tolerance), (hi, 1 + tolerance)):
+        assert abs(end - bound) > 1e-6, (what, ci, tolerance)
+    return bool(lo >= 1 - tolerance and hi <= 1 + tolerance)
+
+
+def identity_case(rng, name, n, cpu_shift, cores_factor):
+    c_b = 1.71e-3 * np.exp(rng.normal(0.0, 0.01, n))
+    c_m = c_b * math.exp(cpu_shift) * np.exp(rng.normal(0.0, 0.01, n))
+    u_b = 15.9 * np.exp(rng.normal(0.0, 0.002, n))
+    u_m = u_b * cores_factor * np.exp(rng.normal(0.0, 0.002, n))
+    t_b = u_b / c_b * np.exp(rng.normal(0.0, 0.003, n))
+    t_m = u_m / c_m * np.exp(rng.normal(0.0, 0.003, n))
+    d_obs, d_cpu, d_cores = np.log(t_m / t_b), np.log(c_m / c_b), np.log(u_m / u_b)
+    case = {"name": name, "margin": IDENTITY_MARGIN, "tolerance": IDENTITY_TOLERANCE,
+            "throughput": [t_m.tolist(), t_b.tolist()],
+            "cpu_per_request": [c_m.tolist(), c_b.tolist()],
+            "cores_used": [u_m.tolist(), u_b.tolist()],
+            "observed": ratio_summary(d_obs), "cpu": ratio_summary(d_cpu),
+            "cores": ratio_summary(d_cores),
+            "implied_equal_cores": ratio_summary(-d_cpu),
+            "implied": ratio_summary(d_cores - d_cpu),
+            "residual": ratio_summary(d_obs - (d_cores - d_cpu)),
+            "gap": ratio_summary(d_obs + d_cpu)}
+    low, upp = math.log(1 - IDENTITY_MARGIN), math.log(1 + IDENTITY_MARGIN)
+    case["cpu_tost_p"] = float(ttost_paired(np.log(c_m), np.log(c_b), low=low, upp=upp)[0])
+    case["holds"] = inside(case["residual"]["ci90"], IDENTITY_TOLERANCE, name)
+    case["cpu_predicts_throughput"] = inside(case["gap"]["ci90"], IDENTITY_TOLERANCE, name)
+    return case
+
+
+def identity_cases():
+    rng = np.random.default_rng(IDENTITY_SEED)
+    cases = [
+        # ML-KEM at 500 workers: 4.6 % more CPU, equal cores.
+        identity_case(rng, "n5_cpu+4.6%", 5, math.log(1.046), 1.0),
+        identity_case(rng, "n10_cpu+4.6%", 10, math.log(1.046), 1.0),
+        # 64 KiB PUT: slightly less CPU.
+        identity_case(rng, "n20_cpu-1%", 20, math.log(0.99), 1.0),
+        # RSA-4096: more than twice the CPU.
+        identity_case(rng, "n10_cpu+110%", 10, math.log(2.1), 1.0),
+        # 128 workers: the costlier mode uses 5 % more cores.
+        identity_case(rng, "n10_cpu+4.6%_cores+5%", 10, math.log(1.046), 1.05),
+    ]
+    assert all(c["holds"] for c in cases)
+    assert [c["cpu_predicts_throughput"] for c in cases] == [True] * 4 + [False]
+    return cases
+
+
+# --------------------------------------------------------------------------- OLS
+
+
+def ols_fit(name, y, columns, k_constant):
+    """statsmodels OLS of y on named columns [(name, values)]."""
+    y = np.asarray(y, dtype=float)
+    X = np.column_stack([np.asarray(v, dtype=float) for _, v in columns])
+    model = sm.OLS(y, X)
+    assert model.k_constant == k_constant, (name, model.k_constant)
+    res = model.fit()
+    assert res.df_resid == y.size - X.shape[1], name
+    ci = res.conf_int(0.05)
+    return {"name": name, "y": y.tolist(),
+            "columns": [{"name": c, "values": np.asarray(v, dtype=float).tolist()} for c, v in columns],
+            "singular": False, "dependent_column": None,
+            "coef": res.params.tolist(), "se": res.bse.tolist(), "t": res.tvalues.tolist(),
+            "p": res.pvalues.tolist(), "ci95": ci.tolist(), "df_resid": float(res.df_resid),
+            "r_squared": float(res.rsquared), "n": int(res.nobs)}
+
+
+def ols_singular(name, y, columns):
+    X = np.column_stack([np.asarray(v, dtype=float) for _, v in columns])
+    dependent = None
+    for j in range(X.shape[1]):
+        if np.linalg.matrix_rank(X[:, :j + 1]) <= j:
+            dependent = columns[j][0]
+            break
+    assert dependent is not None or X.shape[0] <= X.shape[1], name
+    return {"name": name, "y": np.asarray(y, dtype=float).tolist(),
+            "columns": [{"name": c, "values": np.asarray(v, dtype=float).tolist()} for c, v in columns],
+            "singular": True, "dependent_column": dependent}
+
+
+def campaign_design(rng, arms, blocks, effects, even_clock=False):
+    """Runs of a randomized complete block design: every block runs each arm once in a
+    random order. Columns: intercept, treatment-coded arm dummies (arms[0] the
+    reference), block fixed effects (block 1 the reference), position in block and
+    wall-clock minutes since the first run; y is log(throughput / 5000 req/s)."""
+    rows = []
+    clock = 0.0
+    for b in range(blocks):
+        order = rng.permutation(len(arms))
+        for pos, a in enumerate(order):
+            if even_clock:
+                minutes = b * len(arms) * 0.5 + pos * 0.5
+            else:
+                clock += (25.0 + rng.uniform(2.0, 9.0)) / 60.0
+                minutes = clock
+            rows.append((a, b, pos, minutes))
+        clock += rng.uniform(0.5, 3.0)
+    a_idx = np.array([r[0] for r in rows])
+    b_idx = np.array([r[1] for r in rows])
+    pos = np.array([float(r[2]) for r in rows])
+    minutes = np.array([r[3] for r in rows])
+    block_effect = rng.normal(0.0, 0.02, blocks)
+    # log(throughput / 5000 req/s): relative to a reference rate rather than raw log
+    # throughput (about 8.5), which changes only the intercept but keeps the small
+    # coefficients from carrying rounding of that magnitude (with raw log throughput, a
+    # one-ulp change of y moved block coefficients and p-values by ~1e-12 relative,
+    # compare.py's tolerance).
+    y = (np.array(effects)[a_idx] + block_effect[b_idx] + 0.002 * pos + 0.0001 * minutes
+         + rng.normal(0.0, 0.01, len(rows)))
+    columns = [("intercept", np.ones(len(rows)))]
+    columns += [(f"mode[{arms[i]}]", (a_idx == i).astype(float)) for i in range(1, len(arms))]
+    columns += [(f"block[{j + 1}]", (b_idx == j).astype(float)) for j in range(1, blocks)]
+    columns += [("position", pos), ("minutes", minutes)]
+    return y, columns
+
+
+def ols_cases():
+    rng = np.random.default_rng(OLS_SEED)
+    cases = []
+    x = np.arange(1.0, 21.0)
+    y = 2.0 + 0.3 * x + rng.normal(0.0, 0.8, x.size)
+    cases.append(ols_fit("slope", y, [("intercept", np.ones(x.size)), ("slope", x)], 1))
+    y, cols = campaign_design(rng, ["B2", "P1"], 10, [0.0, -0.04])
+    cases.append(ols_fit("order_time_2arms_10blocks", y, cols, 1))
+    y, cols = campaign_design(rng, ["B2", "P1", "P3"], 8, [0.0, -0.04, -0.05])
+    cases.append(ols_fit("order_time_3arms_8blocks", y, cols, 1))
+    x = np.linspace(0.5, 6.0, 12)
+    y = 1.7 * x + rng.normal(0.0, 0.5, x.size)
+    cases.append(ols_fit("through_the_origin", y, [("x", x)], 0))
+    arm = np.repeat([0, 1, 2], 5)
+    pos = rng.integers(0, 3, arm.size).astype(float)
+    y = np.array([1.0, 1.4, 0.8])[arm] + 0.05 * pos + rng.normal(0.0, 0.1, arm.size)
+    cols = [(f"arm[{i}]", (arm == i).astype(float)) for i in range(3)] + [("position", pos)]
+    cases.append(ols_fit("cell_means_implicit_constant", y, cols, 1))
+
+    x = np.arange(1.0, 9.0)
+    y = 1.0 + 0.5 * x + rng.normal(0.0, 0.3, x.size)
+    cases.append(ols_singular("twice_a_column", y, [("intercept", np.ones(x.size)), ("x", x),
+                                                    ("2x", 2.0 * x)]))
+    y, cols = campaign_design(rng, ["B2", "P1"], 8, [0.0, -0.04], even_clock=True)
+    cases.append(ols_singular("evenly_ticking_clock", y, cols))
+    cases.append(ols_singular("n_equals_k", [1.0, 2.5, 2.0],
+                              [("intercept", np.ones(3)), ("x", [1.0, 2.0, 3.0]),
+                               ("x2", [1.0, 4.0, 9.0])]))
+    assert [c["dependent_column"] for c in cases if c["singular"]] == ["2x", "minutes", None]
+    return cases
+
+
+# --------------------------------------------------------------------------- queueing
+
+ERLANG_SERVERS = [1, 2, 5, 10, 32, 256]
+ERLANG_LOADS = [0.05, 0.3, 0.5, 0.8, 0.95, 0.999]
+ERLANG_SERVICE = 0.002
+KNEE_PAIRS = [(0.002, 5000.0), (0.0005, 800.0), (0.0005, 4000.0), (0.0171, 300.0),
+              (0.004, 8000.0), (0.0016, 160000.0), (0.0123, 3000.0), (0.001, 1700.0)]
+
+
+def poisson_erlang_c(c, a):
+    tail = scipy.stats.poisson.pmf(c, a) * c / (c - a)
+    return float(tail / (scipy.stats.poisson.cdf(c - 1, a) + tail))
+
+
+def mmc_response(s, c, rate):
+    a = rate * s
+    return s + poisson_erlang_c(c, a) * s / (c - a)
+
+
+def erlang_cases():
+    cases = []
+    for c in ERLANG_SERVERS:
+        for rho in ERLANG_LOADS:
+            a = rho * c
+            rate = a / ERLANG_SERVICE
+            cases.append({"servers": c, "offered_load": a, "service_time": ERLANG_SERVICE,
+                          "rate": rate, "erlang_c": poisson_erlang_c(c, a),
+                          "response": mmc_response(ERLANG_SERVICE, c, rate)})
+    return cases
+
+
+def knee_prediction_cases():
+    cases = []
+    for s, peak in KNEE_PAIRS:
+        x = peak * s
+        assert abs(x - math.floor(x) - 0.5) > 1e-6, (s, peak)
+        c = max(1, math.floor(x + 0.5))
+        capacity = c / s
+        rate = scipy.optimize.brentq(lambda lam: mmc_response(s, c, lam) - 2 * s,
+                                     0.0, capacity * (1 - 1e-12), xtol=1e-300,
+                                     rtol=4 * np.finfo(float).eps, maxiter=500)
+        cases.append({"service_time": s, "peak": peak, "servers": c, "capacity": capacity,
+                      "rate": float(rate), "fraction_of_capacity": float(rate / capacity)})
+    assert sorted({c["servers"] for c in cases}) == [1, 2, 5, 10, 32, 37, 256], cases
+    return cases
+
+
+# --------------------------------------------------------------------------- attribution
+
+
+def share_statistic(a, b, axis=-1):
+    return 1 - np.mean(a, axis=axis) / np.mean(b, axis=axis)
+
+
+def share_ci(d_pc, d_pb, seed):
+    res = scipy.stats.bootstrap((d_pc, d_pb), share_statistic, paired=True, vectorized=True,
+                                n_resamples=BOOT_RESAMPLES, confidence_level=BOOT_LEVEL,
+                                method="percentile", random_state=seed)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def attribution_cases():
+    rng = np.random.default_rng(ATTRIBUTION_SEED)
+    cases = []
+    # (name, blocks, P1, C2 levels against B2 = 1, per-run log noise)
+    for name, n, p1, c2, noise in [
+        ("study_like_manifest", 10, 0.960, 0.993, 0.002),
+        ("n5_noisy", 5, 0.960, 0.993, 0.004),
+        ("n20", 20, 0.955, 0.985, 0.003),
+        ("binding_like_most_of_it", 10, 0.963, 0.9615, 0.002),
+        ("control_worse_than_p1", 10, 0.97, 0.96, 0.002),
+    ]:
+        block = rng.normal(0.0, 0.02, n)
+        log_b2 = block + rng.normal(0.0, noise, n)
+        log_c2 = block + math.log(c2) + rng.normal(0.0, noise, n)
+        log_p1 = block + math.log(p1) + rng.normal(0.0, noise, n)
+        d_pc, d_pb = log_p1 - log_c2, log_p1 - log_b2
+        seeds = rng.integers(0, 2**32, size=1 + BOOT_MC_RERUNS)
+        lo, hi = share_ci(d_pc, d_pb, int(seeds[0]))
+        reruns = np.array([share_ci(d_pc, d_pb, int(s)) for s in seeds[1:]])
+        mc_se = reruns.std(axis=0, ddof=1)
+        share = float(1 - np.mean(d_pc) / np.mean(d_pb))
+        assert lo < share < hi, (name, lo, share, hi)
+        cases.append({"name": name, "d_pc": d_pc.tolist(), "d_pb": d_pb.tolist(),
+                      "resamples": BOOT_RESAMPLES, "share": share,
+                      "deficit_ratio": math.exp(np.mean(d_pb)),
+                      "residual_ratio": math.exp(np.mean(d_pc)),
+                      "ci": [lo, hi], "mc_se": [float(mc_se[0]), float(mc_se[1])]})
+    study = cases[0]
+    assert 0.10 < study["share"] < 0.30 and 0.955 < study["deficit_ratio"] < 0.965, study
+    return cases
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -412,13 +802,22 @@ def main():
         "bootstrap": bootstrap_cases(rng),
         "power": power_cases(),
         "fisher": fisher_cases(),
+        "differences": difference_cases(),
+        "identity": identity_cases(),
+        "ols": ols_cases(),
+        "erlang": erlang_cases(),
+        "knee_prediction": knee_prediction_cases(),
+        "attribution": attribution_cases(),
     }
     with out.open("w") as f:
         json.dump(cases, f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
     print(f"wrote {out} ({len(paired)} paired, {len(vectors)} p-vectors, "
           f"{len(cases['bootstrap'])} bootstrap, {len(cases['power'])} power, "
-          f"{len(cases['fisher'])} Fisher cases)")
+          f"{len(cases['fisher'])} Fisher, {len(cases['differences'])} difference, "
+          f"{len(cases['identity'])} identity, {len(cases['ols'])} OLS, "
+          f"{len(cases['erlang'])} Erlang C, {len(cases['knee_prediction'])} knee, "
+          f"{len(cases['attribution'])} attribution cases)")
 
 
 if __name__ == "__main__":

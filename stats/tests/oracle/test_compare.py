@@ -58,6 +58,55 @@ class Compare(unittest.TestCase):
         got["paired"][0]["mean"] *= 1 + 1e-11
         self.assertEqual([p for p, _ in differences(want, got)], ["$.paired[0].mean"])
 
+    def test_regression_estimates_are_compared_at_their_standard_error(self):
+        want = {"ols": [{"coef": [8.5, 1.0e-4], "se": [0.01, 2.0e-3], "t": [850.0, 0.05],
+                         "ci95": [[8.48, 8.52], [-3.0e-7, 4.2e-3]], "p": [1e-30, 0.96],
+                         "df_resid": 9.0}]}
+        got = copy.deepcopy(want)
+        # A coefficient near 0 moved by 1e-11 relative (5e-13 of its se), its t alike,
+        # and an interval end near 0 by 1e-15 (3e-9 relative, 5e-13 of the se): within
+        # tolerance.
+        got["ols"][0]["coef"][1] *= 1 + 1e-11
+        got["ols"][0]["t"][1] *= 1 + 1e-11
+        got["ols"][0]["ci95"][1][0] += 1e-15
+        # A p-value moved by 5e-12 relative, within (df_resid + 1)·1e-12.
+        got["ols"][0]["p"][0] *= 1 + 5e-12
+        self.assertEqual(list(differences(want, got)), [])
+        # The same change of the large coefficient or of a standard error, a change of a
+        # p-value beyond (df_resid + 1)·1e-12, is a real difference.
+        for path, change in [
+            ("$.ols[0].coef[0]", lambda c: c["coef"].__setitem__(0, 8.5 * (1 + 1e-10))),
+            ("$.ols[0].se[1]", lambda c: c["se"].__setitem__(1, 2.0e-3 * (1 + 1e-10))),
+            ("$.ols[0].p[1]", lambda c: c["p"].__setitem__(1, 0.96 * (1 + 1e-10))),
+            ("$.ols[0].p[0]", lambda c: c["p"].__setitem__(0, 1e-30 * (1 + 2e-11))),
+            ("$.ols[0].ci95[1][1]", lambda c: c["ci95"][1].__setitem__(1, 4.2e-3 + 1e-13)),
+        ]:
+            with self.subTest(path=path):
+                got = copy.deepcopy(want)
+                change(got["ols"][0])
+                self.assertEqual([p for p, _ in differences(want, got)], [path])
+        # The scaling belongs to the ols section only.
+        other = {"identity": copy.deepcopy(want["ols"])}
+        got = copy.deepcopy(other)
+        got["identity"][0]["coef"][1] *= 1 + 1e-11
+        self.assertEqual([p for p, _ in differences(other, got)], ["$.identity[0].coef[1]"])
+
+    def test_t_test_p_values_are_allowed_their_conditioning(self):
+        want = {"identity": [{"gap": {"n": 10, "difference_p": 1.7e-12, "ratio": 1.05}}],
+                "differences": [{"n": 5, "p": 0.003, "mean": 6.4}],
+                "paired": [{"df": 9, "difference_p": 2e-8, "tost_p": 2e-8}]}
+        got = copy.deepcopy(want)
+        got["identity"][0]["gap"]["difference_p"] *= 1 + 5e-12
+        got["differences"][0]["p"] *= 1 + 4e-12
+        got["paired"][0]["difference_p"] *= 1 + 9e-12
+        self.assertEqual(list(differences(want, got)), [])
+        got["identity"][0]["gap"]["difference_p"] *= 1 + 2e-11
+        got["differences"][0]["mean"] *= 1 + 4e-12
+        got["paired"][0]["tost_p"] *= 1 + 9e-12
+        self.assertEqual([p for p, _ in differences(want, got)],
+                         ["$.differences[0].mean", "$.identity[0].gap.difference_p",
+                          "$.paired[0].tost_p"])
+
     def test_integers_strings_bools_null_and_types_must_be_equal(self):
         cases = [
             lambda c: c["paired"][0].__setitem__("n", 6),
