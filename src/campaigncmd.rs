@@ -79,6 +79,90 @@ fn note_others(file: &Path, f: &CampaignFile) {
     }
 }
 
+/// The pilot's paired sd per (cell, arm, against), from `analysis.pilot`'s `report.json`
+/// (the directory relative to the campaign file); empty without a pilot.
+fn pilot_sds(
+    file: &Path,
+    spec: &campaign::spec::CampaignSpec,
+) -> Result<BTreeMap<(String, String, String), f64>> {
+    let Some(dir) = &spec.analysis.pilot else {
+        return Ok(BTreeMap::new());
+    };
+    let base = file.parent().unwrap_or_else(|| Path::new("."));
+    let path = base.join(dir).join("report.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "spec.analysis.pilot: cannot read {} (give the results directory of an earlier campaign, holding its report.json)",
+            path.display()
+        )
+    })?;
+    #[derive(serde::Deserialize)]
+    struct Pilot {
+        comparisons: Vec<PilotEntry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct PilotEntry {
+        cell: String,
+        mode: String,
+        baseline: String,
+        sd: f64,
+    }
+    let p: Pilot = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "spec.analysis.pilot: {} is not a pqbench report (expected comparisons with cell, mode, baseline and sd)",
+            path.display()
+        )
+    })?;
+    Ok(p.comparisons
+        .into_iter()
+        .filter(|e| e.sd.is_finite() && e.sd >= 0.0)
+        .map(|e| ((e.cell, e.mode, e.baseline), e.sd))
+        .collect())
+}
+
+/// The power calculation before the data, with a warning per underpowered comparison.
+fn print_power(spec: &campaign::spec::CampaignSpec, power: &[design::PowerRow], family: usize) {
+    let a = &spec.analysis;
+    if power.is_empty() {
+        if family > 0 {
+            println!(
+                "power before the data: not computed (set analysis.assumedSd, or analysis.pilot to an earlier campaign's results)"
+            );
+        }
+        return;
+    }
+    println!(
+        "power before the data ({} at α/{family} = {:.4}, margin ±{}):",
+        a.power,
+        a.alpha / as_f64(family.max(1)),
+        a.margin
+    );
+    for p in power {
+        println!(
+            "  {} · {} vs {}: sd {:.4} ({}) needs {} blocks, {} planned{}",
+            p.cell,
+            p.arm,
+            p.against,
+            p.sd,
+            p.source,
+            p.needed,
+            p.planned,
+            if p.underpowered { "  UNDERPOWERED" } else { "" }
+        );
+    }
+    for p in power.iter().filter(|p| p.underpowered) {
+        eprintln!(
+            "warning: {} · {} vs {} is underpowered: {} blocks planned, {} needed for power {} at sd {:.4}; raise repetitions or accept an inconclusive verdict",
+            p.cell, p.arm, p.against, p.planned, p.needed, a.power, p.sd
+        );
+    }
+}
+
+#[allow(clippy::cast_precision_loss, reason = "family sizes are small")]
+fn as_f64(n: usize) -> f64 {
+    n as f64
+}
+
 pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     let f = CampaignFile::read(&a.file)?;
     note_others(&a.file, &f);
@@ -89,17 +173,20 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
         ..Assumptions::default()
     };
     let est = design::estimate(&plan, &m.spec, &assumptions);
+    let power = design::power(&plan, &m.spec, &pilot_sds(&a.file, &m.spec)?);
     if a.json {
         #[derive(Serialize)]
         struct Out<'a> {
             plan: &'a Plan,
             estimate: &'a design::Estimate,
+            power: &'a [design::PowerRow],
         }
         println!(
             "{}",
             serde_json::to_string_pretty(&Out {
                 plan: &plan,
-                estimate: &est
+                estimate: &est,
+                power: &power,
             })?
         );
         return Ok(());
@@ -157,6 +244,7 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     if primary.is_empty() {
         println!("  (none: every comparison is exploratory; name cells in analysis.primary)");
     }
+    print_power(&m.spec, &power, primary.len());
     println!("blocks: {}   runs: {}", plan.blocks, plan.runs.len());
     println!("run order:");
     for r in &plan.runs {
@@ -1070,6 +1158,18 @@ fn run_attempts(
                 })
                 .count();
             let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            // The kept attempts' failed checks, then the final run's when it is invalid.
+            let mut reasons: Vec<String> =
+                worker::collect::collect(&dir.join(ATTEMPTS).join(&r.run_id))
+                    .map(|c| c.excluded.into_iter().map(|e| e.reason).collect())
+                    .unwrap_or_default();
+            reasons.extend(
+                collected
+                    .excluded
+                    .iter()
+                    .filter(|x| x.run_id.as_deref() == Some(r.run_id.as_str()))
+                    .map(|x| x.reason.clone()),
+            );
             analysis::RunAttempts {
                 run_id: r.run_id.clone(),
                 cell: r.cell.clone(),
@@ -1077,6 +1177,7 @@ fn run_attempts(
                 attempts: n(kept + failed + usize::from(final_there)),
                 invalid: n(kept + usize::from(final_there && final_invalid)),
                 failed: n(failed),
+                reasons,
             }
         })
         .collect()
@@ -1115,7 +1216,7 @@ fn write_report(
     mut header: Header,
     json_path: Option<&Path>,
 ) -> Result<()> {
-    let report = analysis::analyze_with(rows, attempts, cfg)?;
+    let report = analysis::analyze_full(rows, attempts, &header.excluded, cfg)?;
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
     let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
@@ -1196,24 +1297,56 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                 arms: Vec::new(),
                 comparisons: Vec::new(),
                 arm_details: Vec::new(),
+                analysis_time_settings: vec![
+                    "no campaign file: the settings come from the command line and nothing was pre-registered, so every comparison is exploratory in the study's sense".into(),
+                ],
             }
         }
     };
+    // With a campaign file, every flag that changes its analysis is a deviation.
+    let pre = manifest.is_some();
+    let mut given = Vec::new();
     if let Some(b) = &a.baseline {
+        if pre && *b != cfg.baseline {
+            given.push(format!(
+                "--baseline {b} replaces the pre-registered {}",
+                cfg.baseline
+            ));
+        }
         cfg.baseline.clone_from(b);
     }
     if let Some(x) = a.margin {
+        if pre && x != cfg.analysis.margin {
+            given.push(format!(
+                "--margin {x} replaces the pre-registered {}",
+                cfg.analysis.margin
+            ));
+        }
         cfg.analysis.margin = x;
     }
     if let Some(x) = a.alpha {
+        if pre && x != cfg.analysis.alpha {
+            given.push(format!(
+                "--alpha {x} replaces the pre-registered {}",
+                cfg.analysis.alpha
+            ));
+        }
         cfg.analysis.alpha = x;
     }
     if let Some(p) = &a.primary {
-        cfg.analysis.primary = p
+        let new: Vec<campaign::spec::PrimarySpec> = p
             .iter()
             .map(|c| campaign::spec::PrimarySpec::cell(c))
             .collect();
+        if pre && new != cfg.analysis.primary {
+            given.push(format!(
+                "--primary {} replaces the pre-registered primary family",
+                p.join(",")
+            ));
+        }
+        cfg.analysis.primary = new;
     }
+    cfg.analysis_time_settings.extend(given);
     for (name, v) in [
         ("--margin", cfg.analysis.margin),
         ("--alpha", cfg.analysis.alpha),

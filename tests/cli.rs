@@ -975,6 +975,21 @@ spec:
   analysis: {primary: [{cell: get-64KiB-c1}], bootstrapResamples: 2000}
 ";
 
+/// Blocks the study's power formula asks for at paired sd `sd`, margin 0.05, α 0.05/`k`,
+/// power 0.8: `((z(1 − α/k) + z(0.9)) · sd / ln 1.05)²`, rounded up (z from a table).
+fn stats_needed(sd: f64, k: usize) -> u32 {
+    assert_eq!(k, 1, "z below is for α = 0.05");
+    let z = 1.644_853_626_951_472_2 + 1.281_551_565_544_600_5;
+    let n = (z * sd / 1.05f64.ln()).powi(2).ceil();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "small"
+    )]
+    let n = n as u32;
+    n.max(2)
+}
+
 /// Every test here takes this lock, so they run one at a time: a campaign keeps both cores
 /// busy for up to a minute and a half, and anything running beside it preempts its workers
 /// between stage timers, which fails the study's unaccounted-time check and drops runs from
@@ -1092,6 +1107,95 @@ fn campaign_run_end_to_end() {
             .expect("json");
     assert_eq!(r3["comparisons"][0]["ratio"], c["ratio"]);
     assert_eq!(r3["comparisons"][0]["verdict"], c["verdict"]);
+    // Second endpoints and the CPU identity come from the run files, and the CSV carries
+    // what they need.
+    assert_eq!(r3["secondary"], report["secondary"]);
+    let sec = &report["secondary"][0];
+    assert!(!sec["identity"]["residual"].is_null(), "{sec}");
+    let names: Vec<&str> = sec["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    for want in [
+        "client CPU per request",
+        "p50 latency",
+        "p99 latency",
+        "stage key_establishment",
+    ] {
+        assert!(names.contains(&want), "{want}: {names:?}");
+    }
+    // A margin given at analysis time is a deviation from the pre-registration.
+    let changed = dir.path().join("changed.json");
+    ok(
+        &pqbench(&[
+            "analyze",
+            s(&camp),
+            "--margin",
+            "0.03",
+            "--json",
+            s(&changed),
+        ]),
+        "analyze --margin",
+    );
+    let r4: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&changed).expect("changed")).expect("json");
+    assert!(
+        r4["deviations"]
+            .as_array()
+            .expect("deviations")
+            .iter()
+            .any(|d| d["kind"] == "analysis-setting"
+                && d["detail"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("--margin 0.03 replaces the pre-registered 0.05"))),
+        "{}",
+        r4["deviations"]
+    );
+
+    // The power calculation before the data: an assumed sd of 10 % needs far more than
+    // the planned blocks, and `plan` says so.
+    let planned = dir.path().join("powered.yaml");
+    std::fs::write(
+        &planned,
+        TINY.replace("REPS", "3").replace(
+            "bootstrapResamples: 2000}",
+            "bootstrapResamples: 2000, assumedSd: 0.1}",
+        ),
+    )
+    .expect("write");
+    let o = pqbench(&["plan", s(&planned)]);
+    ok(&o, "plan with assumedSd");
+    let (so, se) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    let need = stats_needed(0.1, 1);
+    assert!(
+        so.contains(&format!(
+            "get-64KiB-c1 · ml-kem-768 vs x25519: sd 0.1000 (assumedSd) needs {need} blocks, 3 planned  UNDERPOWERED"
+        )),
+        "{so}"
+    );
+    assert!(
+        se.contains("warning: get-64KiB-c1 · ml-kem-768 vs x25519 is underpowered"),
+        "{se}"
+    );
+    // A pilot: the earlier campaign's own sd, read from its report.json.
+    std::fs::write(
+        &planned,
+        TINY.replace("REPS", "3").replace(
+            "bootstrapResamples: 2000}",
+            &format!("bootstrapResamples: 2000, pilot: {}}}", camp.display()),
+        ),
+    )
+    .expect("write");
+    let o = pqbench(&["plan", s(&planned), "--json"]);
+    ok(&o, "plan with a pilot");
+    let pj: serde_json::Value = serde_json::from_slice(&o.stdout).expect("plan json");
+    assert_eq!(pj["power"][0]["source"], "pilot", "{pj}");
+    assert_eq!(pj["power"][0]["sd"], c["sd"], "{pj}");
 
     // A changed pre-registration is refused in the same directory.
     std::fs::write(
@@ -1426,6 +1530,23 @@ fn campaign_retries_gives_up_and_goes_on_by_the_shared_schedule() {
         err.contains("2 run(s) failed every attempt and were given up"),
         "{err}"
     );
+    // The deviations log lists each given-up run: retried, and never completed.
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(camp.join("report.json")).expect("report.json"),
+    )
+    .expect("json");
+    let devs = report["deviations"].as_array().expect("deviations");
+    for id in &mlkem {
+        for kind in ["retried", "not-completed"] {
+            assert!(
+                devs.iter()
+                    .any(|d| d["kind"] == kind && d["subject"] == id.as_str()),
+                "{kind} {id}: {devs:?}"
+            );
+        }
+    }
+    let md = std::fs::read_to_string(camp.join("report.md")).expect("report.md");
+    assert!(md.contains("## Deviations from the plan"), "{md}");
 
     // Resumed: the given-up runs are not tried again, nothing else runs.
     let o = pqbench(&["run", s(&file), "--out", s(&out), "--keys-dir", s(&keys)]);

@@ -16,8 +16,12 @@
 //! - The primary family is named in `analysis.primary` (a cell's every comparison, or one
 //!   comparison of it; the A/A control never); its TOST p-values are Holm-adjusted and its
 //!   verdicts use the adjusted p. Every other comparison is exploratory: its verdict uses
-//!   the unadjusted p, and Benjamini–Hochberg-adjusted p-values over all exploratory
-//!   comparisons are given alongside.
+//!   the unadjusted p. Its difference test (does the 95 % interval exclude 1) is
+//!   Benjamini–Hochberg-adjusted together with every second endpoint ([`crate::endpoints`]),
+//!   as the study does for its exploratory tables.
+//! - The CPU identity with intervals, second endpoints (latency, CPU, memory, stage
+//!   times) and the manifest-size control's share of a deficit: [`crate::endpoints`],
+//!   [`Attribution`]. Every departure from the plan: [`crate::deviations`].
 //! - Attempts: with the attempts of each run given, the report counts attempts and invalid
 //!   attempts per arm, and flags each compared pair of arms whose invalid rates differ by
 //!   Fisher's exact test at α = 0.05 (a mode-dependent exclusion biases the comparison).
@@ -39,7 +43,7 @@ use crate::spec::{Analysis, CampaignSpec, ComparisonSpec, Correction, Operation}
 use crate::{Error, Result};
 
 /// One run as the analysis sees it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunRow {
     /// Run id.
     pub run_id: String,
@@ -77,7 +81,38 @@ pub struct RunRow {
     /// Mean manifest bytes per object (storage table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest_bytes: Option<f64>,
+    /// Median latency of successful requests, ms (second endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p50_ms: Option<f64>,
+    /// 99th-percentile latency, ms (second endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p99_ms: Option<f64>,
+    /// Peak client resident memory over the window, bytes (second endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_bytes: Option<f64>,
+    /// Client resident memory at the window's end minus at its start, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_growth_bytes: Option<f64>,
+    /// Mean stage times, µs, in the order of [`STAGES`] (second endpoint at one worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages_us: Option<[f64; 5]>,
+    /// Position of the run within its block (the order check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    /// When the run's window opened, seconds since the Unix epoch (the order check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
 }
+
+/// The stage timers a run row carries, in the order of [`RunRow::stages_us`] (study
+/// Table XVI).
+pub const STAGES: [&str; 5] = [
+    "key_establishment",
+    "key_derivation",
+    "aead",
+    "manifest",
+    "storage",
+];
 
 /// The CSV columns `pqbench analyze --runs` requires, in order.
 pub const CSV_COLUMNS: [&str; 9] = [
@@ -93,13 +128,24 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 6] = [
+pub const CSV_OPTIONAL: [&str; 17] = [
     "operation",
     "object_size",
     "concurrency",
     "offered_rps",
     "mean_response_ms",
     "manifest_bytes",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "max_rss_bytes",
+    "rss_growth_bytes",
+    "stage_key_establishment_us",
+    "stage_key_derivation_us",
+    "stage_aead_us",
+    "stage_manifest_us",
+    "stage_storage_us",
+    "position",
+    "started_unix_s",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -161,6 +207,16 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
                 Ok(None)
             }
         };
+        let opt_signed = |c: &str| -> Result<Option<f64>> {
+            at(c)
+                .map(|s| {
+                    s.parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite())
+                        .ok_or_else(|| bad(c, &format!("{s:?} is not a finite number")))
+                })
+                .transpose()
+        };
         let int = |c: &str| -> Result<Option<u64>> {
             at(c)
                 .map(|s| {
@@ -191,6 +247,30 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
             offered_rps: opt_num("offered_rps")?,
             mean_response_ms: opt_num("mean_response_ms")?,
             manifest_bytes: opt_num("manifest_bytes")?,
+            latency_p50_ms: opt_num("latency_p50_ms")?,
+            latency_p99_ms: opt_num("latency_p99_ms")?,
+            max_rss_bytes: opt_num("max_rss_bytes")?,
+            rss_growth_bytes: opt_signed("rss_growth_bytes")?,
+            stages_us: {
+                let v = STAGES
+                    .iter()
+                    .map(|st| opt_num(&format!("stage_{st}_us")))
+                    .collect::<Result<Vec<_>>>()?;
+                match v.iter().copied().collect::<Option<Vec<f64>>>() {
+                    Some(all) => Some([all[0], all[1], all[2], all[3], all[4]]),
+                    None if v.iter().all(Option::is_none) => None,
+                    None => {
+                        return Err(bad(
+                            "stage_*_us",
+                            "give all five stage columns a value, or none",
+                        ));
+                    }
+                }
+            },
+            position: int("position")?
+                .map(|p| u32::try_from(p).map_err(|_| bad("position", "too large")))
+                .transpose()?,
+            started_unix_s: opt_num("started_unix_s")?,
         });
     }
     Ok(out)
@@ -201,24 +281,35 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
     let mut s = format!("{},{}\n", CSV_COLUMNS.join(","), CSV_OPTIONAL.join(","));
     let o = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in rows {
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            r.run_id,
-            r.cell,
-            r.mode,
-            r.block,
-            r.throughput_rps,
-            r.cpu_per_request_us,
-            r.client_cores_used,
-            r.client_cores_available,
+        let mut f: Vec<String> = vec![
+            r.run_id.clone(),
+            r.cell.clone(),
+            r.mode.clone(),
+            r.block.to_string(),
+            r.throughput_rps.to_string(),
+            r.cpu_per_request_us.to_string(),
+            r.client_cores_used.to_string(),
+            r.client_cores_available.to_string(),
             o(r.server_cpu_cores),
-            r.operation.map(Operation::as_str).unwrap_or_default(),
+            r.operation
+                .map(Operation::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             r.object_size.map(|v| v.to_string()).unwrap_or_default(),
             r.concurrency.map(|v| v.to_string()).unwrap_or_default(),
             o(r.offered_rps),
             o(r.mean_response_ms),
             o(r.manifest_bytes),
-        ));
+            o(r.latency_p50_ms),
+            o(r.latency_p99_ms),
+            o(r.max_rss_bytes),
+            o(r.rss_growth_bytes),
+        ];
+        f.extend((0..STAGES.len()).map(|i| o(r.stages_us.map(|st| st[i]))));
+        f.push(r.position.map(|v| v.to_string()).unwrap_or_default());
+        f.push(o(r.started_unix_s));
+        s.push_str(&f.join(","));
+        s.push('\n');
     }
     s
 }
@@ -245,6 +336,10 @@ pub struct Config {
     /// when the runs come from a CSV alone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arm_details: Vec<crate::design::Arm>,
+    /// Settings given at analysis time rather than pre-registered, in words (`--margin
+    /// 0.03 replaces the pre-registered 0.05`); the deviations log lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub analysis_time_settings: Vec<String>,
 }
 
 impl Config {
@@ -259,6 +354,7 @@ impl Config {
             comparisons: crate::design::comparisons(spec, &arms),
             arms: arms.iter().map(|a| a.label.clone()).collect(),
             arm_details: arms,
+            analysis_time_settings: Vec::new(),
         }
     }
 }
@@ -278,6 +374,9 @@ pub struct RunAttempts {
     pub invalid: u32,
     /// Attempts that failed (no files, or past the deadline).
     pub failed: u32,
+    /// Why the invalid attempts were invalid (their failed checks), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
 }
 
 /// Attempts per arm.
@@ -362,7 +461,8 @@ pub struct Entry {
     /// TOST p after the family's correction (Holm for primary; the same as `tost_p`
     /// otherwise).
     pub tost_p_adjusted: f64,
-    /// Benjamini–Hochberg-adjusted p over the exploratory comparisons.
+    /// Benjamini–Hochberg-adjusted p of the difference test (ratio ≠ 1) over every
+    /// second endpoint of the report; for non-primary comparisons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bh_p_adjusted: Option<f64>,
     /// Verdict at the margin.
@@ -460,6 +560,9 @@ pub struct StorageRow {
     /// The figures.
     #[serde(flatten)]
     pub overhead: stats::storage::Overhead,
+    /// Ciphertext, its encoding and the fixed fields, when the arm's mode is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<stats::storage::Breakdown>,
 }
 
 /// The knee of one open-loop series.
@@ -473,6 +576,14 @@ pub struct KneeRow {
     pub points: Vec<OpenPoint>,
     /// The knee, if the series reaches it.
     pub knee: Option<stats::regime::Knee>,
+    /// The knee an M/M/c model predicts from the closed-loop runs of the same operation,
+    /// size and arm ([`stats::queueing::predict_knee`]): service time S = workers ÷
+    /// throughput at the fewest closed-loop workers (Little's law), c = peak × S servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<stats::queueing::KneePrediction>,
+    /// Measured knee ÷ predicted knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_over_predicted: Option<f64>,
 }
 
 /// Per cell and arm: what the plots and tables show.
@@ -532,9 +643,41 @@ pub struct Report {
     /// `cell block` pairs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_blocks: Vec<(String, u32)>,
+    /// Second endpoints and the CPU identity of every comparison (exploratory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secondary: Vec<crate::endpoints::Secondary>,
+    /// The manifest-size control's share of a deficit, per cell holding the three arms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributions: Vec<Attribution>,
+    /// Every departure from the pre-registered plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deviations: Vec<crate::deviations::Deviation>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
+}
+
+/// Control attribution (study section V-C): in a cell with a post-quantum arm P, the
+/// manifest-size control C (X25519 padded to P's manifest size) and X25519 B on the same
+/// backend and S3 client, the share of P's deficit against B that the manifest size
+/// explains: `1 − ln(r_P/C) / ln(r_P/B)`, with a percentile-bootstrap 90 % interval over
+/// blocks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// Cell id.
+    pub cell: String,
+    /// The post-quantum arm (P1).
+    pub mode: String,
+    /// The padded control (C2).
+    pub control: String,
+    /// The classical baseline (B2).
+    pub baseline: String,
+    /// The share, its interval and the two ratios; `None` when P shows no deficit to
+    /// explain (`r_P/B` within 1e-12 of 1) or the share cannot be computed.
+    pub share: Option<stats::attribution::Share>,
+    /// Why `share` is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[allow(clippy::cast_precision_loss, reason = "counts are small")]
@@ -557,6 +700,17 @@ pub fn analyze(rows: &[RunRow], cfg: &Config) -> Result<Report> {
 /// Analyses run rows, with the attempts of every planned run for the attempts table and
 /// the invalid-rate test.
 pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> Result<Report> {
+    analyze_full(rows, attempts, &[], cfg)
+}
+
+/// Analyses run rows, with the attempts of every planned run and the runs left invalid
+/// after their last attempt (run id, failed checks) for the deviations log.
+pub fn analyze_full(
+    rows: &[RunRow],
+    attempts: &[RunAttempts],
+    excluded: &[(String, String)],
+    cfg: &Config,
+) -> Result<Report> {
     let a = &cfg.analysis;
     let mut warnings = Vec::new();
     // Index: cell → block → arm → row. Duplicate (cell, block, arm) is a data error.
@@ -657,6 +811,7 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
         cfg.comparisons.clone()
     };
     let mut raw: Vec<Raw<'_>> = Vec::new();
+    let mut secondary: Vec<crate::endpoints::Secondary> = Vec::new();
     for cell in &cells {
         let blocks = &by_cell[cell.as_str()];
         let mut arms: Vec<&str> = blocks.values().flat_map(|b| b.keys().copied()).collect();
@@ -727,6 +882,13 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
             } else {
                 Family::Exploratory
             };
+            secondary.push(crate::endpoints::secondary(
+                (cell, m, base),
+                &pairs,
+                family != Family::Primary,
+                a.margin,
+                a.deficit_threshold,
+            )?);
             raw.push(Raw {
                 cell,
                 mode: m,
@@ -744,9 +906,6 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
     let primary: Vec<usize> = (0..raw.len())
         .filter(|&i| raw[i].family == Family::Primary)
         .collect();
-    let exploratory: Vec<usize> = (0..raw.len())
-        .filter(|&i| raw[i].family == Family::Exploratory)
-        .collect();
     let adjust = |ps: &[f64]| match a.correction {
         Correction::Holm => stats::multiplicity::holm(ps),
         Correction::None => ps.to_vec(),
@@ -760,18 +919,13 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
     )) {
         adjusted[i] = p;
     }
-    let mut bh: Vec<Option<f64>> = vec![None; raw.len()];
-    for (&i, p) in exploratory
+    // Benjamini–Hochberg over the difference tests of every second endpoint, throughput
+    // of the non-primary comparisons among them (study Table XX).
+    crate::endpoints::adjust(&mut secondary);
+    let bh: Vec<Option<f64>> = secondary
         .iter()
-        .zip(stats::multiplicity::benjamini_hochberg(
-            &exploratory
-                .iter()
-                .map(|&i| raw[i].cmp.tost.p)
-                .collect::<Vec<_>>(),
-        ))
-    {
-        bh[i] = Some(p);
-    }
+        .map(|s| s.endpoint("throughput").map(|e| e.bh_p))
+        .collect();
     // Without stalls: recompute, re-adjusting the primary family.
     let no_stall: Vec<Option<Paired>> = raw
         .iter()
@@ -865,20 +1019,124 @@ pub fn analyze_with(rows: &[RunRow], attempts: &[RunAttempts], cfg: &Config) -> 
     }
 
     let per_arm = arm_attempts(attempts);
+    let stalls: Vec<String> = stalled.into_iter().map(str::to_owned).collect();
+    let deviations = crate::deviations::log(crate::deviations::Inputs {
+        settings: &cfg.analysis_time_settings,
+        attempts,
+        excluded,
+        dropped_blocks: &dropped_blocks,
+        stalls: &stalls,
+        rows,
+    });
     Ok(Report {
         config: cfg.clone(),
         runs: rows.len(),
         primary_family_size: primary.len(),
         comparisons: entries,
-        stalls: stalled.into_iter().map(str::to_owned).collect(),
+        stalls,
         arms: arm_summaries(rows, &cells),
-        storage: storage(rows, &cfg.baseline),
+        storage: storage(rows, &cfg.baseline, &arm_modes(cfg, rows)),
         knees: knees(rows),
         invalid_rates: invalid_rates(&per_arm, &comparisons)?,
         attempts: per_arm,
+        attributions: attributions(&by_cell, &cells, cfg)?,
+        secondary,
+        deviations,
         dropped_blocks,
         warnings,
     })
+}
+
+/// What each arm label is: the campaign's arms, or for runs from a CSV alone the mode the
+/// label names (on the default backend and S3 client).
+fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, crate::design::Arm> {
+    if !cfg.arm_details.is_empty() {
+        return cfg
+            .arm_details
+            .iter()
+            .map(|a| (a.label.clone(), a.clone()))
+            .collect();
+    }
+    rows.iter()
+        .filter_map(|r| {
+            let mode = r.mode.parse::<envelope::Mode>().ok()?;
+            Some((
+                r.mode.clone(),
+                crate::design::Arm {
+                    label: r.mode.clone(),
+                    mode,
+                    backend: envelope::Backend::default(),
+                    client: crate::spec::S3ClientKind::default(),
+                    session: None,
+                    control: false,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The manifest-size control's share of each ML-KEM-768 arm's deficit, in every cell
+/// holding ML-KEM-768, `x25519-padded` and `x25519` arms on one backend and S3 client.
+fn attributions(by_cell: &Blocks<'_>, cells: &[String], cfg: &Config) -> Result<Vec<Attribution>> {
+    use envelope::Mode;
+    let rows: Vec<RunRow> = by_cell
+        .values()
+        .flat_map(|b| b.values().flat_map(|m| m.values().map(|r| (*r).clone())))
+        .collect();
+    let arms = arm_modes(cfg, &rows);
+    let mut out = Vec::new();
+    for cell in cells {
+        let Some(blocks) = by_cell.get(cell.as_str()) else {
+            continue;
+        };
+        let labels: BTreeSet<&str> = blocks.values().flat_map(|b| b.keys().copied()).collect();
+        let with = |mode: Mode| -> Vec<&crate::design::Arm> {
+            labels
+                .iter()
+                .filter_map(|l| arms.get(*l))
+                .filter(|a| a.mode == mode && !a.control)
+                .collect()
+        };
+        for c in with(Mode::X25519Padded) {
+            let same = |a: &&crate::design::Arm| a.backend == c.backend && a.client == c.client;
+            let Some(b) = with(Mode::X25519).into_iter().find(same) else {
+                continue;
+            };
+            for p in with(Mode::MlKem768).into_iter().filter(same) {
+                let mut d_pc = Vec::new();
+                let mut d_pb = Vec::new();
+                for runs in blocks.values() {
+                    if let (Some(tp), Some(tc), Some(tb)) = (
+                        runs.get(p.label.as_str()),
+                        runs.get(c.label.as_str()),
+                        runs.get(b.label.as_str()),
+                    ) {
+                        let l = log_ratios(&[
+                            (tp.throughput_rps, tc.throughput_rps),
+                            (tp.throughput_rps, tb.throughput_rps),
+                        ])?;
+                        d_pc.push(l[0]);
+                        d_pb.push(l[1]);
+                    }
+                }
+                let share = stats::attribution::manifest_share(
+                    &d_pc,
+                    &d_pb,
+                    cfg.analysis.bootstrap_resamples,
+                    cfg.seed,
+                );
+                out.push(Attribution {
+                    cell: cell.clone(),
+                    mode: p.label.clone(),
+                    control: c.label.clone(),
+                    baseline: b.label.clone(),
+                    note: share.as_ref().err().map(ToString::to_string),
+                    share: share.ok(),
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Every arm of the data against `baseline` (the comparisons when none are declared).
@@ -1004,7 +1262,11 @@ fn arm_summaries(rows: &[RunRow], cells: &[String]) -> Vec<ArmSummary> {
     out
 }
 
-fn storage(rows: &[RunRow], baseline: &str) -> Vec<StorageRow> {
+fn storage(
+    rows: &[RunRow],
+    baseline: &str,
+    arms: &BTreeMap<String, crate::design::Arm>,
+) -> Vec<StorageRow> {
     // Mean manifest bytes per (object size, arm); the baseline's at the same size.
     let mut acc: BTreeMap<(Option<u64>, &str), Vec<f64>> = BTreeMap::new();
     for r in rows {
@@ -1025,22 +1287,27 @@ fn storage(rows: &[RunRow], baseline: &str) -> Vec<StorageRow> {
     let mut out = Vec::new();
     for ((size, mode), v) in &acc {
         let base = acc.get(&(*size, baseline)).map_or(0, bytes);
+        let m = bytes(v);
         out.push(StorageRow {
             mode: (*mode).to_owned(),
             object_size: *size,
-            overhead: stats::storage::overhead(bytes(v), base),
+            overhead: stats::storage::overhead(m, base),
+            breakdown: arms.get(*mode).map(|a| {
+                stats::storage::breakdown(m, u64::try_from(a.mode.ciphertext_len()).unwrap_or(0))
+            }),
         });
     }
     out
 }
 
 fn knees(rows: &[RunRow]) -> Vec<KneeRow> {
-    // Series: (op, size, threads, mode) over open-loop rows; closed-loop peak: the highest
-    // mean throughput over closed-loop cells with the same (op, size, mode).
+    // Series: (op, size, threads, mode) over open-loop rows. Closed loop, per (op, size,
+    // mode): each cell's workers and mean throughput, for the peak and the service time.
     // Key: (operation, size, threads, mode) → offered rate (as bits) → mean responses.
     type Series<'a> = BTreeMap<(Operation, u64, u32, &'a str), BTreeMap<u64, Vec<f64>>>;
+    type Closed<'a> = BTreeMap<(Operation, u64, &'a str), BTreeMap<&'a str, (u32, Vec<f64>)>>;
     let mut series: Series<'_> = BTreeMap::new();
-    let mut closed: BTreeMap<(Operation, u64, &str), BTreeMap<&str, Vec<f64>>> = BTreeMap::new();
+    let mut closed: Closed<'_> = BTreeMap::new();
     for r in rows {
         let (Some(op), Some(size)) = (r.operation, r.object_size) else {
             continue;
@@ -1054,11 +1321,12 @@ fn knees(rows: &[RunRow]) -> Vec<KneeRow> {
                     .or_default()
                     .push(resp);
             }
-            (None, _, _) => closed
+            (None, _, c) => closed
                 .entry((op, size, &r.mode))
                 .or_default()
                 .entry(&r.cell)
-                .or_default()
+                .or_insert_with(|| (c.unwrap_or(0), Vec::new()))
+                .1
                 .push(r.throughput_rps),
             _ => {}
         }
@@ -1072,19 +1340,34 @@ fn knees(rows: &[RunRow]) -> Vec<KneeRow> {
                 mean_response: mean(v.iter().copied()).unwrap_or(0.0),
             })
             .collect();
-        let peak = closed
+        // (workers, mean throughput) of each closed-loop cell.
+        let cells: Vec<(u32, f64)> = closed
             .get(&(op, size, mode))
             .map(|cells| {
                 cells
                     .values()
-                    .filter_map(|v| mean(v.iter().copied()))
-                    .fold(0.0, f64::max)
+                    .filter_map(|(c, v)| Some((*c, mean(v.iter().copied())?)))
+                    .collect()
             })
-            .filter(|p| *p > 0.0);
+            .unwrap_or_default();
+        let peak = cells.iter().map(|c| c.1).fold(0.0, f64::max);
+        let peak = (peak > 0.0).then_some(peak);
+        let knee = knee(&points, peak);
+        // Little's law at the fewest workers: S = workers / throughput (seconds).
+        let predicted = cells
+            .iter()
+            .filter(|(c, x)| *c > 0 && *x > 0.0)
+            .min_by_key(|(c, _)| *c)
+            .and_then(|(c, x)| stats::queueing::predict_knee(f64::from(*c) / x, peak?).ok());
         out.push(KneeRow {
             series: format!("{}-{}-t{threads}", op.as_str(), crate::units::Size(size)),
             mode: mode.to_owned(),
-            knee: knee(&points, peak),
+            measured_over_predicted: knee
+                .zip(predicted)
+                .map(|(k, p)| k.rate / p.rate)
+                .filter(|r| r.is_finite()),
+            knee,
+            predicted,
             points,
         });
     }

@@ -23,6 +23,7 @@
 //! - The pre-registration hash is the SHA-256 of the spec's RFC 8785 canonical JSON
 //!   (defaults filled in, so formatting and comments do not change it) ([`prereg_hash`]).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use envelope::{Backend, Mode};
@@ -472,6 +473,95 @@ pub struct Estimate {
     pub wall: Duration,
     /// Wall time if every pause ran to its maximum.
     pub wall_worst: Duration,
+}
+
+/// The power calculation before the data for one primary comparison (study section IV-C:
+/// "a normal-approximation calculation at α = 0.05/8 and power 0.8").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PowerRow {
+    /// Cell id.
+    pub cell: String,
+    /// Arm.
+    pub arm: String,
+    /// Against.
+    pub against: String,
+    /// The paired sd assumed.
+    pub sd: f64,
+    /// Where it came from: `assumedSd`, or `pilot` (the earlier campaign's own figure).
+    pub source: String,
+    /// Blocks needed for the pre-registered power at α/k and the margin.
+    pub needed: u32,
+    /// Blocks planned.
+    pub planned: u32,
+    /// `planned < needed`.
+    pub underpowered: bool,
+}
+
+/// The primary comparisons of a plan as `(cell, arm, against, blocks planned)`.
+pub fn primary_comparisons<'a>(
+    plan: &'a Plan,
+    spec: &'a CampaignSpec,
+) -> Vec<(&'a str, &'a str, &'a str, u32)> {
+    plan.cells
+        .iter()
+        .flat_map(|c| {
+            plan.comparisons
+                .iter()
+                .filter(|x| {
+                    spec.analysis
+                        .primary
+                        .iter()
+                        .any(|p| p.selects(&c.id, &x.arm, &x.against))
+                        && !plan.arm(&x.arm).is_some_and(|a| a.control)
+                })
+                .map(move |x| {
+                    (
+                        c.id.as_str(),
+                        x.arm.as_str(),
+                        x.against.as_str(),
+                        c.repetitions,
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Blocks each primary comparison needs, from the pilot's paired sd of the same (cell,
+/// arm, against) where `pilot` has one, else `analysis.assumedSd`; comparisons with
+/// neither are left out. Empty without a primary family.
+pub fn power(
+    plan: &Plan,
+    spec: &CampaignSpec,
+    pilot: &BTreeMap<(String, String, String), f64>,
+) -> Vec<PowerRow> {
+    let a = &spec.analysis;
+    let family = primary_comparisons(plan, spec);
+    let k = family.len();
+    family
+        .iter()
+        .filter_map(|&(cell, arm, against, planned)| {
+            let key = (cell.to_owned(), arm.to_owned(), against.to_owned());
+            let (sd, source) = match (pilot.get(&key), a.assumed_sd) {
+                (Some(&sd), _) => (sd, "pilot"),
+                (None, Some(sd)) => (sd, "assumedSd"),
+                (None, None) => return None,
+            };
+            let needed = stats::power::repetitions_needed(sd, a.margin, a.alpha, k, a.power)
+                .ok()?
+                .needed;
+            Some(PowerRow {
+                cell: cell.to_owned(),
+                arm: arm.to_owned(),
+                against: against.to_owned(),
+                sd,
+                source: source.to_owned(),
+                needed,
+                planned,
+                underpowered: planned < needed,
+            })
+        })
+        .collect()
 }
 
 /// Estimates runs, requests and wall time of a plan.

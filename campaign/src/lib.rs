@@ -12,13 +12,17 @@
 //!   the pre-registration hash (SHA-256 of the canonical spec).
 //! - [`analysis`]: run rows (one per run) to the report: paired ratios, TOST with Holm,
 //!   verdicts, sensitivity, bootstrap, CPU accounting, saturation, stalls, power, storage
-//!   and the open-loop knee, using the [`stats`] crate.
+//!   and the open-loop knee (measured and predicted), using the [`stats`] crate;
+//!   [`endpoints`]: second endpoints with intervals and the CPU identity, whole;
+//!   [`deviations`]: every departure from the pre-registered plan.
 //! - [`report`]: the report as Markdown and as a terminal table; [`plots`]: its SVG plots.
 //! - [`units`]: human sizes and durations.
 
 pub mod analysis;
 pub mod cluster;
 pub mod design;
+pub mod deviations;
+pub mod endpoints;
 pub mod placement;
 pub mod plots;
 pub mod report;

@@ -7,6 +7,11 @@
 //! - [`cpu_per_request`] (`cpu.svg`): client CPU per request per mode, grouped by cell.
 //! - [`storage`] (`storage.svg`): manifest bytes per mode against the S3 user-metadata
 //!   limit, with the difference to the baseline.
+//! - [`cpu_identity`] (`identity.svg`): per comparison with the CPU accounting identity, the
+//!   observed throughput ratio and the ratios client CPU per request implies (with equal
+//!   cores, and with the cores used), each with its 90 % interval.
+//! - [`open_loop`] (`knee.svg`): open-loop mean response time against offered rate per
+//!   mode, with the doubling line, the measured knee and the M/M/c prediction.
 //!
 //! Each mode keeps one colour in every plot of a report (the colour-blind-safe Okabe–Ito
 //! palette, assigned in sorted label order). The output depends only on the report (the
@@ -16,9 +21,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use stats::Verdict;
+use stats::identity::Identity;
+use stats::paired::RatioInterval;
+use stats::queueing::KneePrediction;
 use stats::storage::S3_USER_METADATA_LIMIT;
 
-use crate::analysis::{ArmSummary, Entry, Report, StorageRow};
+use crate::analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
+use crate::endpoints::Secondary;
 use crate::spec::Operation;
 use crate::units::Size;
 
@@ -40,6 +49,8 @@ pub fn all(report: &Report) -> Vec<Plot> {
         throughput_vs_concurrency(report),
         cpu_per_request(report),
         storage(report),
+        cpu_identity(report),
+        open_loop(report),
     ]
     .into_iter()
     .flatten()
@@ -77,6 +88,12 @@ impl Palette {
         modes.extend(report.arms.iter().map(|a| a.mode.as_str()));
         modes.extend(report.storage.iter().map(|s| s.mode.as_str()));
         modes.extend(report.knees.iter().map(|k| k.mode.as_str()));
+        modes.extend(
+            report
+                .secondary
+                .iter()
+                .flat_map(|s| [s.mode.as_str(), s.baseline.as_str()]),
+        );
         for e in &report.comparisons {
             modes.insert(&e.mode);
             modes.insert(&e.baseline);
@@ -441,6 +458,17 @@ impl Svg {
         ));
     }
 
+    fn polygon(&mut self, points: &[(f64, f64)], attrs: &str) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{},{}", px(*x), px(*y)))
+            .collect();
+        self.out.push_str(&format!(
+            "<polygon points=\"{}\" {attrs}/>\n",
+            pts.join(" ")
+        ));
+    }
+
     /// Opens a group; `tip` becomes its tooltip (a title element).
     fn open(&mut self, attrs: &str, tip: &str) {
         let sep = if attrs.is_empty() { "" } else { " " };
@@ -583,6 +611,68 @@ fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, items: &[(String, &str)]) -
             12.0,
             &format!(r#"fill="{colour}""#),
         );
+        svg.text(x + dx + 18.0, y + dy, label, "");
+    }
+    height
+}
+
+/// How an item is drawn, in a plot and in its legend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// A colour swatch (legends only).
+    Swatch,
+    Circle,
+    Square,
+    Diamond,
+    /// An outlined diamond: a prediction.
+    HollowDiamond,
+    /// A short dashed line: a reference level (legends only).
+    Dash,
+}
+
+/// Draws `shape` centred at (x, y) in `colour`; `class` (e.g. `class="knee"`, or empty)
+/// goes on the element.
+fn marker(svg: &mut Svg, shape: Shape, (x, y): (f64, f64), colour: &str, class: &str) {
+    let filled = format!(r##"{class} fill="{colour}" stroke="#ffffff" stroke-width="1""##);
+    let diamond = |r: f64| [(x, y - r), (x + r, y), (x, y + r), (x - r, y)];
+    match shape {
+        Shape::Swatch => svg.rect(
+            x - 6.0,
+            y - 6.0,
+            12.0,
+            12.0,
+            &format!(r#"{class} fill="{colour}""#),
+        ),
+        Shape::Circle => svg.circle(x, y, 4.0, &filled),
+        Shape::Square => svg.rect(x - 4.0, y - 4.0, 8.0, 8.0, &filled),
+        Shape::Diamond => svg.polygon(&diamond(5.0), &filled),
+        Shape::HollowDiamond => svg.polygon(
+            &diamond(6.0),
+            &format!(r#"{class} fill="none" stroke="{colour}" stroke-width="2""#),
+        ),
+        Shape::Dash => svg.line(
+            x - 8.0,
+            y,
+            x + 8.0,
+            y,
+            &format!(r#"{class} stroke="{colour}" stroke-width="1.5" stroke-dasharray="4 3""#),
+        ),
+    }
+}
+
+/// A legend item: label, colour and shape.
+type Item = (String, &'static str, Shape);
+
+fn item_labels(items: &[Item]) -> Vec<(String, &str)> {
+    items.iter().map(|(l, c, _)| (l.clone(), *c)).collect()
+}
+
+/// Draws a legend of markers at (x, y), y being the first row's text baseline; returns its
+/// height.
+fn marker_legend(svg: &mut Svg, x: f64, y: f64, width: f64, items: &[Item]) -> f64 {
+    let (at, height) = legend_layout(&item_labels(items), width);
+    for ((label, colour, shape), (dx, dy)) in items.iter().zip(at) {
+        marker(svg, *shape, (x + dx + 6.0, y + dy - 4.0), colour, "");
         svg.text(x + dx + 18.0, y + dy, label, "");
     }
     height
@@ -1436,6 +1526,563 @@ pub fn storage(report: &Report) -> Option<Plot> {
     }))
 }
 
+// ---------------------------------------------------------------------------------------
+// CPU accounting identity
+// ---------------------------------------------------------------------------------------
+
+/// The three throughput ratios of the identity plot: legend label, colour, shape, class.
+const IDENTITY_TERMS: [(&str, &str, Shape, &str); 3] = [
+    (
+        "observed throughput ratio",
+        "#0072B2",
+        Shape::Circle,
+        "observed",
+    ),
+    (
+        "implied with equal cores (1 / CPU ratio)",
+        "#E69F00",
+        Shape::Square,
+        "implied-equal-cores",
+    ),
+    (
+        "implied with the cores used (cores ratio / CPU ratio)",
+        "#009E73",
+        Shape::Diamond,
+        "implied",
+    ),
+];
+
+/// The terms drawn, in the order of [`IDENTITY_TERMS`].
+fn identity_terms(id: &Identity) -> [&RatioInterval; 3] {
+    [&id.observed, &id.implied_equal_cores, &id.implied]
+}
+
+/// A ratio with its 90 % interval: `0.952 [0.941, 0.963]`.
+fn fmt_interval(t: &RatioInterval) -> String {
+    format!(
+        "{} [{}, {}]",
+        fmt_ratio(t.ratio),
+        fmt_ratio(t.ci90.0),
+        fmt_ratio(t.ci90.1)
+    )
+}
+
+/// One comparison of the identity plot.
+struct IdentityRow<'a> {
+    label: String,
+    id: &'a Identity,
+    /// The three ratios, as written at the right.
+    numbers: String,
+    /// "cores differ" and the like; empty if nothing to say.
+    note: String,
+    /// Which cell group the row is in (alternate groups are shaded).
+    group: usize,
+}
+
+fn identity_note(id: &Identity) -> String {
+    let mut notes = Vec::new();
+    if !id.cpu_predicts_throughput {
+        notes.push(format!(
+            "cores differ (cores ratio {})",
+            fmt_ratio(id.cores.ratio)
+        ));
+    }
+    if !id.holds {
+        notes.push(format!(
+            "identity does not hold (residual {})",
+            fmt_ratio(id.residual.ratio)
+        ));
+    }
+    notes.join(" \u{b7} ")
+}
+
+/// Comparisons with an identity that has a finite term, cells in first-seen order, modes
+/// sorted within a cell.
+fn identity_rows(report: &Report) -> Vec<IdentityRow<'_>> {
+    let mut cells: Vec<&str> = Vec::new();
+    for s in &report.secondary {
+        if !cells.contains(&s.cell.as_str()) {
+            cells.push(&s.cell);
+        }
+    }
+    let mut rows = Vec::new();
+    for cell in cells {
+        let mut v: Vec<(&Secondary, &Identity)> = report
+            .secondary
+            .iter()
+            .filter(|s| s.cell == cell)
+            .filter_map(|s| Some((s, s.identity.as_ref()?)))
+            .filter(|(_, id)| identity_terms(id).iter().any(|t| t.ratio.is_finite()))
+            .collect();
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_by(|a, b| a.0.mode.cmp(&b.0.mode));
+        let group = rows.last().map_or(0, |r: &IdentityRow<'_>| r.group + 1);
+        rows.extend(v.into_iter().map(|(s, id)| {
+            IdentityRow {
+                label: format!("{} \u{b7} {} vs {}", s.cell, s.mode, s.baseline),
+                id,
+                numbers: identity_terms(id)
+                    .map(|t| fmt_ratio(t.ratio))
+                    .join(" \u{b7} "),
+                note: identity_note(id),
+                group,
+            }
+        }));
+    }
+    rows
+}
+
+/// The ratio axis: 1 and every finite ratio and 90 % bound, padded, with nice ticks.
+fn identity_domain(rows: &[IdentityRow<'_>]) -> (f64, f64, Vec<(f64, String)>) {
+    let (mut lo, mut hi) = (1.0_f64, 1.0_f64);
+    for t in rows.iter().flat_map(|r| identity_terms(r.id)) {
+        for v in [t.ratio, t.ci90.0, t.ci90.1] {
+            if v.is_finite() {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+        }
+    }
+    let pad = (hi - lo) * 0.04;
+    nice_ticks(lo - pad, hi + pad, 6.0)
+}
+
+/// The CPU accounting identity (`identity.svg`): one row per comparison with an identity,
+/// on a shared ratio axis the observed throughput ratio, the ratio implied with equal cores
+/// (1 / CPU ratio) and the ratio implied with the cores used, each with its 90 % interval,
+/// a dashed line at 1; at the right the three ratios and a note where the cores differ
+/// (the CPU ratio alone does not carry the throughput ratio) or the identity does not
+/// hold. `None` without identities.
+pub fn cpu_identity(report: &Report) -> Option<Plot> {
+    const ROW: f64 = 28.0;
+    const PLOT_W: f64 = 420.0;
+    let rows = identity_rows(report);
+    if rows.is_empty() {
+        return None;
+    }
+    let title = "CPU accounting identity".to_owned();
+    let subtitle = "throughput ratio vs the baseline, observed and implied by client CPU per \
+                    request (throughput = cores used / CPU per request); bars: 90 % CI";
+    let items: Vec<Item> = IDENTITY_TERMS
+        .iter()
+        .map(|(l, c, s, _)| ((*l).to_owned(), *c, *s))
+        .collect();
+    let label_w = rows
+        .iter()
+        .map(|r| text_w(&r.label, FONT))
+        .fold(text_w("comparison", 11.0), f64::max);
+    let x0 = 16.0 + label_w + 14.0;
+    let num_x = x0 + PLOT_W + 16.0;
+    let head_numbers = "observed \u{b7} equal cores \u{b7} cores used";
+    let num_w = rows
+        .iter()
+        .map(|r| text_w(&r.numbers, 11.0))
+        .fold(text_w(head_numbers, 11.0), f64::max);
+    let note_x = num_x + num_w + 14.0;
+    let note_w = rows
+        .iter()
+        .map(|r| text_w(&r.note, 11.0))
+        .fold(0.0, f64::max);
+    let width = (note_x + note_w + 16.0)
+        .max(text_w(&title, 16.0) + 40.0)
+        .max(text_w(subtitle, 11.0) + 40.0);
+    let (_, legend_h) = legend_layout(&item_labels(&items), width - 32.0);
+    let header_y = 68.0 + legend_h + 8.0;
+    let y0 = header_y + 8.0;
+    let y1 = y0 + 12.0 + count(rows.len()) * ROW;
+
+    let mut svg = Svg::new(width, y1 + 50.0, &title);
+    svg.subtitle(width, subtitle);
+    marker_legend(&mut svg, 16.0, 68.0, width - 32.0, &items);
+    let centre = |i: usize| y0 + 6.0 + (count(i) + 0.5) * ROW;
+    for (i, r) in rows.iter().enumerate() {
+        if r.group % 2 == 0 {
+            let top = centre(i) - ROW / 2.0;
+            svg.rect(8.0, top, width - 16.0, ROW, &format!(r#"fill="{SHADE}""#));
+        }
+    }
+    let (d0, d1, ticks) = identity_domain(&rows);
+    let sx = Scale::linear(d0, d1, x0, x0 + PLOT_W);
+    let frame = Frame {
+        x0,
+        x1: x0 + PLOT_W,
+        y0,
+        y1,
+    };
+    let tick_px: Vec<(f64, String)> = ticks.into_iter().map(|(v, l)| (sx.at(v), l)).collect();
+    x_axis(
+        &mut svg,
+        frame,
+        &tick_px,
+        "throughput ratio (mode / baseline)",
+        true,
+    );
+    svg.line(
+        sx.at(1.0),
+        y0,
+        sx.at(1.0),
+        y1,
+        &format!(r#"class="reference" stroke="{INK}" stroke-width="1" stroke-dasharray="4 3""#),
+    );
+    let head = format!(r#"font-size="11" font-weight="bold" fill="{MUTED}""#);
+    svg.text(
+        x0 - 14.0,
+        header_y,
+        "comparison",
+        &format!(r#"{head} text-anchor="end""#),
+    );
+    svg.text(num_x, header_y, head_numbers, &head);
+    for (i, r) in rows.iter().enumerate() {
+        identity_row(&mut svg, sx, r, centre(i), (num_x, note_x));
+    }
+    Some(Plot {
+        file: "identity.svg",
+        title,
+        svg: svg.finish(),
+    })
+}
+
+/// One row of the identity plot centred at `cy`: label, the three markers with their
+/// whiskers (stacked a little apart), the numbers at `num_x` and the note at `note_x`.
+fn identity_row(svg: &mut Svg, sx: Scale, r: &IdentityRow<'_>, cy: f64, at: (f64, f64)) {
+    let id = r.id;
+    let tip = format!(
+        "{}: observed {}; implied with equal cores {}; implied with the cores used {} \
+         (90 % CIs); cores ratio {}, CPU ratio {}, residual {}; identity {}; CPU ratio {} \
+         the throughput ratio",
+        r.label,
+        fmt_interval(&id.observed),
+        fmt_interval(&id.implied_equal_cores),
+        fmt_interval(&id.implied),
+        fmt_ratio(id.cores.ratio),
+        fmt_ratio(id.cpu.ratio),
+        fmt_ratio(id.residual.ratio),
+        if id.holds { "holds" } else { "does not hold" },
+        if id.cpu_predicts_throughput {
+            "carries"
+        } else {
+            "does not carry"
+        },
+    );
+    svg.open(r#"class="identity""#, &tip);
+    svg.text(
+        sx.r0 - 14.0,
+        cy + 4.0,
+        &r.label,
+        r#"text-anchor="end" class="label""#,
+    );
+    for (k, (t, (_, colour, shape, class))) in
+        (0u32..).zip(identity_terms(id).into_iter().zip(IDENTITY_TERMS))
+    {
+        let y = cy + (f64::from(k) - 1.0) * 7.0;
+        if finite2([t.ci90.0, t.ci90.1]) {
+            let (a, b) = (sx.at(t.ci90.0), sx.at(t.ci90.1));
+            let stroke = format!(r#"stroke="{colour}" stroke-width="1.5""#);
+            svg.line(a, y, b, y, &format!(r#"class="ci90" {stroke}"#));
+            svg.line(a, y - 3.0, a, y + 3.0, &stroke);
+            svg.line(b, y - 3.0, b, y + 3.0, &stroke);
+        }
+        if t.ratio.is_finite() {
+            let class = format!(r#"class="{class}""#);
+            marker(svg, shape, (sx.at(t.ratio), y), colour, &class);
+        }
+    }
+    svg.text(at.0, cy + 4.0, &r.numbers, r#"font-size="11""#);
+    if !r.note.is_empty() {
+        svg.text(
+            at.1,
+            cy + 4.0,
+            &r.note,
+            &format!(r#"font-size="11" class="note" fill="{MUTED}""#),
+        );
+    }
+    svg.close();
+}
+
+// ---------------------------------------------------------------------------------------
+// Open loop: response time vs offered rate and the knee
+// ---------------------------------------------------------------------------------------
+
+/// Height of one line of a knee panel's notes.
+const NOTE_H: f64 = 16.0;
+
+/// A series' points with a finite rate and response, by rate.
+fn knee_points(k: &KneeRow) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = k
+        .points
+        .iter()
+        .filter(|p| p.rate.is_finite() && p.mean_response.is_finite())
+        .map(|p| (p.rate, p.mean_response))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The light-load response (ms): the knee's, else the response at the lowest rate; `None`
+/// unless positive and finite.
+fn light_load(k: &KneeRow) -> Option<f64> {
+    k.knee
+        .map(|kn| kn.light_load_response)
+        .or_else(|| knee_points(k).first().map(|p| p.1))
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The measured knee rate, if finite.
+fn knee_rate(k: &KneeRow) -> Option<f64> {
+    k.knee.map(|kn| kn.rate).filter(|r| r.is_finite())
+}
+
+/// The prediction, if its rate is finite.
+fn prediction(k: &KneeRow) -> Option<KneePrediction> {
+    k.predicted.filter(|p| p.rate.is_finite())
+}
+
+/// The line under a panel that sums up one mode's knee.
+fn knee_note(k: &KneeRow) -> String {
+    let mut parts = vec![match knee_rate(k) {
+        Some(r) => format!("knee {} req/s", fmt_num(r)),
+        None => "no knee within the offered rates".to_owned(),
+    }];
+    if let Some(p) = prediction(k) {
+        parts.push(format!(
+            "predicted (M/M/c, c = {}) {} req/s",
+            p.servers,
+            fmt_num(p.rate)
+        ));
+    }
+    if let Some(r) = k.measured_over_predicted.filter(|r| r.is_finite()) {
+        parts.push(format!("measured / predicted {}", fmt_ratio(r)));
+    }
+    format!("{}: {}", k.mode, parts.join(" \u{b7} "))
+}
+
+/// Open-loop series with a finite point, by series name, modes sorted.
+fn knee_panels(report: &Report) -> BTreeMap<&str, Vec<&KneeRow>> {
+    let mut panels: BTreeMap<&str, Vec<&KneeRow>> = BTreeMap::new();
+    for k in &report.knees {
+        if !knee_points(k).is_empty() {
+            panels.entry(&k.series).or_default().push(k);
+        }
+    }
+    for rows in panels.values_mut() {
+        rows.sort_by(|a, b| a.mode.cmp(&b.mode));
+    }
+    panels
+}
+
+fn knee_panel_h(modes: usize) -> f64 {
+    PANEL_H + count(modes) * NOTE_H + 4.0
+}
+
+/// Open loop (`knee.svg`): per series (operation, size, serving threads) a panel of the
+/// mean response time (ms) against the offered rate, one line per mode, with a dashed line
+/// at twice the light-load response, a filled square at the interpolated knee and a hollow
+/// diamond at the knee an M/M/c model predicts (on the same line), and a line per mode
+/// under the panel with the numbers. `None` without open-loop series.
+pub fn open_loop(report: &Report) -> Option<Plot> {
+    let panels = knee_panels(report);
+    if panels.is_empty() {
+        return None;
+    }
+    let palette = Palette::of(report);
+    let modes: BTreeSet<&str> = panels.values().flatten().map(|k| k.mode.as_str()).collect();
+    let mut items: Vec<Item> = modes
+        .iter()
+        .map(|m| ((*m).to_owned(), palette.get(m), Shape::Swatch))
+        .collect();
+    items.push(("mean response".to_owned(), INK, Shape::Circle));
+    items.push(("2 \u{d7} light-load response".to_owned(), INK, Shape::Dash));
+    items.push(("knee (interpolated)".to_owned(), INK, Shape::Square));
+    if panels.values().flatten().any(|k| prediction(k).is_some()) {
+        items.push((
+            "predicted knee (M/M/c)".to_owned(),
+            INK,
+            Shape::HollowDiamond,
+        ));
+    }
+    let title = "Open loop: mean response time vs offered rate".to_owned();
+    let subtitle = "mean response time per offered rate and mode; the knee is where it \
+                    reaches twice its light-load value";
+    // The panels and their notes (which start 32 px into a panel), centred as one block.
+    let block_w = panels
+        .values()
+        .flatten()
+        .map(|k| 32.0 + text_w(&knee_note(k), 11.0) + 8.0)
+        .fold(PANEL_W, f64::max);
+    let width = (block_w + 20.0)
+        .max(text_w(&title, 16.0) + 40.0)
+        .max(text_w(subtitle, 11.0) + 40.0);
+    let (_, legend_h) = legend_layout(&item_labels(&items), width - 32.0);
+    let mut top = 70.0 + legend_h;
+    let height = top + panels.values().map(|v| knee_panel_h(v.len())).sum::<f64>() + 6.0;
+
+    let mut svg = Svg::new(width, height, &title);
+    svg.subtitle(width, subtitle);
+    marker_legend(&mut svg, 16.0, 70.0, width - 32.0, &items);
+    let left = (width - block_w) / 2.0;
+    for (series, rows) in &panels {
+        let frame = Frame {
+            x0: left + 72.0,
+            x1: left + PANEL_W - 20.0,
+            y0: top + 30.0,
+            y1: top + PANEL_H - 52.0,
+        };
+        knee_panel(&mut svg, frame, series, rows, &palette);
+        top += knee_panel_h(rows.len());
+    }
+    Some(Plot {
+        file: "knee.svg",
+        title,
+        svg: svg.finish(),
+    })
+}
+
+/// One open-loop panel inside `f` (title above, notes below the x axis).
+fn knee_panel(svg: &mut Svg, f: Frame, title: &str, rows: &[&KneeRow], palette: &Palette) {
+    svg.text(
+        f64::midpoint(f.x0, f.x1),
+        f.y0 - 12.0,
+        title,
+        r#"font-size="13" font-weight="bold" text-anchor="middle""#,
+    );
+    let (mut xmax, mut ymax) = (0.0_f64, 0.0_f64);
+    for k in rows {
+        for (r, v) in knee_points(k) {
+            xmax = xmax.max(r);
+            ymax = ymax.max(v);
+        }
+        xmax = [knee_rate(k), prediction(k).map(|p| p.rate)]
+            .into_iter()
+            .flatten()
+            .fold(xmax, f64::max);
+        ymax = ymax.max(light_load(k).map_or(0.0, |l| 2.0 * l));
+    }
+    let (_, right, xticks) = nice_ticks(0.0, (xmax * 1.05).max(f64::MIN_POSITIVE), 6.0);
+    let (_, up, yticks) = nice_ticks(0.0, (ymax * 1.1).max(f64::MIN_POSITIVE), 5.0);
+    let sx = Scale::linear(0.0, right, f.x0, f.x1);
+    let sy = Scale::linear(0.0, up, f.y1, f.y0);
+    let yticks: Vec<(f64, String)> = yticks.into_iter().map(|(v, l)| (sy.at(v), l)).collect();
+    let xticks: Vec<(f64, String)> = xticks.into_iter().map(|(v, l)| (sx.at(v), l)).collect();
+    y_axis(svg, f, &yticks, "mean response time (ms)");
+    x_axis(svg, f, &xticks, "offered rate (req/s)", true);
+    for (i, k) in rows.iter().enumerate() {
+        let colour = palette.get(&k.mode);
+        knee_series(svg, (sx, sy), f, k, colour);
+        let y = f.y1 + 56.0 + count(i) * NOTE_H;
+        marker(svg, Shape::Swatch, (f.x0 - 50.0, y - 4.0), colour, "");
+        svg.text(
+            f.x0 - 40.0,
+            y,
+            &knee_note(k),
+            r#"font-size="11" class="knee-note""#,
+        );
+    }
+}
+
+/// One mode's series: line and points, the 2× line, the knee and the prediction.
+fn knee_series(svg: &mut Svg, (sx, sy): (Scale, Scale), f: Frame, k: &KneeRow, colour: &str) {
+    let pts = knee_points(k);
+    let xy: Vec<(f64, f64)> = pts.iter().map(|(r, v)| (sx.at(*r), sy.at(*v))).collect();
+    svg.open(
+        &format!(r#"class="series" fill="{colour}""#),
+        &format!("{} ({})", k.mode, k.series),
+    );
+    if xy.len() > 1 {
+        svg.polyline(&xy, &format!(r#"stroke="{colour}" stroke-width="2""#));
+    }
+    for ((r, v), (x, y)) in pts.iter().zip(&xy) {
+        svg.open(
+            "",
+            &format!(
+                "{}, {} req/s offered: {} ms",
+                k.mode,
+                fmt_num(*r),
+                fmt_num(*v)
+            ),
+        );
+        svg.circle(
+            *x,
+            *y,
+            3.5,
+            r##"class="point" stroke="#ffffff" stroke-width="1""##,
+        );
+        svg.close();
+    }
+    if let Some(light) = light_load(k) {
+        let y = sy.at(2.0 * light);
+        svg.open(
+            "",
+            &format!(
+                "{}: 2 \u{d7} light-load response = {} ms",
+                k.mode,
+                fmt_num(2.0 * light)
+            ),
+        );
+        svg.line(
+            f.x0,
+            y,
+            f.x1,
+            y,
+            &format!(
+                r#"class="double" stroke="{colour}" stroke-width="1.2" stroke-dasharray="6 4""#
+            ),
+        );
+        svg.close();
+        knee_markers(svg, sx, y, k, colour);
+    }
+    svg.close();
+}
+
+/// The measured knee (filled square) and the predicted one (hollow diamond) on the 2× line
+/// at height `y`.
+fn knee_markers(svg: &mut Svg, sx: Scale, y: f64, k: &KneeRow, colour: &str) {
+    if let (Some(rate), Some(kn)) = (knee_rate(k), k.knee) {
+        svg.open(
+            "",
+            &format!(
+                "{}: knee at {} req/s (interpolated between {} and {} req/s)",
+                k.mode,
+                fmt_num(rate),
+                fmt_num(kn.lower_rate),
+                fmt_num(kn.upper_rate)
+            ),
+        );
+        marker(
+            svg,
+            Shape::Square,
+            (sx.at(rate), y),
+            colour,
+            r#"class="knee""#,
+        );
+        svg.close();
+    }
+    if let Some(p) = prediction(k) {
+        svg.open(
+            "",
+            &format!(
+                "{}: predicted knee (M/M/c, c = {}) at {} req/s: service time {} ms, capacity \
+                 {} req/s ({} of it)",
+                k.mode,
+                p.servers,
+                fmt_num(p.rate),
+                fmt_num(p.service_time * 1e3),
+                fmt_num(p.capacity),
+                fmt_ratio(p.fraction_of_capacity)
+            ),
+        );
+        marker(
+            svg,
+            Shape::HollowDiamond,
+            (sx.at(p.rate), y),
+            colour,
+            r#"class="predicted""#,
+        );
+        svg.close();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1473,6 +2120,7 @@ mod tests {
             offered_rps: None,
             mean_response_ms: None,
             manifest_bytes: Some(manifest),
+            ..RunRow::default()
         }
     }
 
@@ -1510,6 +2158,7 @@ mod tests {
             arms: Vec::new(),
             comparisons: Vec::new(),
             arm_details: Vec::new(),
+            analysis_time_settings: Vec::new(),
         }
     }
 
@@ -1583,7 +2232,13 @@ mod tests {
         let files: Vec<&str> = plots.iter().map(|p| p.file).collect();
         assert_eq!(
             files,
-            ["forest.svg", "throughput.svg", "cpu.svg", "storage.svg"]
+            [
+                "forest.svg",
+                "throughput.svg",
+                "cpu.svg",
+                "storage.svg",
+                "identity.svg"
+            ]
         );
         for p in &plots {
             check(p);
@@ -1592,6 +2247,8 @@ mod tests {
         assert!(throughput_vs_concurrency(&r).is_some());
         assert!(cpu_per_request(&r).is_some());
         assert!(storage(&r).is_some());
+        assert!(cpu_identity(&r).is_some());
+        assert!(open_loop(&r).is_none());
     }
 
     #[test]
@@ -1623,6 +2280,7 @@ mod tests {
         r.comparisons[0].mode = evil.into();
         r.arms[0].mode = evil.into();
         r.storage[0].mode = evil.into();
+        r.secondary[0].mode = evil.into();
         for p in all(&r) {
             check(&p);
             assert!(!p.svg.contains(evil), "{}", p.file);
@@ -1645,11 +2303,25 @@ mod tests {
         r.comparisons[1].tost_p = f64::NAN;
         r.arms[0].throughput_rps = f64::INFINITY;
         r.arms[1].cpu_per_request_us = f64::NAN;
-        for p in all(&r) {
-            check(&p);
+        let id = r.secondary[0].identity.as_mut().expect("identity");
+        id.observed.ratio = f64::NAN;
+        id.implied.ci90 = (f64::NEG_INFINITY, f64::INFINITY);
+        let mut open = open_loop_report();
+        open.knees[0].points[0].mean_response = f64::NAN;
+        open.knees[1].knee.as_mut().expect("knee").rate = f64::INFINITY;
+        open.knees[2].predicted.as_mut().expect("prediction").rate = f64::NAN;
+        for p in all(&r).iter().chain(&all(&open)) {
+            check(p);
         }
         let f = forest(&r).expect("forest");
         assert_eq!(f.svg.matches("class=\"ratio\"").count(), 3);
+        let ids = cpu_identity(&r).expect("identity");
+        assert_eq!(ids.svg.matches("class=\"observed\"").count(), 3);
+        assert_eq!(ids.svg.matches("class=\"implied\"").count(), 4);
+        assert_eq!(ids.svg.matches("class=\"ci90\"").count(), 11);
+        let knees = open_loop(&open).expect("knee");
+        assert_eq!(knees.svg.matches("class=\"knee\"").count(), 2);
+        assert_eq!(knees.svg.matches("class=\"predicted\"").count(), 2);
     }
 
     #[test]
@@ -1663,6 +2335,8 @@ mod tests {
         assert!(throughput_vs_concurrency(&r).is_none());
         r.comparisons.clear();
         r.arms.clear();
+        assert!(cpu_identity(&r).is_some());
+        r.secondary.clear();
         assert!(all(&r).is_empty());
     }
 
@@ -1677,6 +2351,168 @@ mod tests {
         check(&p);
         assert_eq!(p.svg.matches("class=\"bar\"").count(), 3);
         assert!(!p.svg.contains("<polyline"));
+    }
+
+    /// The identity rows of a report: (comparisons with one, those whose cores differ).
+    fn identities(r: &Report) -> (usize, usize) {
+        let ids: Vec<&Identity> = r
+            .secondary
+            .iter()
+            .filter_map(|s| s.identity.as_ref())
+            .collect();
+        let differ = ids.iter().filter(|i| !i.cpu_predicts_throughput).count();
+        (ids.len(), differ)
+    }
+
+    #[test]
+    fn identity_has_three_markers_per_comparison() {
+        let r = report();
+        assert_eq!(identities(&r), (4, 0));
+        let p = cpu_identity(&r).expect("identity");
+        check(&p);
+        assert_eq!(p.title, "CPU accounting identity");
+        for class in ["observed", "implied-equal-cores", "implied", "identity"] {
+            let n = p.svg.matches(&format!("class=\"{class}\"")).count();
+            assert_eq!(n, 4, "{class}");
+        }
+        assert_eq!(p.svg.matches("class=\"ci90\"").count(), 12);
+        assert_eq!(p.svg.matches("class=\"reference\"").count(), 1);
+        assert!(p.svg.contains("get-64KiB-c16 \u{b7} ml-kem-768 vs x25519"));
+        for (label, ..) in IDENTITY_TERMS {
+            assert!(p.svg.contains(&esc(label)), "legend lacks {label}");
+        }
+        assert!(!p.svg.contains("cores differ"));
+    }
+
+    #[test]
+    fn no_identity_no_identity_plot() {
+        let mut r = report();
+        for s in &mut r.secondary {
+            s.identity = None;
+        }
+        assert!(cpu_identity(&r).is_none());
+        assert!(all(&r).iter().all(|p| p.file != "identity.svg"));
+        // Without the cores used, the analysis has no identity either.
+        let rows: Vec<RunRow> = rows()
+            .into_iter()
+            .map(|r| RunRow {
+                client_cores_used: 0.0,
+                ..r
+            })
+            .collect();
+        let r = analyze(&rows, &config()).expect("analysis");
+        assert_eq!(identities(&r), (0, 0));
+        assert!(cpu_identity(&r).is_none());
+    }
+
+    #[test]
+    fn identity_notes_when_cores_differ() {
+        // x-wing uses 20 % more cores and is 20 % faster: the identity holds, but the CPU
+        // ratio alone no longer carries the throughput ratio.
+        let rows: Vec<RunRow> = rows()
+            .into_iter()
+            .map(|r| {
+                if r.mode == "x-wing" {
+                    RunRow {
+                        client_cores_used: r.client_cores_used * 1.2,
+                        throughput_rps: r.throughput_rps * 1.2,
+                        ..r
+                    }
+                } else {
+                    r
+                }
+            })
+            .collect();
+        let r = analyze(&rows, &config()).expect("analysis");
+        assert_eq!(identities(&r), (4, 2));
+        let p = cpu_identity(&r).expect("identity");
+        check(&p);
+        assert_eq!(p.svg.matches("cores differ (cores ratio 1.200)").count(), 2);
+        assert!(!p.svg.contains("identity does not hold"));
+    }
+
+    const RATES: [f64; 6] = [500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0];
+    const RESPONSES_MS: [f64; 6] = [4.0, 4.2, 4.6, 5.5, 8.5, 20.0];
+
+    /// The closed-loop rows plus an open-loop series per mode (8 threads, one cell per
+    /// offered rate), whose response time doubles between 2,000 and 2,500 req/s.
+    fn open_loop_rows() -> Vec<RunRow> {
+        let mut out = rows();
+        for (rate, resp) in RATES.into_iter().zip(RESPONSES_MS) {
+            let cell = format!("get-64KiB-t8-r{rate}");
+            for block in 0..3u32 {
+                for (k, (mode, _, cpu, manifest)) in (0u32..).zip(MODES) {
+                    let slower = 1.0 + 0.04 * f64::from(k) + 0.002 * f64::from(block);
+                    out.push(RunRow {
+                        offered_rps: Some(rate),
+                        mean_response_ms: Some(resp * slower),
+                        ..row(&cell, 8, mode, block, rate, cpu, manifest)
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn open_loop_report() -> Report {
+        analyze(&open_loop_rows(), &config()).expect("analysis with an open loop")
+    }
+
+    #[test]
+    fn knee_plot_marks_measured_and_predicted_knees() {
+        let r = open_loop_report();
+        assert_eq!(r.knees.len(), 3);
+        assert!(r.knees.iter().all(|k| k.knee.is_some()));
+        let predicted: Vec<KneePrediction> = r.knees.iter().filter_map(|k| k.predicted).collect();
+        assert_eq!(predicted.len(), 3);
+        let p = open_loop(&r).expect("knee");
+        check(&p);
+        assert_eq!(p.title, "Open loop: mean response time vs offered rate");
+        assert!(all(&r).iter().any(|q| q.file == "knee.svg"));
+        assert_eq!(p.svg.matches("class=\"series\"").count(), 3);
+        assert_eq!(p.svg.matches("class=\"point\"").count(), 18);
+        assert_eq!(p.svg.matches("class=\"double\"").count(), 3);
+        assert_eq!(p.svg.matches("class=\"knee\"").count(), 3);
+        assert_eq!(p.svg.matches("class=\"predicted\"").count(), 3);
+        assert!(p.svg.contains("predicted knee (M/M/c)"));
+        for k in &predicted {
+            let label = format!("predicted (M/M/c, c = {})", k.servers);
+            assert!(p.svg.contains(&label), "{label}");
+        }
+        assert!(p.svg.contains("get-64KiB-t8"));
+        assert!(p.svg.contains("measured / predicted"));
+        for (mode, ..) in MODES {
+            assert!(p.svg.contains(mode), "{mode}");
+        }
+
+        let mut r = r;
+        for k in &mut r.knees {
+            k.predicted = None;
+            k.measured_over_predicted = None;
+        }
+        let p = open_loop(&r).expect("knee");
+        check(&p);
+        assert!(!p.svg.contains("class=\"predicted\""));
+        assert!(!p.svg.contains("M/M/c"));
+        assert_eq!(p.svg.matches("class=\"knee\"").count(), 3);
+
+        r.knees.clear();
+        assert!(open_loop(&r).is_none());
+        assert!(all(&r).iter().all(|q| q.file != "knee.svg"));
+    }
+
+    #[test]
+    fn knee_plot_without_a_knee_keeps_the_doubling_line() {
+        let mut r = open_loop_report();
+        for k in &mut r.knees {
+            k.knee = None;
+            k.points.truncate(3);
+        }
+        let p = open_loop(&r).expect("knee");
+        check(&p);
+        assert_eq!(p.svg.matches("class=\"double\"").count(), 3);
+        assert!(!p.svg.contains("class=\"knee\""));
+        assert_eq!(p.svg.matches("no knee within the offered rates").count(), 3);
     }
 
     #[test]

@@ -291,27 +291,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         let _ = writeln!(s, "\nStall rule flagged: {}.", r.stalls.join(", "));
     }
 
-    s.push_str("\n## CPU accounting and power\n\n| cell | mode | CPU/request ratio | implied throughput ratio | observed ratio | saturated | paired sd | repetitions for power {} |\n|---|---|---:|---:|---:|---|---:|---:|\n");
-    s = s.replace("power {}", &format!("power {}", a.power));
-    for e in &r.comparisons {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {:.4} | {}{} |",
-            e.cell,
-            e.mode,
-            e.cpu_ratio.map(r3).unwrap_or_else(|| "–".into()),
-            e.implied_ratio.map(r3).unwrap_or_else(|| "–".into()),
-            r3(e.ratio),
-            if e.saturated { "yes" } else { "no" },
-            e.sd,
-            e.repetitions_needed,
-            if e.underpowered {
-                " (underpowered)"
-            } else {
-                ""
-            }
-        );
-    }
+    identity_section(&mut s, r);
+    power_section(&mut s, r);
+    secondary_section(&mut s, r);
+    attribution_section(&mut s, r);
 
     s.push_str("\n## Per cell and arm\n\n| cell | arm | runs | throughput (req/s) | client CPU per request (µs) | client cores used | client saturation |\n|---|---|---:|---:|---:|---:|---:|\n");
     for m in &r.arms {
@@ -361,21 +344,26 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     }
 
     if !r.storage.is_empty() {
-        s.push_str("\n## Storage overhead (section V-E)\n\n| object size | mode | manifest bytes | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | over S3's 2 KB metadata limit |\n|---|---|---:|---:|---:|---:|---|\n");
+        s.push_str("\n## Storage overhead (section V-E)\n\nManifest bytes split into the key-establishment ciphertext, what its base64 encoding adds, and the fixed fields. S3 counts a metadata-carried manifest as the key `pqbench-manifest` plus the value, in UTF-8 bytes, against its 2 KB (2,048-byte) limit.\n\n| object size | mode | manifest bytes | ciphertext + encoding + fixed | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | S3 metadata bytes | over S3's 2 KB limit |\n|---|---|---:|---|---:|---:|---:|---:|---|\n");
         for st in &r.storage {
             let o = &st.overhead;
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:+} | {:.3} | {:.3} / {:.3} | {} |",
+                "| {} | {} | {} | {} | {:+} | {:.3} | {:.3} / {:.3} | {} | {} |",
                 st.object_size
                     .map(|b| crate::units::Size(b).to_string())
                     .unwrap_or_else(|| "–".into()),
                 st.mode,
                 o.manifest_bytes,
+                st.breakdown.map_or_else(
+                    || "–".into(),
+                    |b| format!("{} + {} + {}", b.ciphertext, b.encoding, b.fixed)
+                ),
                 o.extra_bytes_vs_baseline,
                 o.per_billion_tb,
                 o.extra_per_billion_tb,
                 o.extra_per_billion_tib,
+                o.s3_metadata_bytes,
                 if o.over_s3_metadata_limit {
                     "yes"
                 } else {
@@ -386,23 +374,39 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     }
 
     if !r.knees.is_empty() {
-        s.push_str("\n## Open loop: the knee (mean response time ≥ 2 × light load)\n\n| series | mode | rates | knee (req/s) | fraction of closed-loop peak |\n|---|---|---|---:|---:|\n");
+        s.push_str("\n## Open loop: the knee (mean response time = 2 × light load)\n\nThe knee is interpolated between the two offered rates that bracket twice the light-load response time. The prediction is an M/M/c pool: service time S = workers ÷ throughput at the fewest closed-loop workers (Little's law), c = round(closed-loop peak × S) servers, and the rate at which the M/M/c mean response time reaches 2 S (Poisson arrivals, exponential service).\n\n| series | mode | rates | knee (req/s) | between | fraction of closed-loop peak | predicted (c, S) | measured ÷ predicted |\n|---|---|---|---:|---|---:|---|---:|\n");
         for k in &r.knees {
             let rates: Vec<String> = k.points.iter().map(|p| format!("{}", p.rate)).collect();
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 k.series,
                 k.mode,
                 rates.join(", "),
                 k.knee
-                    .map_or_else(|| "not reached".into(), |k| format!("{}", k.rate)),
+                    .map_or_else(|| "not reached".into(), |k| format!("{:.0}", k.rate)),
+                k.knee.map_or_else(
+                    || "–".into(),
+                    |k| format!("{}–{}", k.lower_rate, k.upper_rate)
+                ),
                 k.knee
                     .and_then(|k| k.fraction_of_peak)
-                    .map_or_else(|| "–".into(), r3)
+                    .map_or_else(|| "–".into(), r3),
+                k.predicted.map_or_else(
+                    || "–".into(),
+                    |p| format!(
+                        "{:.0} (c = {}, S = {:.3} ms)",
+                        p.rate,
+                        p.servers,
+                        p.service_time * 1e3
+                    )
+                ),
+                k.measured_over_predicted.map_or_else(|| "–".into(), r3)
             );
         }
     }
+
+    deviations_section(&mut s, r);
 
     if !h.excluded.is_empty() || !r.warnings.is_empty() {
         s.push_str("\n## Notes\n\n");
@@ -414,4 +418,193 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         }
     }
     s
+}
+
+fn opt3(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), r3)
+}
+
+fn interval(ci: (f64, f64)) -> String {
+    format!("{:.3}–{:.3}", ci.0, ci.1)
+}
+
+/// The CPU accounting identity, whole (study Tables XIII and XV).
+fn identity_section(s: &mut String, r: &Report) {
+    let with: Vec<_> = r
+        .secondary
+        .iter()
+        .filter_map(|x| x.identity.map(|id| (x, id)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    s.push_str("\n## CPU accounting identity (exploratory)\n\nPer run, throughput = client cores used ÷ client CPU per request. The CPU ratio is Table XIII's column; *implied, equal cores* is Table XV's inverse CPU ratio; *implied* adds the cores-used term; the residual is observed ÷ implied. Where the arms used the same cores (the gap observed ÷ inverse CPU ratio within ±the deficit threshold), CPU per request alone predicts the throughput ratio, and a CPU measurement answers the migration question; elsewhere it does not.\n\n| cell | arm vs against | CPU/request ratio (95 % CI) | CPU TOST p | cores-used ratio (90 % CI) | implied, equal cores | implied | observed | residual (90 % CI) | identity holds | CPU predicts throughput |\n|---|---|---|---:|---|---:|---:|---:|---|---|---|\n");
+    for (x, id) in with {
+        let _ = writeln!(
+            s,
+            "| {} | {} vs {} | {} ({}) | {} | {} ({}) | {} | {} | {} | {} ({}) | {} | {} |",
+            x.cell,
+            x.mode,
+            x.baseline,
+            r3(id.cpu.ratio),
+            interval(id.cpu.ci95),
+            pval(id.cpu_tost_p),
+            r3(id.cores.ratio),
+            interval(id.cores.ci90),
+            r3(id.implied_equal_cores.ratio),
+            r3(id.implied.ratio),
+            r3(id.observed.ratio),
+            r3(id.residual.ratio),
+            interval(id.residual.ci90),
+            if id.holds { "yes" } else { "**no**" },
+            if id.cpu_predicts_throughput {
+                "yes"
+            } else {
+                "no: the arms used different cores"
+            }
+        );
+    }
+}
+
+/// Saturation, the paired sd and the repetitions the power calculation asks for.
+fn power_section(s: &mut String, r: &Report) {
+    let a = &r.config.analysis;
+    let _ = writeln!(
+        s,
+        "\n## Saturation and power\n\n| cell | mode | CPU/request ratio | implied throughput ratio | observed ratio | saturated | paired sd | repetitions for power {} |\n|---|---|---:|---:|---:|---|---:|---:|",
+        a.power
+    );
+    for e in &r.comparisons {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {:.4} | {}{} |",
+            e.cell,
+            e.mode,
+            opt3(e.cpu_ratio),
+            opt3(e.implied_ratio),
+            r3(e.ratio),
+            if e.saturated { "yes" } else { "no" },
+            e.sd,
+            e.repetitions_needed,
+            if e.underpowered {
+                " (underpowered)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// Second endpoints with their intervals and difference tests (study Tables XVI, XX).
+fn secondary_section(s: &mut String, r: &Report) {
+    let n: usize = r.secondary.iter().map(|x| x.endpoints.len()).sum();
+    if n == 0 {
+        return;
+    }
+    let marked = r
+        .secondary
+        .iter()
+        .flat_map(|x| &x.endpoints)
+        .filter(|e| e.marked)
+        .count();
+    let survive = r
+        .secondary
+        .iter()
+        .flat_map(|x| &x.endpoints)
+        .filter(|e| e.survives_bh)
+        .count();
+    let _ = writeln!(
+        s,
+        "\n## Second endpoints (exploratory)\n\nPaired over the same blocks as the verdicts: ratios (mode ÷ against) with 90 % and 95 % t intervals, differences (mode − against) with 95 % intervals. \\* = the 95 % interval excludes no change (unadjusted); \\*\\* = also at a false-discovery rate of 5 % (Benjamini–Hochberg over all {n} tests). {marked} of {n} are marked; {survive} remain after BH, so single marks should not be over-read. Stage times are compared at one worker only.\n\n| cell | arm vs against | endpoint | estimate | 90 % CI | 95 % CI | p | BH p | |\n|---|---|---|---:|---|---|---:|---:|---|"
+    );
+    for x in &r.secondary {
+        for e in &x.endpoints {
+            let est = match e.scale {
+                crate::endpoints::Scale::Ratio => r3(e.estimate),
+                crate::endpoints::Scale::Difference => format!("{:+.2} {}", e.estimate, e.unit),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} vs {} | {} | {} | {} | {:.3}–{:.3} | {} | {} | {} |",
+                x.cell,
+                x.mode,
+                x.baseline,
+                e.name,
+                est,
+                e.ci90
+                    .map_or_else(|| "–".into(), |c| format!("{:.3}–{:.3}", c[0], c[1])),
+                e.ci95[0],
+                e.ci95[1],
+                pval(e.p),
+                pval(e.bh_p),
+                if e.survives_bh {
+                    "\\*\\*"
+                } else if e.marked {
+                    "\\*"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
+
+/// The manifest-size control's share of a deficit (study section V-C).
+fn attribution_section(s: &mut String, r: &Report) {
+    if r.attributions.is_empty() {
+        return;
+    }
+    s.push_str("\n## Controls: how much of the deficit the manifest size explains\n\nWith the padded control C (X25519 with a manifest exactly as long as ML-KEM-768's), share = 1 − ln(r_P/C) ÷ ln(r_P/B): the part of P's throughput ratio to B that C already shows. The interval is a percentile bootstrap over blocks (study: 17 %, 90 % CI 14–21 %).\n\n| cell | P | C (control) | B | blocks | P/B | P/C | share (90 % CI) |\n|---|---|---|---|---:|---:|---:|---|\n");
+    for x in &r.attributions {
+        let (n, pb, pc, share) = match &x.share {
+            Some(sh) => (
+                sh.n.to_string(),
+                r3(sh.deficit_ratio),
+                r3(sh.residual_ratio),
+                format!(
+                    "{:.0} %{}",
+                    sh.share * 100.0,
+                    sh.ci90.map_or_else(String::new, |c| format!(
+                        " ({:.0}–{:.0} %)",
+                        c.0 * 100.0,
+                        c.1 * 100.0
+                    ))
+                ),
+            ),
+            None => (
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                x.note.clone().unwrap_or_else(|| "–".into()),
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {n} | {pb} | {pc} | {share} |",
+            x.cell, x.mode, x.control, x.baseline
+        );
+    }
+}
+
+/// Every departure from the pre-registered plan.
+fn deviations_section(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "\n## Deviations from the plan\n");
+    if r.deviations.is_empty() {
+        s.push_str("None: every planned run was measured once, in order, and valid; no block was left out, no run stalled, and the analysis used the pre-registered settings.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "{} departure(s) from the pre-registered plan. Comparisons resting on settings given at analysis time are exploratory.\n\n| kind | concerns | what happened |\n|---|---|---|",
+        r.deviations.len()
+    );
+    for d in &r.deviations {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            d.kind.as_str(),
+            d.subject,
+            d.detail.replace('|', "\\|")
+        );
+    }
 }

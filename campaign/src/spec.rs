@@ -546,6 +546,18 @@ pub struct Analysis {
     /// Power the repetition calculation aims at.
     #[serde(default = "default_power")]
     pub power: f64,
+    /// The paired standard deviation of log throughput ratios to assume before the data
+    /// (from an earlier campaign or the study): `pqbench plan` (and the operator, in an
+    /// event) computes the blocks each primary comparison needs for `power` at α/k and
+    /// the margin, and warns when `repetitions` is fewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed_sd: Option<f64>,
+    /// A pilot: the results directory of an earlier campaign (relative to this file),
+    /// whose `report.json` gives each comparison's paired sd; it takes precedence over
+    /// `assumedSd` for the comparisons it holds. Read by `pqbench plan` and `pqbench run`
+    /// on this machine; the operator cannot read it and uses `assumedSd` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<String>,
 }
 
 fn default_margin() -> f64 {
@@ -580,6 +592,8 @@ impl Default for Analysis {
             deficit_threshold: default_deficit(),
             stall_rule: StallRule::default(),
             power: default_power(),
+            assumed_sd: None,
+            pilot: None,
         }
     }
 }
@@ -1446,6 +1460,15 @@ impl Analysis {
             1.0,
         )?;
         in_open("power", self.power, 0.0, 1.0)?;
+        if let Some(sd) = self.assumed_sd {
+            in_open("assumedSd", sd, 0.0, 2.0)?;
+        }
+        if self.pilot.as_deref().is_some_and(|p| p.trim().is_empty()) {
+            return Err(
+                "pilot: give the results directory of an earlier campaign, or leave pilot out"
+                    .into(),
+            );
+        }
         let mut seen = BTreeSet::new();
         for (i, p) in self.primary.iter().enumerate() {
             if !seen.insert((&p.cell, &p.arm, &p.against)) {

@@ -352,6 +352,7 @@ fn row(cell: &str, mode: &str, block: u32, tp: f64, cpu: f64) -> RunRow {
         offered_rps: None,
         mean_response_ms: None,
         manifest_bytes: None,
+        ..RunRow::default()
     }
 }
 
@@ -372,6 +373,7 @@ fn cfg(primary: &[&str]) -> Config {
         arms: Vec::new(),
         comparisons: Vec::new(),
         arm_details: Vec::new(),
+        analysis_time_settings: Vec::new(),
     }
 }
 
@@ -421,7 +423,16 @@ fn analysis_pairs_within_blocks_and_adjusts_the_primary_family() {
 fn csv_round_trip_and_errors() {
     let rows = vec![
         row("a", "x25519", 0, 1000.0, 100.0),
-        row("a", "ml-kem-768", 0, 990.0, 101.0),
+        RunRow {
+            latency_p50_ms: Some(1.25),
+            latency_p99_ms: Some(3.5),
+            max_rss_bytes: Some(5e7),
+            rss_growth_bytes: Some(-4096.0),
+            stages_us: Some([45.0, 6.5, 30.0, 12.25, 900.0]),
+            position: Some(1),
+            started_unix_s: Some(1_796_000_000.25),
+            ..row("a", "ml-kem-768", 0, 990.0, 101.0)
+        },
     ];
     let csv = rows_to_csv(&rows);
     assert_eq!(rows_from_csv(&csv, "runs.csv").unwrap(), rows);
@@ -490,6 +501,7 @@ fn declared_comparisons_balanced_blocks_and_invalid_rates() {
                 attempts,
                 invalid,
                 failed: 0,
+                reasons: Vec::new(),
             };
             [
                 r("x25519", 1, 0),
@@ -607,4 +619,168 @@ fn the_s3_client_is_an_arm_factor_and_default_comparisons_stay_on_one_client() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("spec.clients.s3Client"), "{e}");
+}
+
+/// Rows of a cell with the study's controls: ML-KEM-768 (P1), the padded manifest control
+/// (C2) and X25519 (B2), at one worker, where per run throughput = cores ÷ CPU per request.
+fn control_rows() -> Vec<RunRow> {
+    // P/B = 0.960 and P/C = 0.967 as in the study's Table XVII, with block noise.
+    let noise = [
+        1.0, 1.003, 0.998, 1.001, 0.999, 1.002, 0.997, 1.0, 1.001, 0.999,
+    ];
+    let mut rows = Vec::new();
+    for (b, n) in (0u32..).zip(noise) {
+        let base = 1000.0 + 10.0 * f64::from(b);
+        for (mode, tp, lat, stage) in [
+            ("x25519", base, 1.00, 40.0),
+            ("x25519-padded", base * 0.960 / 0.967 * n, 1.01, 46.0),
+            ("ml-kem-768", base * 0.960 * (2.0 - n), 1.04, 47.0),
+        ] {
+            let cpu = 500.0 * base / tp; // one core's worth of CPU, spread over the requests
+            rows.push(RunRow {
+                client_cores_used: tp * cpu / 1e6,
+                client_cores_available: 1.0,
+                operation: Some(campaign::spec::Operation::Get),
+                object_size: Some(65_536),
+                concurrency: Some(1),
+                latency_p50_ms: Some(lat * (1.0 + 0.001 * f64::from(b % 3))),
+                latency_p99_ms: Some(3.0 * lat),
+                max_rss_bytes: Some(4e7 + 1e5 * f64::from(b)),
+                rss_growth_bytes: Some(1024.0 * f64::from(b % 2)),
+                stages_us: Some([stage, 6.0, 30.0, 10.0 + f64::from(b % 4), 800.0]),
+                position: Some(0),
+                ..row("get-64KiB-c1", mode, b, tp, cpu)
+            });
+        }
+    }
+    rows
+}
+
+/// Issue 20: the CPU identity with intervals, second endpoints with BH over the difference
+/// tests, and the manifest-size control's share of the deficit.
+#[test]
+fn identity_second_endpoints_and_control_attribution() {
+    let mut c = cfg(&[]);
+    c.control = None;
+    let r = analyze(&control_rows(), &c).unwrap();
+    let sec = |mode: &str| r.secondary.iter().find(|s| s.mode == mode).unwrap();
+    let p = sec("ml-kem-768");
+    // Throughput is cores ÷ CPU per request in every run: the identity holds exactly, and
+    // every arm used one core, so the CPU ratio alone carries the throughput ratio.
+    let id = p.identity.unwrap();
+    assert!((id.residual.ratio - 1.0).abs() < 1e-12, "{id:?}");
+    assert!(id.holds && id.cpu_predicts_throughput);
+    assert!((id.implied_equal_cores.ratio - id.observed.ratio).abs() < 1e-12);
+    let e = r
+        .comparisons
+        .iter()
+        .find(|e| e.mode == "ml-kem-768")
+        .unwrap();
+    assert!((id.cpu.ratio - e.cpu_ratio.unwrap()).abs() < 1e-12);
+    // Second endpoints: latency and stage times at one worker, BH over all of them; the
+    // exploratory comparison's BH p is its throughput difference test's.
+    for name in [
+        "throughput",
+        "client CPU per request",
+        "p50 latency",
+        "p99 latency",
+        "peak RSS",
+        "RSS growth",
+        "stage key_establishment",
+        "stage manifest",
+    ] {
+        assert!(
+            p.endpoint(name).is_some(),
+            "{name} missing: {:?}",
+            p.endpoints
+        );
+    }
+    let kem = p.endpoint("stage key_establishment").unwrap();
+    assert!((kem.estimate - 7.0).abs() < 1e-9 && kem.marked, "{kem:?}");
+    let p99 = p.endpoint("p99 latency").unwrap();
+    assert!((p99.estimate - 1.04).abs() < 1e-9, "{p99:?}");
+    let all: Vec<f64> = r
+        .secondary
+        .iter()
+        .flat_map(|s| s.endpoints.iter().map(|e| e.p))
+        .collect();
+    let bh = stats::multiplicity::benjamini_hochberg(&all);
+    let tp = p.endpoint("throughput").unwrap();
+    let i = all.iter().position(|x| *x == tp.p).unwrap();
+    assert_eq!(tp.bh_p, bh[i]);
+    assert_eq!(e.bh_p_adjusted, Some(tp.bh_p));
+    // Control attribution: 1 − ln(0.967)/ln(0.960) = 17.8 %, within its interval.
+    let a = &r.attributions[0];
+    assert_eq!(
+        (a.mode.as_str(), a.control.as_str(), a.baseline.as_str()),
+        ("ml-kem-768", "x25519-padded", "x25519")
+    );
+    let sh = a.share.unwrap();
+    let want = 1.0 - 0.967f64.ln() / 0.960f64.ln();
+    let (lo, hi) = sh.ci90.unwrap();
+    assert!(
+        (sh.share - want).abs() < 0.03 && lo < sh.share && sh.share < hi,
+        "{sh:?}"
+    );
+    assert_eq!(sh.n, 10);
+    // The report shows all three, and no deviation.
+    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
+    for want in [
+        "## CPU accounting identity",
+        "## Second endpoints (exploratory)",
+        "## Controls: how much of the deficit the manifest size explains",
+        "| get-64KiB-c1 | ml-kem-768 | x25519-padded | x25519 | 10 |",
+        "## Deviations from the plan",
+        "None: every planned run",
+    ] {
+        assert!(md.contains(want), "{want} missing:\n{md}");
+    }
+}
+
+/// Issue 20: the knee interpolated between the bracketing rates and predicted by M/M/c
+/// from the closed-loop runs.
+#[test]
+fn knee_is_interpolated_and_predicted() {
+    let mut rows = Vec::new();
+    let op = Some(campaign::spec::Operation::Put);
+    for b in 0..2u32 {
+        // Closed loop: 1 worker at 500/s (S = 2 ms), 16 workers at 4000/s (the peak).
+        for (cell, c, tp) in [("put-1KiB-c1", 1, 500.0), ("put-1KiB-c16", 16, 4000.0)] {
+            rows.push(RunRow {
+                operation: op,
+                object_size: Some(1024),
+                concurrency: Some(c),
+                ..row(cell, "x25519", b, tp, 100.0)
+            });
+        }
+        // Open loop with 64 threads: response 2, 2.2, 3, 6 ms at 1000…4000/s.
+        for (rate, resp) in [(1000.0, 2.0), (2000.0, 2.2), (3000.0, 3.0), (4000.0, 6.0)] {
+            rows.push(RunRow {
+                operation: op,
+                object_size: Some(1024),
+                concurrency: Some(64),
+                offered_rps: Some(rate),
+                mean_response_ms: Some(resp),
+                ..row(&format!("put-1KiB-t64-r{rate}"), "x25519", b, rate, 100.0)
+            });
+        }
+    }
+    let r = analyze(&rows, &cfg(&[])).unwrap();
+    let k = &r.knees[0];
+    let knee = k.knee.unwrap();
+    // 2 × 2 ms = 4 ms lies between 3 ms at 3000/s and 6 ms at 4000/s: a third of the way.
+    assert!(
+        (knee.rate - (3000.0 + 1000.0 / 3.0)).abs() < 1e-9,
+        "{knee:?}"
+    );
+    assert_eq!((knee.lower_rate, knee.upper_rate), (3000.0, 4000.0));
+    let p = k.predicted.unwrap();
+    assert_eq!(p.servers, 8); // 4000/s × 2 ms
+    assert!((p.service_time - 0.002).abs() < 1e-12);
+    assert!(p.rate > 0.0 && p.rate < 4000.0);
+    let want = knee.rate / p.rate;
+    assert!((k.measured_over_predicted.unwrap() - want).abs() < 1e-12);
+    // The M/M/c response time at the predicted rate is twice the service time.
+    let resp = stats::queueing::mmc_response(p.service_time, p.servers, p.rate).unwrap();
+    assert!((resp - 2.0 * p.service_time).abs() < 1e-9, "{resp}");
 }

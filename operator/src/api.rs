@@ -123,6 +123,10 @@ pub struct CampaignStatus {
     /// Counts of verdicts (`2 Equivalent, 1 Inconclusive`), for `kubectl get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_summary: Option<String>,
+    /// Departures from the pre-registered plan (retried, excluded or unfinished runs,
+    /// blocks left out, stalls, a changed order), listed in the report's deviations log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviations: Option<u32>,
     /// Where the run files and the report are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<ResultsLocation>,

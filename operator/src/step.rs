@@ -272,6 +272,9 @@ impl ConditionStatus {
 pub enum Reason {
     /// The campaign is registered (event).
     Accepted,
+    /// The power calculation before the data says a primary comparison has too few
+    /// blocks (warning event).
+    Underpowered,
     /// Server, Secrets and results bucket ready.
     Provisioned,
     /// Provisioning in progress.
@@ -323,6 +326,7 @@ impl Reason {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Accepted => "Accepted",
+            Self::Underpowered => "Underpowered",
             Self::Provisioned => "Provisioned",
             Self::Provisioning => "Provisioning",
             Self::NotStarted => "NotStarted",
@@ -356,6 +360,7 @@ impl Reason {
             Self::RunRetried => Some("retried"),
             Self::RunFailed => Some("failed"),
             Self::Accepted
+            | Self::Underpowered
             | Self::Provisioned
             | Self::Provisioning
             | Self::NotStarted
@@ -573,8 +578,44 @@ impl Step<'_, '_> {
                 }
             ),
         );
+        self.warn_underpowered();
         self.actions.push(Action::Provision);
         self.requeue(Duration::from_secs(2));
+    }
+
+    /// The power calculation before the data from `analysis.assumedSd` (a pilot directory
+    /// is not readable here): one warning event naming the underpowered comparisons.
+    fn warn_underpowered(&mut self) {
+        let f = self.f;
+        let low: Vec<String> = campaign::design::power(f.plan, f.spec, &Default::default())
+            .into_iter()
+            .filter(|p| p.underpowered)
+            .map(|p| {
+                format!(
+                    "{} · {} vs {} ({} blocks planned, {} needed)",
+                    p.cell, p.arm, p.against, p.planned, p.needed
+                )
+            })
+            .collect();
+        if low.is_empty() {
+            return;
+        }
+        let pilot = if f.spec.analysis.pilot.is_some() {
+            "; analysis.pilot is a local directory the operator cannot read, so assumedSd alone was used"
+        } else {
+            ""
+        };
+        self.event(
+            true,
+            Reason::Underpowered,
+            format!(
+                "at assumedSd {} and power {}, {} primary comparison(s) are underpowered: {}{pilot}",
+                f.spec.analysis.assumed_sd.unwrap_or_default(),
+                f.spec.analysis.power,
+                low.len(),
+                low.join(", ")
+            ),
+        );
     }
 
     fn provisioning(&mut self) {
@@ -879,8 +920,15 @@ impl Step<'_, '_> {
         let job = analysis_job_name(&f.plan.campaign);
         // A failed attempt: why, for the message (the Job is deleted and made again).
         let failed = match (&f.outcome, &f.job) {
-            (Some(Ok(AnalysisOutcome::Analyzed { verdicts, excluded })), _) => {
-                self.analyzed(verdicts, excluded);
+            (
+                Some(Ok(AnalysisOutcome::Analyzed {
+                    verdicts,
+                    excluded,
+                    deviations,
+                })),
+                _,
+            ) => {
+                self.analyzed(verdicts, excluded, *deviations);
                 return;
             }
             (
@@ -938,7 +986,7 @@ impl Step<'_, '_> {
     }
 
     /// Succeeded, verdicts in status.
-    fn analyzed(&mut self, verdicts: &[VerdictRow], excluded: &[LeftOut]) {
+    fn analyzed(&mut self, verdicts: &[VerdictRow], excluded: &[LeftOut], deviations: u32) {
         let f = self.f;
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         for v in verdicts {
@@ -958,6 +1006,7 @@ impl Step<'_, '_> {
         };
         self.st.verdicts = verdicts.to_vec();
         self.st.verdict_summary = Some(summary.clone());
+        self.st.deviations = Some(deviations);
         let where_ = &f.results;
         let note = format!(
             "{summary}; report at s3://{}/{}report.md{}",
@@ -969,6 +1018,11 @@ impl Step<'_, '_> {
                 format!("; {} invalid run(s) left out", excluded.len())
             }
         );
+        let note = if deviations == 0 {
+            note
+        } else {
+            format!("{note}; {deviations} deviation(s) from the plan, listed in report.md")
+        };
         if !excluded.is_empty() {
             let n = excluded.len() + self.st.failed_runs.len();
             self.cond(
@@ -1262,6 +1316,30 @@ mod tests {
             if e.note.contains("spec.interleave is for `pqbench run`: here the runs of each block run one after another"))));
     }
 
+    /// Issue 20: the power calculation before the data, from `analysis.assumedSd`.
+    #[test]
+    fn an_underpowered_design_is_a_warning_event_at_acceptance() {
+        let st = CampaignStatus::default();
+        for (sd, warned) in [(0.10, true), (0.005, false)] {
+            let mut f = Fixture::new();
+            assert!(!f.m.spec.analysis.primary.is_empty());
+            f.m.spec.analysis.assumed_sd = Some(sd);
+            let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+            let ev: Vec<&Event> = d
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Event(e) if e.reason == Reason::Underpowered => Some(e),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(ev.len(), usize::from(warned), "sd {sd}: {ev:?}");
+            if let Some(e) = ev.first() {
+                assert!(e.warning && e.note.contains("blocks planned"), "{}", e.note);
+            }
+        }
+    }
+
     #[test]
     fn an_invalid_spec_fails_at_once() {
         let f = Fixture::new();
@@ -1487,10 +1565,12 @@ mod tests {
             Some(Ok(AnalysisOutcome::Analyzed {
                 verdicts: verdicts.clone(),
                 excluded: vec![],
+                deviations: 2,
             })),
         );
         assert_eq!(done.status.phase, Phase::Succeeded);
         assert_eq!(done.status.verdicts, verdicts);
+        assert_eq!(done.status.deviations, Some(2));
         assert_eq!(
             done.status.verdict_summary.as_deref(),
             Some("1 Inconclusive")

@@ -100,5 +100,21 @@ pub fn row(s: &RunSummary) -> RunRow {
         offered_rps: s.offered_rps,
         mean_response_ms: s.queue_wait_ms.as_ref().map(|q| q.mean + s.latency_ms.mean),
         manifest_bytes: (s.manifest_bytes_mean > 0.0).then_some(s.manifest_bytes_mean),
+        latency_p50_ms: (s.counts.ok > 0).then_some(s.latency_ms.p50),
+        latency_p99_ms: (s.counts.ok > 0).then_some(s.latency_ms.p99),
+        max_rss_bytes: s.cpu.max_rss_bytes,
+        rss_growth_bytes: s.cpu.rss_growth_bytes,
+        stages_us: (s.counts.ok > 0).then(|| {
+            let m = &s.stages_mean_us;
+            [
+                m.key_establishment,
+                m.key_derivation,
+                m.aead,
+                m.manifest,
+                m.storage,
+            ]
+        }),
+        position: Some(s.spec.position),
+        started_unix_s: s.window_start_unix_s,
     }
 }

@@ -171,6 +171,10 @@ pub struct CpuFigures {
     pub crypto_cpu_per_request_us: f64,
     /// Peak resident memory of a worker process during the window, bytes.
     pub max_rss_bytes: Option<f64>,
+    /// Resident memory at the window's last sample minus at its first, summed over the
+    /// processes, bytes (growth over the window; absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_growth_bytes: Option<f64>,
     /// Host CPU utilisation over the window (busy / all), process 0's host.
     pub host_cpu_utilization: Option<f64>,
     /// Host network receive rate, MiB/s.
@@ -315,6 +319,10 @@ pub struct RunSummary {
     /// Measured time, s: the window, or with turns (`spec.turns`) the run's own slices
     /// within it. Throughput and cores used are per second of it.
     pub window_s: f64,
+    /// When the measured window opened (the scheduled start plus the warm-up), seconds
+    /// since the Unix epoch; absent from older summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_unix_s: Option<f64>,
     /// Counts.
     pub counts: Counts,
     /// Successful measured requests per second.
@@ -436,6 +444,22 @@ fn gauge_max(
         .filter(|s| s.offset_ns >= from && s.offset_ns <= to)
         .filter_map(get)
         .reduce(f64::max)
+}
+
+/// The last value of a gauge within `[from, to]` minus the first (`None` with fewer than
+/// two samples carrying it).
+fn gauge_growth(
+    samples: &[Sample],
+    from: i64,
+    to: i64,
+    get: impl Fn(&Sample) -> Option<f64>,
+) -> Option<f64> {
+    let mut v = samples
+        .iter()
+        .filter(|s| s.offset_ns >= from && s.offset_ns <= to)
+        .filter_map(get);
+    let first = v.next()?;
+    v.next_back().map(|last| last - first)
 }
 
 /// Limits of the validity checks (study section IV-A).
@@ -705,6 +729,10 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             .iter()
             .filter_map(|p| gauge_max(&p.samples, from, to, |s| s.process_rss_bytes))
             .reduce(f64::max),
+        rss_growth_bytes: parts
+            .iter()
+            .filter_map(|p| gauge_growth(&p.samples, from, to, |s| s.process_rss_bytes))
+            .reduce(|a, b| a + b),
         host_cpu_utilization: host_util,
         net_rx_mib_s: counter_rate(s0, from, to, |s| s.net_rx_bytes).map(|x| x / mib),
         net_tx_mib_s: counter_rate(s0, from, to, |s| s.net_tx_bytes).map(|x| x / mib),
@@ -799,6 +827,14 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         valid,
         checks,
         window_s: w,
+        #[allow(
+            clippy::cast_precision_loss,
+            reason = "ns since the epoch fit a double to µs"
+        )]
+        window_start_unix_s: parts
+            .first()
+            .filter(|p| p.info.start_at_unix_ns > 0)
+            .map(|p| p.info.start_at_unix_ns as f64 / 1e9 + warm.as_secs_f64()),
         counts,
         throughput_rps: if w > 0.0 { n_ok / w } else { 0.0 },
         throughput_mib_s: if w > 0.0 {

@@ -76,6 +76,9 @@ pub enum AnalysisOutcome {
         verdicts: Vec<VerdictRow>,
         /// Runs left out as invalid.
         excluded: Vec<LeftOut>,
+        /// Departures from the pre-registered plan the report's deviations log lists.
+        #[serde(default)]
+        deviations: u32,
     },
     /// No report.
     Failed {
@@ -139,6 +142,7 @@ mod tests {
                 run: "r0003".into(),
                 reason: "unaccounted time".into(),
             }],
+            deviations: 1,
         };
         let text = serde_json::to_string(&ok).unwrap();
         assert!(text.starts_with(r#"{"outcome":"analyzed""#), "{text}");

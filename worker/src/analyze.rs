@@ -104,8 +104,9 @@ async fn analyze(
     let m = &spec.campaign;
     let plan = campaign::design::plan(m);
     let cfg = Config::from_spec(&m.spec);
-    let report = analysis::analyze(&collected.rows, &cfg).map_err(|e| (e.to_string(), true))?;
     let excluded = collected.excluded_runs();
+    let report = analysis::analyze_full(&collected.rows, &[], &excluded, &cfg)
+        .map_err(|e| (e.to_string(), true))?;
     let mut header = Header {
         campaign: Some(plan.campaign.clone()),
         prereg_hash: Some(plan.prereg_hash.clone()),
@@ -124,6 +125,7 @@ async fn analyze(
             .map_err(|e| retry(&e))?;
     }
     Ok(AnalysisOutcome::Analyzed {
+        deviations: u32::try_from(report.deviations.len()).unwrap_or(u32::MAX),
         verdicts: verdict_rows(&report),
         excluded: excluded
             .into_iter()

@@ -132,7 +132,9 @@ fn analysis(var: &str) -> anyhow::Result<bool> {
         &std::env::temp_dir(),
     ))?;
     Ok(match outcome {
-        run::verdicts::AnalysisOutcome::Analyzed { verdicts, excluded } => {
+        run::verdicts::AnalysisOutcome::Analyzed {
+            verdicts, excluded, ..
+        } => {
             eprintln!(
                 "analysed: {} comparison(s), {} run(s) left out",
                 verdicts.len(),
