@@ -1127,7 +1127,9 @@ fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
 
 /// The attempts of every planned run, from the campaign directory: the run's files in
 /// `runs/` (invalid when the collector excluded it), its invalid attempts kept in
-/// `attempts/<runId>/`, and its failed or cut-off attempts in `incomplete/<runId>-*`.
+/// `attempts/<runId>/`, its failed or cut-off attempts in `incomplete/<runId>-*`, and for
+/// a run given up, `failed-runs.json` (an attempt whose processes could not carry the run
+/// out leaves no files, only its count there).
 fn run_attempts(
     dir: &Path,
     plan: &Plan,
@@ -1140,9 +1142,11 @@ fn run_attempts(
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
+    let given_up = read_given_up(dir).unwrap_or_default();
     plan.runs
         .iter()
         .map(|r| {
+            let given = given_up.iter().find(|g| g.run_id == r.run_id);
             let final_there = dir.join("runs").join(&r.run_id).is_dir();
             let final_invalid = collected
                 .excluded
@@ -1170,13 +1174,23 @@ fn run_attempts(
                     .filter(|x| x.run_id.as_deref() == Some(r.run_id.as_str()))
                     .map(|x| x.reason.clone()),
             );
+            let invalid = n(kept + usize::from(final_there && final_invalid));
+            let mut attempts = n(kept + failed + usize::from(final_there));
+            let mut failed = n(failed);
+            if let Some(g) = given {
+                // Attempts that left no files still count: they failed.
+                let unseen = g.attempts.saturating_sub(attempts);
+                attempts += unseen;
+                failed += unseen;
+                reasons.push(format!("given up: {}", g.reason));
+            }
             analysis::RunAttempts {
                 run_id: r.run_id.clone(),
                 cell: r.cell.clone(),
                 arm: r.arm.clone(),
-                attempts: n(kept + failed + usize::from(final_there)),
-                invalid: n(kept + usize::from(final_there && final_invalid)),
-                failed: n(failed),
+                attempts,
+                invalid,
+                failed,
                 reasons,
             }
         })
