@@ -212,22 +212,9 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     for c in &plan.cells {
         println!("  {:<28} {} blocks", c.id, c.repetitions);
     }
-    let primary: Vec<String> = plan
-        .cells
-        .iter()
-        .flat_map(|c| {
-            plan.comparisons
-                .iter()
-                .filter(|x| {
-                    m.spec
-                        .analysis
-                        .primary
-                        .iter()
-                        .any(|p| p.selects(&c.id, &x.arm, &x.against))
-                        && !plan.arm(&x.arm).is_some_and(|a| a.control)
-                })
-                .map(move |x| format!("  {} · {} vs {}", c.id, x.arm, x.against))
-        })
+    let primary: Vec<String> = design::primary_comparisons(&plan, &m.spec)
+        .into_iter()
+        .map(|(cell, arm, against, _)| format!("  {cell} · {arm} vs {against}"))
         .collect();
     println!(
         "primary family ({}, {} over it at α = {}):",

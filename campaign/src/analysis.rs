@@ -885,7 +885,7 @@ pub fn analyze_full(
             secondary.push(crate::endpoints::secondary(
                 (cell, m, base),
                 &pairs,
-                family != Family::Primary,
+                (family != Family::Primary).then_some(d.as_slice()),
                 a.margin,
                 a.deficit_threshold,
             )?);
@@ -1028,6 +1028,7 @@ pub fn analyze_full(
         stalls: &stalls,
         rows,
     });
+    let arm_modes = arm_modes(cfg, rows);
     Ok(Report {
         config: cfg.clone(),
         runs: rows.len(),
@@ -1035,11 +1036,11 @@ pub fn analyze_full(
         comparisons: entries,
         stalls,
         arms: arm_summaries(rows, &cells),
-        storage: storage(rows, &cfg.baseline, &arm_modes(cfg, rows)),
+        storage: storage(rows, &cfg.baseline, &arm_modes),
         knees: knees(rows),
         invalid_rates: invalid_rates(&per_arm, &comparisons)?,
         attempts: per_arm,
-        attributions: attributions(&by_cell, &cells, cfg)?,
+        attributions: attributions(&by_cell, &cells, &arm_modes, cfg)?,
         secondary,
         deviations,
         dropped_blocks,
@@ -1077,13 +1078,13 @@ fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, crate::design::A
 
 /// The manifest-size control's share of each ML-KEM-768 arm's deficit, in every cell
 /// holding ML-KEM-768, `x25519-padded` and `x25519` arms on one backend and S3 client.
-fn attributions(by_cell: &Blocks<'_>, cells: &[String], cfg: &Config) -> Result<Vec<Attribution>> {
+fn attributions(
+    by_cell: &Blocks<'_>,
+    cells: &[String],
+    arms: &BTreeMap<String, crate::design::Arm>,
+    cfg: &Config,
+) -> Result<Vec<Attribution>> {
     use envelope::Mode;
-    let rows: Vec<RunRow> = by_cell
-        .values()
-        .flat_map(|b| b.values().flat_map(|m| m.values().map(|r| (*r).clone())))
-        .collect();
-    let arms = arm_modes(cfg, &rows);
     let mut out = Vec::new();
     for cell in cells {
         let Some(blocks) = by_cell.get(cell.as_str()) else {

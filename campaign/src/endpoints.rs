@@ -97,22 +97,22 @@ impl Secondary {
 }
 
 /// The second endpoints of a comparison over its pairs `(mode run, baseline run)`.
-/// `with_throughput` adds throughput's own difference test (exploratory comparisons;
-/// a primary comparison's throughput is judged by TOST and Holm instead). `margin` and
+/// `throughput`, the pairs' throughput log ratios, adds throughput's own difference test
+/// (exploratory comparisons; a primary comparison's throughput is judged by TOST and Holm
+/// instead, and passes `None`). `margin` and
 /// `tolerance` are the identity's TOST margin and the band its checks use. BH is left
 /// to [`adjust`].
 pub fn secondary(
     (cell, mode, baseline): (&str, &str, &str),
     pairs: &[(&RunRow, &RunRow)],
-    with_throughput: bool,
+    throughput: Option<&[f64]>,
     margin: f64,
     tolerance: f64,
 ) -> Result<Secondary> {
     let identity = identity(pairs, margin, tolerance)?;
     let mut endpoints = Vec::new();
-    if with_throughput {
-        let d = log_ratios(&both(pairs, |r| Some(r.throughput_rps)).unwrap_or_default())?;
-        endpoints.push(ratio("throughput", &RatioInterval::of(&d)?));
+    if let Some(d) = throughput {
+        endpoints.push(ratio("throughput", &RatioInterval::of(d)?));
     }
     if let Some(id) = &identity {
         endpoints.push(ratio("client CPU per request", &id.cpu));

@@ -258,6 +258,15 @@ fn fmt_signed(n: i64) -> String {
 
 /// A coordinate: two decimals at most, `0` for anything non-finite (never reached by
 /// data, which is filtered before).
+/// An SVG `points` list: `x,y x,y …`.
+fn svg_points(points: &[(f64, f64)]) -> String {
+    points
+        .iter()
+        .map(|(x, y)| format!("{},{}", px(*x), px(*y)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn px(v: f64) -> String {
     if v.is_finite() {
         trim_zeros(format!("{v:.2}"))
@@ -448,24 +457,16 @@ impl Svg {
     }
 
     fn polyline(&mut self, points: &[(f64, f64)], attrs: &str) {
-        let pts: Vec<String> = points
-            .iter()
-            .map(|(x, y)| format!("{},{}", px(*x), px(*y)))
-            .collect();
         self.out.push_str(&format!(
             "<polyline points=\"{}\" fill=\"none\" {attrs}/>\n",
-            pts.join(" ")
+            svg_points(points)
         ));
     }
 
     fn polygon(&mut self, points: &[(f64, f64)], attrs: &str) {
-        let pts: Vec<String> = points
-            .iter()
-            .map(|(x, y)| format!("{},{}", px(*x), px(*y)))
-            .collect();
         self.out.push_str(&format!(
             "<polygon points=\"{}\" {attrs}/>\n",
-            pts.join(" ")
+            svg_points(points)
         ));
     }
 

@@ -389,9 +389,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
                     || "–".into(),
                     |k| format!("{}–{}", k.lower_rate, k.upper_rate)
                 ),
-                k.knee
-                    .and_then(|k| k.fraction_of_peak)
-                    .map_or_else(|| "–".into(), r3),
+                opt3(k.knee.and_then(|k| k.fraction_of_peak)),
                 k.predicted.map_or_else(
                     || "–".into(),
                     |p| format!(
@@ -401,7 +399,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
                         p.service_time * 1e3
                     )
                 ),
-                k.measured_over_predicted.map_or_else(|| "–".into(), r3)
+                opt3(k.measured_over_predicted)
             );
         }
     }

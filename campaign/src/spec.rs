@@ -554,8 +554,8 @@ pub struct Analysis {
     pub assumed_sd: Option<f64>,
     /// A pilot: the results directory of an earlier campaign (relative to this file),
     /// whose `report.json` gives each comparison's paired sd; it takes precedence over
-    /// `assumedSd` for the comparisons it holds. Read by `pqbench plan` and `pqbench run`
-    /// on this machine; the operator cannot read it and uses `assumedSd` alone.
+    /// `assumedSd` for the comparisons it holds. Read by `pqbench plan` on this machine;
+    /// the operator cannot read it and uses `assumedSd` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pilot: Option<String>,
 }

@@ -416,6 +416,13 @@ pub fn unaccounted_fraction(r: &Record) -> f64 {
     }
 }
 
+/// The samples taken within `[from, to]` (offsets in ns).
+fn in_window(samples: &[Sample], from: i64, to: i64) -> impl DoubleEndedIterator<Item = &Sample> {
+    samples
+        .iter()
+        .filter(move |s| s.offset_ns >= from && s.offset_ns <= to)
+}
+
 /// Rate of a cumulative counter over the samples within `[from, to]` (offsets in ns).
 fn counter_rate(
     samples: &[Sample],
@@ -423,9 +430,7 @@ fn counter_rate(
     to: i64,
     get: fn(&Sample) -> Option<f64>,
 ) -> Option<f64> {
-    let pts: Vec<(i64, f64)> = samples
-        .iter()
-        .filter(|s| s.offset_ns >= from && s.offset_ns <= to)
+    let pts: Vec<(i64, f64)> = in_window(samples, from, to)
         .filter_map(|s| Some((s.offset_ns, get(s)?)))
         .collect();
     let (a, b) = (pts.first()?, pts.last()?);
@@ -439,9 +444,7 @@ fn gauge_max(
     to: i64,
     get: impl Fn(&Sample) -> Option<f64>,
 ) -> Option<f64> {
-    samples
-        .iter()
-        .filter(|s| s.offset_ns >= from && s.offset_ns <= to)
+    in_window(samples, from, to)
         .filter_map(get)
         .reduce(f64::max)
 }
@@ -454,10 +457,7 @@ fn gauge_growth(
     to: i64,
     get: impl Fn(&Sample) -> Option<f64>,
 ) -> Option<f64> {
-    let mut v = samples
-        .iter()
-        .filter(|s| s.offset_ns >= from && s.offset_ns <= to)
-        .filter_map(get);
+    let mut v = in_window(samples, from, to).filter_map(get);
     let first = v.next()?;
     v.next_back().map(|last| last - first)
 }

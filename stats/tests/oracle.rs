@@ -222,6 +222,21 @@ fn close(what: &str, got: f64, want: f64, rel: f64) {
 
 const REL: f64 = 1e-9;
 
+/// A p-value against the oracle's. Far in the tail a p-value is ill-conditioned in its
+/// input: with sd = 1e-8 (edge_nearly_constant_d) the t statistic carries ~1e-10 relative
+/// rounding from the data and p ~ t^-df magnifies it. Below 1e-12, far from any α, 1e-6
+/// relative still pins the value; elsewhere [`REL`].
+#[track_caller]
+fn close_p(what: &str, got: f64, want: f64) {
+    let rel = if want < 1e-12 { 1e-6 } else { REL };
+    close(what, got, want, rel);
+}
+
+/// `(mode, baseline)` pairs from a case's two columns.
+fn zip_pairs(mode: &[f64], baseline: &[f64]) -> Vec<(f64, f64)> {
+    mode.iter().copied().zip(baseline.iter().copied()).collect()
+}
+
 #[test]
 fn provenance_is_recorded() {
     let c = cases();
@@ -262,12 +277,7 @@ fn t_distribution() {
 #[test]
 fn paired_ratio_intervals_and_tost() {
     for k in &cases().paired {
-        let pairs: Vec<(f64, f64)> = k
-            .mode
-            .iter()
-            .copied()
-            .zip(k.baseline.iter().copied())
-            .collect();
+        let pairs = zip_pairs(&k.mode, &k.baseline);
         let d = log_ratios(&pairs).unwrap();
         for (a, b) in d.iter().zip(&k.d) {
             close(&format!("{}: d", k.name), *a, *b, 1e-12);
@@ -289,21 +299,10 @@ fn paired_ratio_intervals_and_tost() {
             ("tost p lower", t.p_lower, k.tost_p_lower),
             ("tost p upper", t.p_upper, k.tost_p_upper),
         ] {
-            // Far in the tail the p-value is ill-conditioned in its input: with sd = 1e-8
-            // (edge_nearly_constant_d) the t statistic carries ~1e-10 relative rounding from
-            // the data and p ~ t^-df magnifies it. Below 1e-12, far from any α, 1e-6
-            // relative still pins the value.
-            let rel = if want < 1e-12 { 1e-6 } else { REL };
-            close(&format!("{}: {what}", k.name), got, want, rel);
+            close_p(&format!("{}: {what}", k.name), got, want);
         }
         let dp = p.difference_p().unwrap();
-        let rel = if k.difference_p < 1e-12 { 1e-6 } else { REL };
-        close(
-            &format!("{}: difference_p", k.name),
-            dp,
-            k.difference_p,
-            rel,
-        );
+        close_p(&format!("{}: difference_p", k.name), dp, k.difference_p);
         let r = RatioInterval::of(&d).unwrap();
         assert_eq!(r.n, k.d.len(), "{}", k.name);
         assert_eq!(
@@ -379,12 +378,7 @@ fn fisher_exact_two_sided() {
 #[test]
 fn paired_differences() {
     for k in &cases().differences {
-        let pairs: Vec<(f64, f64)> = k
-            .mode
-            .iter()
-            .copied()
-            .zip(k.baseline.iter().copied())
-            .collect();
+        let pairs = zip_pairs(&k.mode, &k.baseline);
         let d = difference_interval(&pairs).unwrap();
         assert_eq!(d.n, k.n, "{}", k.name);
         close(&format!("{}: mean", k.name), d.mean, k.mean, REL);
@@ -404,12 +398,10 @@ fn summary(what: &str, got: &RatioInterval, want: &Summary) {
     close(&format!("{what}: ci95 lo"), got.ci95.0, want.ci95[0], REL);
     close(&format!("{what}: ci95 hi"), got.ci95.1, want.ci95[1], REL);
     close(&format!("{what}: sd"), got.sd, want.sd, REL);
-    let rel = if want.difference_p < 1e-12 { 1e-6 } else { REL };
-    close(
+    close_p(
         &format!("{what}: difference_p"),
         got.difference_p,
         want.difference_p,
-        rel,
     );
 }
 
@@ -442,12 +434,10 @@ fn cpu_accounting_identity() {
         ] {
             summary(&format!("{}: {what}", k.name), got, want);
         }
-        let rel = if k.cpu_tost_p < 1e-12 { 1e-6 } else { REL };
-        close(
+        close_p(
             &format!("{}: cpu_tost_p", k.name),
             id.cpu_tost_p,
             k.cpu_tost_p,
-            rel,
         );
         assert_eq!(id.holds, k.holds, "{}: holds", k.name);
         assert_eq!(
@@ -498,8 +488,7 @@ fn ordinary_least_squares() {
             close(&format!("{what}: t"), f.t[j], k.t[j], REL);
             close(&format!("{what}: ci95 lo"), f.ci95[j].0, k.ci95[j][0], REL);
             close(&format!("{what}: ci95 hi"), f.ci95[j].1, k.ci95[j][1], REL);
-            let rel = if k.p[j] < 1e-12 { 1e-6 } else { REL };
-            close(&format!("{what}: p"), f.p[j], k.p[j], rel);
+            close_p(&format!("{what}: p"), f.p[j], k.p[j]);
         }
         // The order/time designs are stored as log(throughput / 5000 req/s) (generate.py
         // says why); fitted on raw log throughput, only the intercept moves.
