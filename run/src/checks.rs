@@ -5,11 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::records::Record;
+use crate::digest::Digest;
 use crate::runspec::RunSpec;
 use crate::summary::{
-    PauseTaken, ProcessInfo, UNACCOUNTED_AGGREGATE_LIMIT, is_measured_ok, pause_check,
-    record_checks,
+    PauseTaken, ProcessInfo, UNACCOUNTED_AGGREGATE_LIMIT, pause_check, record_checks,
 };
 
 /// One finding.
@@ -32,8 +31,8 @@ pub struct Process {
     pub spec: RunSpec,
     /// `process.json`.
     pub info: ProcessInfo,
-    /// Its records.
-    pub records: Vec<Record>,
+    /// Its records, folded.
+    pub digest: Digest,
 }
 
 /// The checks of every run (its processes by run id) and of the whole data set: each run
@@ -57,16 +56,17 @@ pub fn data_set_checks(runs: &BTreeMap<String, Vec<Process>>) -> Vec<Finding> {
             passed: seen == want,
             detail: format!("processes {seen:?} of {} expected", spec.processes.count),
         });
-        let all: Vec<Record> = parts
-            .iter()
-            .flat_map(|p| p.records.iter().cloned())
-            .collect();
+        let mut all = Digest::default();
+        for p in parts {
+            all.merge(&p.digest);
+        }
         for c in record_checks(spec, &all) {
             let check = match c.name.as_str() {
                 "stage_sum" => "stage_sum",
                 "unaccounted_p99" => "unaccounted_p99",
                 "unaccounted_aggregate" => "unaccounted_aggregate",
                 "session_bounds" => "session_bounds",
+                "drift" => "drift",
                 _ => "failures",
             };
             out.push(Finding {
@@ -88,10 +88,8 @@ pub fn data_set_checks(runs: &BTreeMap<String, Vec<Process>>) -> Vec<Finding> {
                 detail: c.detail,
             });
         }
-        for r in all.iter().filter(|r| is_measured_ok(r)) {
-            un += r.total.saturating_sub(r.stage_sum()).as_secs_f64();
-            tot += r.total.as_secs_f64();
-        }
+        un += all.unaccounted_s_sum;
+        tot += all.total_s_sum;
     }
     if !runs.is_empty() {
         let agg = if tot > 0.0 { un / tot } else { 0.0 };
@@ -117,7 +115,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::records::{Outcome, RequestPhase};
+    use crate::records::{Outcome, Record, RequestPhase};
 
     const SPEC: &str = "
 runId: r0001
@@ -145,7 +143,11 @@ output: {dir: /tmp/out}
                 index,
                 ..ProcessInfo::default()
             },
-            records: (0..200).map(rec).collect(),
+            digest: {
+                let spec = RunSpec::parse(SPEC, "spec").unwrap();
+                let records: Vec<Record> = (0..200).map(rec).collect();
+                Digest::of(&spec, &records)
+            },
         }
     }
 
@@ -201,7 +203,7 @@ output: {dir: /tmp/out}
                 &p.spec,
                 &[ProcessData {
                     info: p.info.clone(),
-                    records: p.records.clone(),
+                    digest: p.digest.clone(),
                     samples: Vec::new(),
                 }],
             )

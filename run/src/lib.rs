@@ -12,6 +12,8 @@
 //!   columnar tables (the Parquet schema of the run files; the files are `worker`'s).
 //! - [`summary`]: the run summary, [`summary::summarize`] and the checks a run must pass.
 //! - [`checks`]: the validator's rules over a data set's runs.
+//! - [`digest`]: what the summary needs of a run's records, folded one record at a time
+//!   (memory flat however long the run).
 //! - [`rows`]: a whole-run summary as the analysis's row.
 //! - [`schedule`]: the campaign's progress decision both executors call: what to start,
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
@@ -23,6 +25,7 @@
 //! arguments (reading a spec file is the one exception, [`runspec::RunSpec::read`]).
 
 pub mod checks;
+pub mod digest;
 pub mod planner;
 pub mod records;
 pub mod rows;

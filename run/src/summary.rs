@@ -10,7 +10,12 @@
 //! - throughput = successful measured requests / window length (requests/s), and times the
 //!   object size (MiB/s);
 //! - latency figures are over successful measured requests; percentiles interpolate
-//!   linearly between order statistics (NumPy's default);
+//!   linearly between order statistics (NumPy's default) of the latencies rounded to the
+//!   microsecond (unaccounted fractions to 10⁻⁶), which is what lets [`Digest`] fold the
+//!   records without holding them;
+//! - drift ([`DriftFigures`], check `drift`, bound [`DRIFT_LIMIT`]): the window cut into
+//!   [`BINS`] bins by request start; throughput per bin of own time and mean latency per
+//!   bin; the last third against the first, and the least-squares trend over the bins;
 //! - unaccounted time of a request = total − the five stage timers; its fraction = that /
 //!   total; the run's figures are the 99th percentile of the fraction and the aggregate
 //!   (Σ unaccounted / Σ total);
@@ -27,6 +32,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::digest::{BINS, Digest};
 use crate::records::{Outcome, Record, RequestPhase, Sample};
 use crate::runspec::{Loop, PauseRule, RunSpec};
 use crate::s3conf::ClientRecord;
@@ -78,6 +84,21 @@ pub struct ProcessInfo {
     /// local server, or not readable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_list: Option<String>,
+    /// The receiver's session-root cache over the measured window (`ml-kem-768-session`
+    /// runs; absent otherwise and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_cache: Option<RootCacheFigures>,
+}
+
+/// A receiver's session-root cache over the window: lookups answered from the cache
+/// and roots decapsulated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RootCacheFigures {
+    /// Roots found in the cache (no decapsulation).
+    pub hits: u64,
+    /// Roots decapsulated.
+    pub misses: u64,
 }
 
 /// Everything one process recorded.
@@ -85,8 +106,8 @@ pub struct ProcessInfo {
 pub struct ProcessData {
     /// Process facts.
     pub info: ProcessInfo,
-    /// Per-request records.
-    pub records: Vec<Record>,
+    /// Its records, folded ([`Digest`]; the records themselves stay on disk).
+    pub digest: Digest,
     /// 1 Hz samples.
     pub samples: Vec<Sample>,
 }
@@ -245,6 +266,278 @@ pub struct SessionFigures {
     pub max_index_seen: u64,
     /// Largest root age seen, ms.
     pub max_age_seen_ms: f64,
+    /// Objects sealed under session roots (successful PUTs, warm-up included: they used
+    /// the roots too).
+    #[serde(default)]
+    pub objects: u64,
+    /// Mean objects per session.
+    #[serde(default)]
+    pub objects_per_session_mean: f64,
+    /// Most objects under one root.
+    #[serde(default)]
+    pub objects_per_session_max: u64,
+    /// Plaintext bytes exposed per root (objects × object size): mean.
+    #[serde(default)]
+    pub bytes_per_root_mean: f64,
+    /// … and the most under one root.
+    #[serde(default)]
+    pub bytes_per_root_max: u64,
+    /// Key establishments (KEM encapsulations) per object: sessions / objects (1 without
+    /// sessions).
+    #[serde(default)]
+    pub key_establishments_per_object: f64,
+    /// Sessions that ended because they reached B_max objects.
+    #[serde(default)]
+    pub ended_by_max_objects: u64,
+    /// Sessions that ended before B_max, so by T_max (a later session of the same process
+    /// followed).
+    #[serde(default)]
+    pub ended_by_max_age: u64,
+    /// Each process's last session below B_max: cut by the end of the run, bound by neither.
+    #[serde(default)]
+    pub ended_by_run: u64,
+    /// The receiver's root cache over the window, summed over processes (GET runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_cache: Option<RootCacheFigures>,
+    /// Hits / lookups of that cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_cache_hit_rate: Option<f64>,
+}
+
+/// The drift bound of the `drift` check: a run fails when its throughput or its mean
+/// latency in the last third of the window differs from the first third by more than this
+/// fraction **and** the slope over the window's [`BINS`] bins has a 95 % interval that
+/// excludes zero on the same side (noise alone does not fail a run; a trend does). The
+/// study's runs were 20 s and could not see slow effects (compaction, memory growth: its
+/// section VI); long cells can, and a run that drifted this much measured two machines.
+pub const DRIFT_LIMIT: f64 = 0.20;
+
+/// The shortest measured time (own time, with turns) the `drift` check applies to: below
+/// it a third of the window is a few seconds, whose throughput still carries the ramp out
+/// of the warm-up and the machine's second-to-second swings (seen: ±40-90 % between the
+/// thirds of 2 s windows on a 2-core VM). Shorter runs report their drift figures; the
+/// check passes and says it was not applied.
+pub const DRIFT_MIN_WINDOW: Duration = Duration::from_secs(60);
+
+/// A trend over the window: the least-squares slope of a figure's per-bin values divided
+/// by their mean, against time as a fraction of the window (so `per_window` = −0.1 is a
+/// 10 % fall from the window's start to its end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trend {
+    /// Relative change over the whole window.
+    pub per_window: f64,
+    /// Its 95 % t interval.
+    pub ci95: (f64, f64),
+    /// Two-sided p of a zero slope.
+    pub p: f64,
+}
+
+/// Drift within the measured window (issue 20 part 4; study section VI on slow effects).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftFigures {
+    /// Throughput in each of the window's [`BINS`] bins, requests/s of the bin's own time
+    /// (`null`: the bin had no own time).
+    pub throughput_rps: Vec<Option<f64>>,
+    /// Mean latency of the successful requests that started in each bin, ms (`null`: none).
+    pub latency_ms: Vec<Option<f64>>,
+    /// Throughput in the last third over the first, minus 1.
+    pub throughput_change: Option<f64>,
+    /// Mean latency in the last third over the first, minus 1.
+    pub latency_change: Option<f64>,
+    /// Throughput trend over the bins.
+    pub throughput_trend: Option<Trend>,
+    /// Mean latency trend over the bins.
+    pub latency_trend: Option<Trend>,
+}
+
+/// The window's drift figures from a run's digest.
+pub fn drift(spec: &RunSpec, d: &Digest) -> DriftFigures {
+    if d.bins.len() != BINS {
+        return DriftFigures::default();
+    }
+    let own = d.bin_own_time(spec.turns.as_ref());
+    let rate: Vec<Option<f64>> = d
+        .bins
+        .iter()
+        .zip(&own)
+        .map(|(b, t)| (!t.is_zero()).then(|| f(b.ok) / t.as_secs_f64()))
+        .collect();
+    let lat: Vec<Option<f64>> = d
+        .bins
+        .iter()
+        .map(|b| (b.ok > 0).then(|| b.latency_ms_sum / f(b.ok)))
+        .collect();
+    let third = BINS / 3;
+    let pooled = |r: std::ops::Range<usize>| -> Option<(f64, f64)> {
+        let ok: u64 = d.bins[r.clone()].iter().map(|b| b.ok).sum();
+        let t: f64 = own[r.clone()].iter().map(Duration::as_secs_f64).sum();
+        let l: f64 = d.bins[r].iter().map(|b| b.latency_ms_sum).sum();
+        (ok > 0 && t > 0.0).then(|| (f(ok) / t, l / f(ok)))
+    };
+    let (first, last) = (pooled(0..third), pooled(BINS - third..BINS));
+    let change = |g: fn((f64, f64)) -> f64| first.zip(last).map(|(a, b)| g(b) / g(a) - 1.0);
+    DriftFigures {
+        throughput_change: change(|x| x.0),
+        latency_change: change(|x| x.1),
+        throughput_trend: trend(&rate),
+        latency_trend: trend(&lat),
+        throughput_rps: rate,
+        latency_ms: lat,
+    }
+}
+
+/// The normalised least-squares trend of per-bin values (at least a third of the bins
+/// must hold a value).
+fn trend(values: &[Option<f64>]) -> Option<Trend> {
+    let pts: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|v| ((f(i as u64) + 0.5) / f(values.len() as u64), v)))
+        .collect();
+    if pts.len() < values.len() / 3 || pts.len() < 3 {
+        return None;
+    }
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / f(pts.len() as u64);
+    if mean <= 0.0 {
+        return None;
+    }
+    let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
+    let y: Vec<f64> = pts.iter().map(|p| p.1 / mean).collect();
+    let fit = stats::regression::slope(&x, &y).ok()?;
+    Some(Trend {
+        per_window: fit.coef[1],
+        ci95: fit.ci95[1],
+        p: fit.p[1],
+    })
+}
+
+/// The `drift` check ([`DRIFT_LIMIT`]) of a run whose measured time is `measured`
+/// ([`DRIFT_MIN_WINDOW`]).
+pub fn drift_check(d: &DriftFigures, measured: Duration) -> Check {
+    let beyond = |change: Option<f64>, t: Option<Trend>| {
+        let (Some(c), Some(t)) = (change, t) else {
+            return false;
+        };
+        c.abs() > DRIFT_LIMIT && ((c > 0.0 && t.ci95.0 > 0.0) || (c < 0.0 && t.ci95.1 < 0.0))
+    };
+    let pct =
+        |c: Option<f64>| c.map_or_else(|| "n/a".to_owned(), |c| format!("{:+.1} %", c * 100.0));
+    let tr = |t: Option<Trend>| {
+        t.map_or_else(
+            || "n/a".to_owned(),
+            |t| {
+                format!(
+                    "{:+.1} % [{:+.1}, {:+.1}]",
+                    t.per_window * 100.0,
+                    t.ci95.0 * 100.0,
+                    t.ci95.1 * 100.0
+                )
+            },
+        )
+    };
+    if d.throughput_change.is_none() {
+        return Check {
+            name: "drift".into(),
+            passed: true,
+            detail: "not measured: no successful request in the first or last third of the window"
+                .into(),
+        };
+    }
+    let applied = measured >= DRIFT_MIN_WINDOW;
+    let bad_t = beyond(d.throughput_change, d.throughput_trend);
+    let bad_l = beyond(d.latency_change, d.latency_trend);
+    Check {
+        name: "drift".into(),
+        passed: !applied || (!bad_t && !bad_l),
+        detail: format!(
+            "last third against first: throughput {}, mean latency {}; trend over the window: throughput {}, latency {} ({})",
+            pct(d.throughput_change),
+            pct(d.latency_change),
+            tr(d.throughput_trend),
+            tr(d.latency_trend),
+            if applied {
+                format!(
+                    "fails beyond ±{} % with a trend whose 95 % interval excludes 0",
+                    DRIFT_LIMIT * 100.0
+                )
+            } else {
+                format!(
+                    "not applied: {:.0} s of measured time is under the check's {} s",
+                    measured.as_secs_f64(),
+                    DRIFT_MIN_WINDOW.as_secs()
+                )
+            }
+        ),
+    }
+}
+
+/// The session figures of a run from its digest.
+fn session_figures(
+    b: envelope::SessionBounds,
+    d: &Digest,
+    object_size: u64,
+    parts: &[ProcessData],
+) -> SessionFigures {
+    let tallies: Vec<_> = d.sessions.values().collect();
+    let objects: u64 = tallies.iter().map(|t| t.objects).sum();
+    let sessions = tallies.len() as u64;
+    let last: BTreeMap<u32, u64> = d.sessions.keys().fold(BTreeMap::new(), |mut m, (p, s)| {
+        let e = m.entry(*p).or_insert(*s);
+        *e = (*e).max(*s);
+        m
+    });
+    let (mut by_b, mut by_t, mut by_run) = (0, 0, 0);
+    for ((p, s), t) in &d.sessions {
+        if t.max_index + 1 >= b.max_objects {
+            by_b += 1;
+        } else if last.get(p) == Some(s) {
+            by_run += 1;
+        } else {
+            by_t += 1;
+        }
+    }
+    let cache = parts
+        .iter()
+        .filter_map(|p| p.info.root_cache)
+        .reduce(|a, b| RootCacheFigures {
+            hits: a.hits + b.hits,
+            misses: a.misses + b.misses,
+        });
+    let max_objects_one = tallies.iter().map(|t| t.objects).max().unwrap_or(0);
+    SessionFigures {
+        max_objects: b.max_objects,
+        max_age_ms: ms(b.max_age),
+        sessions,
+        max_index_seen: tallies.iter().map(|t| t.max_index).max().unwrap_or(0),
+        max_age_seen_ms: tallies.iter().map(|t| t.max_age).max().map_or(0.0, ms),
+        objects,
+        objects_per_session_mean: if sessions > 0 {
+            f(objects) / f(sessions)
+        } else {
+            0.0
+        },
+        objects_per_session_max: max_objects_one,
+        bytes_per_root_mean: if sessions > 0 {
+            f(objects) * f(object_size) / f(sessions)
+        } else {
+            0.0
+        },
+        bytes_per_root_max: max_objects_one.saturating_mul(object_size),
+        key_establishments_per_object: if objects > 0 {
+            f(sessions) / f(objects)
+        } else {
+            0.0
+        },
+        ended_by_max_objects: by_b,
+        ended_by_max_age: by_t,
+        ended_by_run: by_run,
+        root_cache: cache,
+        root_cache_hit_rate: cache
+            .filter(|c| c.hits + c.misses > 0)
+            .map(|c| f(c.hits) / f(c.hits + c.misses)),
+    }
 }
 
 /// One validity check.
@@ -353,6 +646,9 @@ pub struct RunSummary {
     pub start: StartFigures,
     /// Sessions.
     pub session: Option<SessionFigures>,
+    /// Drift within the window (absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftFigures>,
     /// Pauses taken (per process).
     pub pause: Vec<PauseTaken>,
     /// Objects deleted after the window.
@@ -381,24 +677,6 @@ fn f(n: u64) -> f64 {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-fn dist(mut v: Vec<f64>) -> Dist {
-    if v.is_empty() {
-        return Dist::default();
-    }
-    v.sort_by(f64::total_cmp);
-    Dist {
-        mean: v.iter().sum::<f64>() / f(v.len() as u64),
-        p50: percentile(&v, 0.5),
-        p90: percentile(&v, 0.9),
-        p99: percentile(&v, 0.99),
-        max: v[v.len() - 1],
-    }
 }
 
 /// Whether a record is a successful measured request.
@@ -467,33 +745,23 @@ pub const UNACCOUNTED_P99_LIMIT: f64 = 0.02;
 /// Aggregate unaccounted limit.
 pub const UNACCOUNTED_AGGREGATE_LIMIT: f64 = 0.01;
 
-/// The record-level checks shared by the worker and `pqbench validate`: stage sums,
-/// unaccounted time (per run), session bounds, failures.
-pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
+/// The record-level checks shared by the worker and `pqbench validate`, over the digest of
+/// a run's records: stage sums, unaccounted time (per run), session bounds, failures, and
+/// drift over the window ([`drift_check`]).
+pub fn record_checks(spec: &RunSpec, d: &Digest) -> Vec<Check> {
     let mut checks = Vec::new();
-    let over: Vec<&Record> = records
-        .iter()
-        .filter(|r| r.outcome == Some(Outcome::Ok) && r.stage_sum() > r.total)
-        .collect();
     checks.push(Check {
         name: "stage_sum".into(),
-        passed: over.is_empty(),
-        detail: match over.first() {
+        passed: d.stage_sum_over.count == 0,
+        detail: match &d.stage_sum_over.first {
             None => "no request's stage timers sum above its total".into(),
-            Some(r) => format!(
-                "{} requests have stage sums above their totals, first: worker {} seq {} ({:.1} µs > {:.1} µs)",
-                over.len(),
-                r.worker,
-                r.seq,
-                us(r.stage_sum()),
-                us(r.total)
+            Some(first) => format!(
+                "{} requests have stage sums above their totals, first: {first}",
+                d.stage_sum_over.count
             ),
         },
     });
-    let ok: Vec<&Record> = records.iter().filter(|r| is_measured_ok(r)).collect();
-    let mut fr: Vec<f64> = ok.iter().map(|r| unaccounted_fraction(r)).collect();
-    fr.sort_by(f64::total_cmp);
-    let p99 = percentile(&fr, 0.99);
+    let p99 = d.unaccounted_quantile(0.99);
     checks.push(Check {
         name: "unaccounted_p99".into(),
         passed: p99 < UNACCOUNTED_P99_LIMIT,
@@ -503,13 +771,11 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
             UNACCOUNTED_P99_LIMIT * 100.0
         ),
     });
-    let (un, tot) = ok.iter().fold((0.0, 0.0), |(u, t), r| {
-        (
-            u + r.total.saturating_sub(r.stage_sum()).as_secs_f64(),
-            t + r.total.as_secs_f64(),
-        )
-    });
-    let agg = if tot > 0.0 { un / tot } else { 0.0 };
+    let agg = if d.total_s_sum > 0.0 {
+        d.unaccounted_s_sum / d.total_s_sum
+    } else {
+        0.0
+    };
     checks.push(Check {
         name: "unaccounted_aggregate".into(),
         passed: agg < UNACCOUNTED_AGGREGATE_LIMIT,
@@ -520,30 +786,15 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
         ),
     });
     if let Some(b) = spec.session_bounds() {
-        let bad: Vec<&Record> = records
-            .iter()
-            .filter(|r| {
-                r.session_index.is_some_and(|i| i >= b.max_objects)
-                    || r.session_age.is_some_and(|a| a > b.max_age)
-            })
-            .collect();
-        let missing = spec.cell.operation == crate::runspec::Operation::Put
-            && records
-                .iter()
-                .any(|r| r.outcome == Some(Outcome::Ok) && r.session_index.is_none());
+        let missing =
+            spec.cell.operation == crate::runspec::Operation::Put && d.session_missing > 0;
         checks.push(Check {
             name: "session_bounds".into(),
-            passed: bad.is_empty() && !missing,
-            detail: match (bad.first(), missing) {
-                (Some(r), _) => format!(
-                    "{} objects outside B_max = {} / T_max = {:?}, first: worker {} seq {} (index {:?}, age {:?})",
-                    bad.len(),
-                    b.max_objects,
-                    b.max_age,
-                    r.worker,
-                    r.seq,
-                    r.session_index,
-                    r.session_age
+            passed: d.session_outside.count == 0 && !missing,
+            detail: match (&d.session_outside.first, missing) {
+                (Some(first), _) => format!(
+                    "{} objects outside B_max = {} / T_max = {:?}, first: {first}",
+                    d.session_outside.count, b.max_objects, b.max_age
                 ),
                 (None, true) => "a successful session PUT has no session bookkeeping".into(),
                 (None, false) => format!(
@@ -553,31 +804,28 @@ pub fn record_checks(spec: &RunSpec, records: &[Record]) -> Vec<Check> {
             },
         });
     }
-    let measured = records
-        .iter()
-        .filter(|r| r.phase == Some(RequestPhase::Measured))
-        .count();
-    let failed = records
-        .iter()
-        .filter(|r| r.phase == Some(RequestPhase::Measured) && r.outcome != Some(Outcome::Ok))
-        .count();
-    let frac = if measured > 0 {
-        f(failed as u64) / f(measured as u64)
+    let failed: u64 = d.failures.values().sum();
+    let frac = if d.measured > 0 {
+        f(failed) / f(d.measured)
     } else {
         1.0
     };
     checks.push(Check {
         name: "failures".into(),
-        passed: measured > 0 && frac <= spec.allowed_failure_fraction,
-        detail: if measured == 0 {
+        passed: d.measured > 0 && frac <= spec.allowed_failure_fraction,
+        detail: if d.measured == 0 {
             "no measured requests".into()
         } else {
             format!(
-                "{failed} of {measured} measured requests failed (allowed fraction {})",
-                spec.allowed_failure_fraction
+                "{failed} of {} measured requests failed (allowed fraction {})",
+                d.measured, spec.allowed_failure_fraction
             )
         },
     });
+    let measured = spec.turns.map_or(spec.measured.0, |t| {
+        t.own_time(spec.warmup.0, spec.warmup.0 + spec.measured.0)
+    });
+    checks.push(drift_check(&drift(spec, d), measured));
     checks
 }
 
@@ -643,67 +891,37 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
     let window = spec.measured.0;
     let from = i64::try_from(warm.as_nanos()).unwrap_or(i64::MAX);
     let to = i64::try_from((warm + window).as_nanos()).unwrap_or(i64::MAX);
-    let all: Vec<Record> = parts
-        .iter()
-        .flat_map(|p| p.records.iter().cloned())
-        .collect();
-    let ok: Vec<&Record> = all.iter().filter(|r| is_measured_ok(r)).collect();
-    let mut counts = Counts::default();
-    let mut failures = BTreeMap::new();
-    for r in &all {
-        match r.phase {
-            Some(RequestPhase::Warmup) => counts.warmup += 1,
-            Some(RequestPhase::Measured) => {
-                counts.measured += 1;
-                match r.outcome {
-                    Some(Outcome::Ok) => counts.ok += 1,
-                    o => {
-                        counts.failed += 1;
-                        if o == Some(Outcome::NotStarted) {
-                            counts.not_started += 1;
-                        }
-                        *failures
-                            .entry(r.error_class.unwrap_or("unknown").to_owned())
-                            .or_insert(0) += 1;
-                    }
-                }
-            }
-            None => {}
-        }
+    let mut d = Digest::default();
+    for p in parts {
+        d.merge(&p.digest);
     }
+    let counts = Counts {
+        warmup: d.warmup,
+        measured: d.measured,
+        ok: d.ok(),
+        failed: d.failures.values().sum(),
+        not_started: d.not_started,
+    };
     // Interleaved: the run's own slices within the window are its measured time.
     let w = spec
         .turns
         .map_or(window, |t| t.own_time(warm, warm + window))
         .as_secs_f64();
     let n_ok = f(counts.ok);
-    let mean_us = |g: fn(&Record) -> Duration| {
-        if ok.is_empty() {
-            0.0
-        } else {
-            ok.iter().map(|r| us(g(r))).sum::<f64>() / n_ok
-        }
-    };
+    let mean_us = |sum: f64| if counts.ok == 0 { 0.0 } else { sum / n_ok };
+    let [ke, kd, aead, manifest, storage] = d.stage_us_sums;
     let stages = StageMeans {
-        key_establishment: mean_us(|r| r.key_establishment),
-        key_derivation: mean_us(|r| r.key_derivation),
-        aead: mean_us(|r| r.aead),
-        manifest: mean_us(|r| r.manifest),
-        storage: mean_us(|r| r.storage),
-        unaccounted: mean_us(|r| r.total.saturating_sub(r.stage_sum())),
-        queue_wait: mean_us(|r| r.queue_wait),
-        crypto_cpu: mean_us(|r| r.crypto_cpu),
+        key_establishment: mean_us(ke),
+        key_derivation: mean_us(kd),
+        aead: mean_us(aead),
+        manifest: mean_us(manifest),
+        storage: mean_us(storage),
+        unaccounted: mean_us(d.unaccounted_us_sum),
+        queue_wait: d.queue_wait_ms.mean() * 1e3,
+        crypto_cpu: mean_us(d.crypto_cpu_us_sum),
     };
-    let mut fr: Vec<f64> = ok.iter().map(|r| unaccounted_fraction(r)).collect();
-    fr.sort_by(f64::total_cmp);
-    let tot: f64 = ok.iter().map(|r| r.total.as_secs_f64()).sum();
-    let unacc: f64 = ok
-        .iter()
-        .map(|r| r.total.saturating_sub(r.stage_sum()).as_secs_f64())
-        .sum();
     let process_cpu_s: f64 = parts.iter().map(|p| p.info.window_cpu_s).sum();
     let cores_available: f64 = parts.iter().map(|p| p.info.host.cores_available).sum();
-    let crypto_cpu: f64 = ok.iter().map(|r| r.crypto_cpu.as_secs_f64()).sum();
     let s0: &[Sample] = parts.first().map_or(&[], |p| &p.samples);
     let mib = f(1 << 20);
     let host_util = {
@@ -720,11 +938,7 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         } else {
             0.0
         },
-        crypto_cpu_per_request_us: if counts.ok > 0 {
-            crypto_cpu * 1e6 / n_ok
-        } else {
-            0.0
-        },
+        crypto_cpu_per_request_us: mean_us(d.crypto_cpu_us_sum),
         max_rss_bytes: parts
             .iter()
             .filter_map(|p| gauge_max(&p.samples, from, to, |s| s.process_rss_bytes))
@@ -778,32 +992,10 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         },
         max_late_ms: starts.iter().copied().reduce(f64::max).unwrap_or(0.0),
     };
-    let session = spec.session_bounds().map(|b| {
-        let sess: std::collections::BTreeSet<(u32, u64)> = parts
-            .iter()
-            .flat_map(|p| {
-                p.records
-                    .iter()
-                    .filter_map(move |r| r.session_id.map(|s| (p.info.index, s)))
-            })
-            .collect();
-        SessionFigures {
-            max_objects: b.max_objects,
-            max_age_ms: ms(b.max_age),
-            sessions: sess.len() as u64,
-            max_index_seen: all
-                .iter()
-                .filter_map(|r| r.session_index)
-                .max()
-                .unwrap_or(0),
-            max_age_seen_ms: all
-                .iter()
-                .filter_map(|r| r.session_age)
-                .max()
-                .map_or(0.0, ms),
-        }
-    });
-    let mut checks = record_checks(spec, &all);
+    let session = spec
+        .session_bounds()
+        .map(|b| session_figures(b, &d, spec.cell.object_size.0, parts));
+    let mut checks = record_checks(spec, &d);
     checks.push(Check {
         name: "start".into(),
         passed: start.min_ready_lead_ms >= 0.0,
@@ -846,20 +1038,36 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             Loop::Open { rate } => Some(rate),
             Loop::Closed => None,
         },
-        manifest_bytes_mean: if ok.is_empty() {
+        manifest_bytes_mean: if counts.ok == 0 {
             0.0
         } else {
-            ok.iter().map(|r| f(r.manifest_bytes)).sum::<f64>() / n_ok
+            d.manifest_bytes_sum / n_ok
         },
-        failures_by_class: failures,
-        latency_ms: dist(ok.iter().map(|r| ms(r.total)).collect()),
-        queue_wait_ms: matches!(spec.cell.arrival, Loop::Open { .. })
-            .then(|| dist(ok.iter().map(|r| ms(r.queue_wait)).collect())),
+        failures_by_class: d.failures.clone(),
+        latency_ms: Dist {
+            mean: d.latency_ms.mean(),
+            p50: d.latency_quantile(0.5),
+            p90: d.latency_quantile(0.9),
+            p99: d.latency_quantile(0.99),
+            max: d.latency_max(),
+        },
+        queue_wait_ms: matches!(spec.cell.arrival, Loop::Open { .. }).then(|| Dist {
+            mean: d.queue_wait_ms.mean(),
+            p50: d.queue_wait_quantile(0.5),
+            p90: d.queue_wait_quantile(0.9),
+            p99: d.queue_wait_quantile(0.99),
+            max: d.queue_wait_max(),
+        }),
         stages_mean_us: stages,
         unaccounted: Unaccounted {
-            p99_fraction: percentile(&fr, 0.99),
-            aggregate_fraction: if tot > 0.0 { unacc / tot } else { 0.0 },
+            p99_fraction: d.unaccounted_quantile(0.99),
+            aggregate_fraction: if d.total_s_sum > 0.0 {
+                d.unaccounted_s_sum / d.total_s_sum
+            } else {
+                0.0
+            },
         },
+        drift: Some(drift(spec, &d)),
         cpu,
         server,
         start,

@@ -7,13 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
+use run::digest::Digest;
 use run::records::{RECORD_SCHEMA, SAMPLE_SCHEMA, records_from_table, samples_from_table};
 use run::rows::{Collected, Excluded, row};
 use run::runspec::RunSpec;
 use run::summary::{ProcessData, ProcessInfo, RunSummary, files, summarize};
 use run::table::Table;
 
-use crate::parquet::TableFile as _;
+use crate::parquet::{TableFile as _, read_batches};
 use crate::validate::{find_process_dirs, validate};
 use crate::{Error, Result};
 
@@ -110,6 +111,22 @@ pub fn collect(root: &Path) -> Result<Collected> {
     Ok(out)
 }
 
+/// Rows read from a records file at a time.
+const READ_ROWS: usize = 65_536;
+
+/// The digest of a records file, read a batch at a time (memory flat in its length).
+pub fn digest_of(spec: &RunSpec, path: &Path) -> Result<Digest> {
+    let mut d = Digest::new(spec);
+    read_batches(path, RECORD_SCHEMA, READ_ROWS, |t| {
+        let (_, records) = records_from_table(&t)?;
+        for r in &records {
+            d.add(r);
+        }
+        Ok(())
+    })?;
+    Ok(d)
+}
+
 /// Loads one process directory (without checking checksums or schema; `pqbench validate`
 /// does that).
 pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
@@ -128,15 +145,14 @@ pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
             path: dir.join(files::PROCESS).display().to_string(),
             detail: e.to_string(),
         })?;
-    let rt = Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA)?;
-    let (_, records) = records_from_table(&rt)?;
+    let digest = digest_of(&spec, &dir.join(files::RECORDS))?;
     let st = Table::read_parquet(&dir.join(files::SAMPLES), SAMPLE_SCHEMA)?;
     let samples = samples_from_table(&st);
     Ok((
         spec,
         ProcessData {
             info,
-            records,
+            digest,
             samples,
         },
     ))

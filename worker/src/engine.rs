@@ -22,6 +22,7 @@
 //! worker waits 10 ms before its next request, so that a dead server yields a bounded number
 //! of failure records instead of a busy loop.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -35,6 +36,7 @@ use tokio::sync::Mutex;
 use crate::host::host_info;
 use crate::metrics::{Metrics, RunMetrics};
 use crate::sampler::{Sampler, Sources};
+use crate::spool::{Spool, SpoolSender};
 use crate::traces::{RunAttributes, TraceConfig, Traces};
 use crate::{Error, Result};
 use run::records::{Outcome, Record, RequestPhase};
@@ -62,8 +64,12 @@ pub struct Monitor {
 pub struct Executed {
     /// The spec as run (with `startAt` filled in).
     pub spec: RunSpec,
-    /// Records, samples and facts.
+    /// The records' digest, samples and facts.
     pub data: ProcessData,
+    /// The records, already on disk ([`crate::spool`]): a Parquet file of
+    /// [`run::records::RECORD_SCHEMA`] in the temporary directory, removed when dropped
+    /// unless [`crate::output::write`] moved it into the process directory.
+    pub records: tempfile::TempPath,
 }
 
 /// S3 settings for an endpoint and the credentials a spec refers to.
@@ -375,13 +381,21 @@ async fn one(
     (r, written)
 }
 
-type WorkerOut = (Vec<Record>, Vec<(String, String)>, f64);
+/// When the worker started its first request, ms after `startAt`; its records and the
+/// objects it wrote went to the spool.
+type WorkerOut = f64;
 
-async fn closed_worker(ctx: Arc<Ctx>, worker: u32) -> WorkerOut {
+/// Hands a request's record and what it wrote to the spool.
+fn spool_one(spool: &SpoolSender, r: Record, w: Option<(String, String)>) {
+    if let Some((k, v)) = w {
+        spool.written(k, v);
+    }
+    spool.record(r);
+}
+
+async fn closed_worker(ctx: Arc<Ctx>, worker: u32, spool: SpoolSender) -> WorkerOut {
     tokio::time::sleep_until(ctx.origin.into()).await;
     let started = offset_ms(ctx.origin);
-    let mut recs = Vec::new();
-    let mut written = Vec::new();
     let mut seq = 0;
     let mut opened = ctx.turn_opened.clone();
     while Instant::now() < ctx.end {
@@ -394,14 +408,13 @@ async fn closed_worker(ctx: Arc<Ctx>, worker: u32) -> WorkerOut {
         }
         let (r, w) = one(&ctx, worker, seq, None).await;
         let failed = r.outcome != Some(Outcome::Ok);
-        recs.push(r);
-        written.extend(w);
+        spool_one(&spool, r, w);
         seq += 1;
         if failed {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    (recs, written, started)
+    started
 }
 
 fn offset_ms(origin: Instant) -> f64 {
@@ -415,11 +428,9 @@ fn offset_ms(origin: Instant) -> f64 {
 
 type Queue = Arc<Mutex<tokio::sync::mpsc::UnboundedReceiver<(u64, Instant)>>>;
 
-async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
+async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue, spool: SpoolSender) -> WorkerOut {
     tokio::time::sleep_until(ctx.origin.into()).await;
     let started = offset_ms(ctx.origin);
-    let mut recs = Vec::new();
-    let mut written = Vec::new();
     loop {
         let next = queue.lock().await.recv().await;
         let Some((seq, arrival)) = next else { break };
@@ -453,18 +464,17 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue) -> WorkerOut {
                     Some("arrived in time, but no worker was free before the drain period ended"),
                 );
             }
-            recs.push(r);
+            spool.record(r);
             continue;
         }
         let (r, w) = one(&ctx, worker, seq, Some(arrival)).await;
         let failed = r.outcome != Some(Outcome::Ok);
-        recs.push(r);
-        written.extend(w);
+        spool_one(&spool, r, w);
         if failed {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    (recs, written, started)
+    started
 }
 
 /// Poisson arrivals at `rate`/s from `origin` until `end`: exponential gaps drawn from a
@@ -578,8 +588,9 @@ struct Start {
 
 /// What the measured part of a run (warm-up, window, drain) recorded.
 struct Measured {
-    records: Vec<run::records::Record>,
-    written: Vec<(String, String)>,
+    spooled: crate::spool::Spooled,
+    /// The receiver's session-root cache over the window (session mode).
+    root_cache: Option<run::summary::RootCacheFigures>,
     worker_start_ms: Vec<f64>,
     window_cpu_s: f64,
     window_wall_s: f64,
@@ -780,19 +791,32 @@ async fn measure(
 ) -> Result<Measured> {
     let (origin, measure_from, end) = (ctx.origin, ctx.measure_from, ctx.end);
     let sampler = Sampler::start(sources.clone(), origin, ctx.origin_unix_ns);
+    let cache = ctx.clone();
     let window = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
         let c0 = cpu_time::ProcessTime::try_now().ok();
+        let r0 = cache.receiver.session_cache_stats();
         let t0 = Instant::now();
         tokio::time::sleep_until(end.into()).await;
         let cpu = c0.map_or(0.0, |c| c.elapsed().as_secs_f64());
-        (cpu, t0.elapsed().as_secs_f64())
+        let roots = r0.zip(cache.receiver.session_cache_stats()).map(|(a, b)| {
+            run::summary::RootCacheFigures {
+                hits: b.hits.saturating_sub(a.hits),
+                misses: b.misses.saturating_sub(a.misses),
+            }
+        });
+        (cpu, t0.elapsed().as_secs_f64(), roots)
     });
+    let (spool, records_tx) = Spool::start(spec)?;
     let mut handles = Vec::new();
     match spec.cell.arrival {
         Loop::Closed => {
             for &w in workers {
-                handles.push(tokio::spawn(closed_worker(ctx.clone(), w)));
+                handles.push(tokio::spawn(closed_worker(
+                    ctx.clone(),
+                    w,
+                    records_tx.clone(),
+                )));
             }
         }
         Loop::Open { rate } => {
@@ -803,33 +827,40 @@ async fn measure(
             let seed = spec.seed.wrapping_add(u64::from(spec.processes.index));
             tokio::spawn(arrivals(share, seed, origin, end, tx));
             for &w in workers {
-                handles.push(tokio::spawn(open_worker(ctx.clone(), w, queue.clone())));
+                handles.push(tokio::spawn(open_worker(
+                    ctx.clone(),
+                    w,
+                    queue.clone(),
+                    records_tx.clone(),
+                )));
             }
         }
     }
-    let mut records = Vec::new();
-    let mut written = Vec::new();
+    drop(records_tx);
     let mut worker_start_ms = Vec::new();
     for h in handles {
-        let (r, w, s) = h.await.map_err(|source| Error::Task {
+        worker_start_ms.push(h.await.map_err(|source| Error::Task {
             what: "worker",
             source,
-        })?;
-        records.extend(r);
-        written.extend(w);
-        worker_start_ms.push(s);
+        })?);
     }
-    let (window_cpu_s, window_wall_s) = window.await.unwrap_or((0.0, 0.0));
+    // Every sender is gone: the spool finishes its files (blocking, off the runtime).
+    let spooled = tokio::task::spawn_blocking(move || spool.finish())
+        .await
+        .map_err(|source| Error::Task {
+            what: "records spool",
+            source,
+        })??;
+    let (window_cpu_s, window_wall_s, root_cache) = window.await.unwrap_or((0.0, 0.0, None));
     let samples = sampler.finish().await;
     // The last spans go out before cleanup; flushing blocks, so off the runtime's threads.
     let traces = match traces {
         Some(t) => tokio::task::spawn_blocking(move || t.finish()).await.ok(),
         None => None,
     };
-    records.sort_by_key(|r| (r.offset, r.worker, r.seq));
     Ok(Measured {
-        records,
-        written,
+        spooled,
+        root_cache,
         worker_start_ms,
         window_cpu_s,
         window_wall_s,
@@ -838,15 +869,34 @@ async fn measure(
     })
 }
 
-/// Phase: cleanup, outside the window. Deletes what the run wrote; how many objects, what
-/// failed (at most 100), and how long it took.
-async fn cleanup(store: &Store, written: &[(String, String)]) -> (u64, Vec<String>, f64) {
+/// Objects deleted per slice at cleanup (what is read back from the spool at a time).
+const CLEANUP_SLICE: usize = 1000;
+
+/// Phase: cleanup, outside the window. Deletes the fixtures and what the run wrote (read
+/// back from the spool a slice at a time); how many objects, what failed (at most 100),
+/// and how long it took.
+async fn cleanup(
+    store: &Store,
+    fixtures: &[(String, String)],
+    written: &Path,
+) -> (u64, Vec<String>, f64) {
     let t = Instant::now();
-    let (deleted, mut failed) = match store.delete_many(written).await {
-        Ok(x) => x,
-        Err(e) => (0, vec![format!("cleanup: {e}")]),
-    };
-    failed.truncate(100);
+    let (mut deleted, mut failed) = (0, Vec::new());
+    let mut slices = vec![fixtures.to_vec()];
+    let read = crate::spool::written_slices(written, CLEANUP_SLICE, |s| slices.push(s));
+    if let Err(e) = read {
+        failed.push(format!("cleanup: {e}"));
+    }
+    for slice in slices.iter().filter(|s| !s.is_empty()) {
+        match store.delete_many(slice).await {
+            Ok((d, f)) => {
+                deleted += d;
+                failed.extend(f);
+            }
+            Err(e) => failed.push(format!("cleanup: {e}")),
+        }
+        failed.truncate(100);
+    }
     (deleted, failed, t.elapsed().as_secs_f64())
 }
 
@@ -923,10 +973,10 @@ pub async fn execute(
         metrics: run_metrics,
         traces: traces.clone(),
     });
-    let mut m = measure(&spec, ctx.clone(), &workers, &sources, traces).await?;
+    let m = measure(&spec, ctx.clone(), &workers, &sources, traces).await?;
 
-    m.written.extend(ctx.fixtures.iter().cloned());
-    let (cleanup_deleted, cleanup_failed, cleanup_s) = cleanup(&store, &m.written).await;
+    let (cleanup_deleted, cleanup_failed, cleanup_s) =
+        cleanup(&store, &ctx.fixtures, &m.spooled.written).await;
 
     let info = ProcessInfo {
         index: spec.processes.index,
@@ -955,14 +1005,16 @@ pub async fn execute(
             .telemetry
             .local_server_pid
             .and_then(crate::affinity::cpu_list_of),
+        root_cache: m.root_cache,
     };
     Ok(Executed {
         spec,
         data: ProcessData {
             info,
-            records: m.records,
+            digest: m.spooled.digest,
             samples: m.samples,
         },
+        records: m.spooled.records,
     })
 }
 

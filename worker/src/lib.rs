@@ -6,6 +6,7 @@
 //! - [`engine::execute`] prepares (keys, the known-answer gate, a warm-up round trip,
 //!   fixtures), waits for the shared `startAt`, runs the closed or open loop with exactly N
 //!   workers, samples client and server once per second ([`sampler`]) and cleans up;
+//!   records go to disk as they come ([`spool`]), so memory stays flat in long windows;
 //! - [`parquet`] writes and reads the run tables ([`run::table`]) as Parquet, [`output`]
 //!   writes the files with their checksum manifest, [`validate`] refuses a data set that
 //!   fails any of the study's checks, and [`collect`] reads a results directory into the
@@ -29,6 +30,7 @@ pub mod parquet;
 pub mod process;
 pub mod progress;
 pub mod sampler;
+pub mod spool;
 pub mod traces;
 pub mod validate;
 

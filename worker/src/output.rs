@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 use crate::engine::Executed;
 use crate::parquet::TableFile as _;
 use crate::{Error, Result};
-use run::records::{RunKeys, records_table, samples_table};
+use run::records::samples_table;
 use run::runspec::Output;
 use run::summary::{RunSummary, files, summarize};
 use s3::S3Settings;
@@ -85,19 +85,12 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
         ));
     }
     std::fs::create_dir_all(&dir).map_err(|e| out_err(&dir, e))?;
-    let keys = RunKeys {
-        run_id: spec.run_id.clone(),
-        campaign: spec.campaign.clone(),
-        process: spec.processes.index,
-        operation: spec.cell.operation.as_str().into(),
-        mode: spec.cell.mode.name().into(),
-        backend: spec.cell.backend.name().into(),
-        object_size: spec.cell.object_size.0,
-    };
     let summary = summarize(spec, std::slice::from_ref(&ex.data));
     let json = |v: &dyn erased::Json| v.to_json();
     let r = dir.join(files::RECORDS);
-    records_table(&keys, &ex.data.records).write_parquet(&r.with_extension("tmp"))?;
+    // The records are on disk already (the spool): copied beside their final name (the
+    // temporary directory may be another file system), then renamed into place.
+    std::fs::copy(&ex.records, r.with_extension("tmp")).map_err(|e| out_err(&r, e))?;
     std::fs::rename(r.with_extension("tmp"), &r).map_err(|e| out_err(&r, e))?;
     let s = dir.join(files::SAMPLES);
     samples_table(&ex.data.samples).write_parquet(&s.with_extension("tmp"))?;

@@ -62,40 +62,64 @@ fn split<T: Clone>(v: &[Option<T>], optional: bool) -> (Vec<T>, Option<Vec<i16>>
     (values, defs)
 }
 
-/// A [`Table`] as a Parquet file.
-pub trait TableFile: Sized {
-    /// Writes the table as one Snappy-compressed row group.
-    fn write_parquet(&self, path: &Path) -> Result<()>;
-    /// The differences between the schema of the file at `path` and `schema` (empty: equal).
-    fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>>;
-    /// Reads the file at `path`, which must have `schema`.
-    fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self>;
+/// A Parquet file written one row group at a time: a long run's records go to disk as they
+/// come, in groups, and never sit in memory whole.
+pub struct GroupWriter {
+    path: std::path::PathBuf,
+    schema: &'static [ColumnSpec],
+    writer: SerializedFileWriter<File>,
+    rows: u64,
 }
 
-impl TableFile for Table {
-    /// Writes the table as one Snappy-compressed row group.
-    fn write_parquet(&self, path: &Path) -> Result<()> {
-        let rows = self.rows();
-        if self.columns.len() != self.schema.len() || self.columns.iter().any(|c| c.len() != rows) {
-            return Err(out_err(path, "columns of unequal length (a bug)"));
-        }
+impl GroupWriter {
+    /// Creates (truncates) the file at `path` for tables of `schema`.
+    pub fn create(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self> {
         let e = |e: parquet::errors::ParquetError| out_err(path, e);
         let file = File::create(path).map_err(|x| out_err(path, x))?;
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_created_by(format!("pqbench {}", env!("CARGO_PKG_VERSION")))
             .build();
-        let mut w = SerializedFileWriter::new(
-            file,
-            Arc::new(message(self.schema).map_err(e)?),
-            Arc::new(props),
-        )
-        .map_err(e)?;
-        let mut rg = w.next_row_group().map_err(e)?;
+        let writer =
+            SerializedFileWriter::new(file, Arc::new(message(schema).map_err(e)?), Arc::new(props))
+                .map_err(e)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            schema,
+            writer,
+            rows: 0,
+        })
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes `t` (of this file's schema) as one Snappy-compressed row group.
+    pub fn write(&mut self, t: &Table) -> Result<()> {
+        let path = self.path.clone();
+        let rows = t.rows();
+        let same = t.schema.len() == self.schema.len()
+            && t.schema
+                .iter()
+                .zip(self.schema)
+                .all(|(a, b)| a.name == b.name);
+        if !same
+            || t.columns.len() != self.schema.len()
+            || t.columns.iter().any(|c| c.len() != rows)
+        {
+            return Err(out_err(
+                &path,
+                "columns of unequal length or another schema (a bug)",
+            ));
+        }
+        let e = |e: parquet::errors::ParquetError| out_err(&path, e);
+        let mut rg = self.writer.next_row_group().map_err(e)?;
         let mut i = 0;
         while let Some(mut col) = rg.next_column().map_err(e)? {
             let spec = self.schema[i];
-            match &self.columns[i] {
+            match &t.columns[i] {
                 Column::I64(v) => {
                     let (vals, defs) = split(v, spec.optional);
                     col.typed::<Int64Type>()
@@ -123,8 +147,98 @@ impl TableFile for Table {
             i += 1;
         }
         rg.close().map_err(e)?;
-        w.close().map_err(e)?;
+        self.rows += rows as u64;
         Ok(())
+    }
+
+    /// Writes the footer and closes the file.
+    pub fn close(self) -> Result<()> {
+        let path = self.path;
+        self.writer.close().map_err(|e| out_err(&path, e))?;
+        Ok(())
+    }
+}
+
+/// Reads a Parquet file written with `schema` in tables of at most `batch` rows, handing
+/// each to `f` (a long run's records are read without holding them all). Columns are
+/// matched by name and mistyped values are refused, as [`TableFile::read_parquet`].
+pub fn read_batches(
+    path: &Path,
+    schema: &'static [ColumnSpec],
+    batch: usize,
+    mut f: impl FnMut(Table) -> Result<()>,
+) -> Result<()> {
+    let file = File::open(path).map_err(|e| out_err(path, e))?;
+    let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
+    let mut t = Table::new(schema);
+    for row in r.get_row_iter(None).map_err(|e| out_err(path, e))? {
+        let row = row.map_err(|e| out_err(path, e))?;
+        push_row(&mut t, &row, path)?;
+        if t.rows() >= batch.max(1) {
+            f(std::mem::replace(&mut t, Table::new(schema)))?;
+        }
+    }
+    if t.rows() > 0 {
+        f(t)?;
+    }
+    Ok(())
+}
+
+/// Appends one row to `t`, refusing a missing or mistyped column.
+fn push_row(t: &mut Table, row: &parquet::record::Row, path: &Path) -> Result<()> {
+    let schema = t.schema;
+    let mut seen = vec![false; schema.len()];
+    for (name, field) in row.get_column_iter() {
+        let Some(i) = schema.iter().position(|c| c.name == name.as_str()) else {
+            continue;
+        };
+        seen[i] = true;
+        let bad = || {
+            out_err(
+                path,
+                format!(
+                    "column {name:?} holds {field:?}, expected {}",
+                    schema[i].kind.name()
+                ),
+            )
+        };
+        match (&mut t.columns[i], field) {
+            (_, Field::Null) if schema[i].optional => push_null(&mut t.columns[i]),
+            (Column::I64(v), Field::Long(x)) => v.push(Some(*x)),
+            (Column::I64(v), Field::TimestampMicros(x)) => v.push(Some(x.saturating_mul(1000))),
+            (Column::I64(v), Field::TimestampMillis(x)) => {
+                v.push(Some(x.saturating_mul(1_000_000)))
+            }
+            (Column::F64(v), Field::Double(x)) => v.push(Some(*x)),
+            (Column::Str(v), Field::Str(x)) => v.push(Some(x.clone())),
+            _ => return Err(bad()),
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(out_err(
+            path,
+            format!("column {:?} is missing", schema[i].name),
+        ));
+    }
+    Ok(())
+}
+
+/// A [`Table`] as a Parquet file.
+pub trait TableFile: Sized {
+    /// Writes the table as one Snappy-compressed row group.
+    fn write_parquet(&self, path: &Path) -> Result<()>;
+    /// The differences between the schema of the file at `path` and `schema` (empty: equal).
+    fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>>;
+    /// Reads the file at `path`, which must have `schema`.
+    fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self>;
+}
+
+impl TableFile for Table {
+    /// Writes the table as one Snappy-compressed row group.
+    fn write_parquet(&self, path: &Path) -> Result<()> {
+        let mut w = GroupWriter::create(path, self.schema)?;
+        w.write(self)?;
+        w.close()
     }
 
     /// Compares the schema of the Parquet file at `path` with `schema`: the same columns in
@@ -186,48 +300,12 @@ impl TableFile for Table {
     /// Reads a Parquet file written with `schema` (check the schema first: columns are
     /// matched by name and mistyped values are refused).
     fn read_parquet(path: &Path, schema: &'static [ColumnSpec]) -> Result<Self> {
-        let file = File::open(path).map_err(|e| out_err(path, e))?;
-        let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
-        let mut t = Table::new(schema);
-        for row in r.get_row_iter(None).map_err(|e| out_err(path, e))? {
-            let row = row.map_err(|e| out_err(path, e))?;
-            let mut seen = vec![false; schema.len()];
-            for (name, field) in row.get_column_iter() {
-                let Some(i) = schema.iter().position(|c| c.name == name.as_str()) else {
-                    continue;
-                };
-                seen[i] = true;
-                let bad = || {
-                    out_err(
-                        path,
-                        format!(
-                            "column {name:?} holds {field:?}, expected {}",
-                            schema[i].kind.name()
-                        ),
-                    )
-                };
-                match (&mut t.columns[i], field) {
-                    (_, Field::Null) if schema[i].optional => push_null(&mut t.columns[i]),
-                    (Column::I64(v), Field::Long(x)) => v.push(Some(*x)),
-                    (Column::I64(v), Field::TimestampMicros(x)) => {
-                        v.push(Some(x.saturating_mul(1000)))
-                    }
-                    (Column::I64(v), Field::TimestampMillis(x)) => {
-                        v.push(Some(x.saturating_mul(1_000_000)))
-                    }
-                    (Column::F64(v), Field::Double(x)) => v.push(Some(*x)),
-                    (Column::Str(v), Field::Str(x)) => v.push(Some(x.clone())),
-                    _ => return Err(bad()),
-                }
-            }
-            if let Some(i) = seen.iter().position(|s| !s) {
-                return Err(out_err(
-                    path,
-                    format!("column {:?} is missing", schema[i].name),
-                ));
-            }
-        }
-        Ok(t)
+        let mut all = Table::new(schema);
+        read_batches(path, schema, usize::MAX, |t| {
+            all = t;
+            Ok(())
+        })?;
+        Ok(all)
     }
 }
 

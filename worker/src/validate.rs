@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use run::checks::{Process, data_set_checks};
-use run::records::{RECORD_SCHEMA, SAMPLE_SCHEMA, records_from_table};
+use run::records::{RECORD_SCHEMA, SAMPLE_SCHEMA};
 use run::runspec::RunSpec;
 use run::summary::{ProcessInfo, RunSummary, files};
 use run::table::Table;
@@ -171,10 +171,8 @@ fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Process>) {
         Ok(x) => x,
         Err(e) => return fail(e),
     };
-    let records = match Table::read_parquet(&dir.join(files::RECORDS), RECORD_SCHEMA)
-        .and_then(|t| records_from_table(&t).map_err(crate::Error::from))
-    {
-        Ok((_, r)) => r,
+    let digest = match crate::collect::digest_of(&spec, &dir.join(files::RECORDS)) {
+        Ok(d) => d,
         Err(e) => return fail(format!("{}: {e}", files::RECORDS)),
     };
     if let Err(e) = Table::read_parquet(&dir.join(files::SAMPLES), SAMPLE_SCHEMA) {
@@ -185,13 +183,9 @@ fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Process>) {
             check: "schema",
             location: loc.to_owned(),
             passed: true,
-            detail: format!("{} records with the documented columns", records.len()),
+            detail: format!("{} records with the documented columns", digest.records),
         },
-        Some(Process {
-            spec,
-            info,
-            records,
-        }),
+        Some(Process { spec, info, digest }),
     )
 }
 
@@ -230,7 +224,7 @@ pub fn validate(root: &Path) -> Report {
         let (f, loaded) = check_schema(dir, &loc);
         report.findings.push(f);
         if let Some(l) = loaded {
-            report.records += l.records.len();
+            report.records += usize::try_from(l.digest.records).unwrap_or(usize::MAX);
             runs.entry(l.spec.run_id.clone()).or_default().push(l);
         }
     }
