@@ -22,6 +22,10 @@
 //! - The CPU identity with intervals, second endpoints (latency, CPU, memory, stage
 //!   times) and the manifest-size control's share of a deficit: [`crate::endpoints`],
 //!   [`Attribution`]. Every departure from the plan: [`crate::deviations`].
+//! - Order and time: per compared cell, log throughput regressed on arm, block, position
+//!   in the block, whether the run before was a PUT and elapsed time, with the adjusted
+//!   ratios beside the paired ones ([`crate::order`]); a significant position or time
+//!   term adds a warning and a deviation.
 //! - Attempts: with the attempts of each run given, the report counts attempts and invalid
 //!   attempts per arm, and flags each compared pair of arms whose invalid rates differ by
 //!   Fisher's exact test at α = 0.05 (a mode-dependent exclusion biases the comparison).
@@ -652,6 +656,9 @@ pub struct Report {
     /// Every departure from the pre-registered plan.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deviations: Vec<crate::deviations::Deviation>,
+    /// The order-and-time check of every cell with a comparison (study section VI).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<crate::order::OrderCheck>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
@@ -1020,7 +1027,9 @@ pub fn analyze_full(
 
     let per_arm = arm_attempts(attempts);
     let stalls: Vec<String> = stalled.into_iter().map(str::to_owned).collect();
-    let deviations = crate::deviations::log(crate::deviations::Inputs {
+    let order = order_checks(rows, &by_cell, &cells, &entries);
+    warnings.extend(crate::order::warnings(&order));
+    let mut deviations = crate::deviations::log(crate::deviations::Inputs {
         settings: &cfg.analysis_time_settings,
         attempts,
         excluded,
@@ -1028,6 +1037,7 @@ pub fn analyze_full(
         stalls: &stalls,
         rows,
     });
+    deviations.extend(crate::order::deviations(&order));
     let arm_modes = arm_modes(cfg, rows);
     Ok(Report {
         config: cfg.clone(),
@@ -1043,9 +1053,41 @@ pub fn analyze_full(
         attributions: attributions(&by_cell, &cells, &arm_modes, cfg)?,
         secondary,
         deviations,
+        order,
         dropped_blocks,
         warnings,
     })
+}
+
+/// The order-and-time check of every cell with a comparison, over the runs of its
+/// complete blocks, with the campaign order of every valid run.
+fn order_checks(
+    rows: &[RunRow],
+    by_cell: &Blocks<'_>,
+    cells: &[String],
+    entries: &[Entry],
+) -> Vec<crate::order::OrderCheck> {
+    let timeline = crate::order::Timeline::of(rows);
+    cells
+        .iter()
+        .filter_map(|cell| {
+            let compared: Vec<crate::order::Compared<'_>> = entries
+                .iter()
+                .filter(|e| &e.cell == cell)
+                .map(|e| crate::order::Compared {
+                    mode: &e.mode,
+                    baseline: &e.baseline,
+                    paired_ratio: e.ratio,
+                })
+                .collect();
+            let blocks = by_cell.get(cell.as_str())?;
+            if compared.is_empty() {
+                return None;
+            }
+            let runs: Vec<&RunRow> = blocks.values().flat_map(|b| b.values().copied()).collect();
+            Some(crate::order::check(cell, &runs, &compared, &timeline))
+        })
+        .collect()
 }
 
 /// What each arm label is: the campaign's arms, or for runs from a CSV alone the mode the

@@ -11,7 +11,10 @@
 //!   changes the planned order);
 //! - an analysis setting given at analysis time instead of pre-registered (a changed
 //!   margin, α, baseline or primary family; no campaign file at all), which makes the
-//!   affected comparisons exploratory.
+//!   affected comparisons exploratory;
+//! - a cell whose order-and-time check finds a significant position or time term
+//!   ([`crate::order`]): the verdicts stand, but the plan's assumption that order does not
+//!   matter did not hold, and the log says how far the adjusted ratios moved.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +38,8 @@ pub enum Kind {
     Stall,
     /// A run measured out of the planned order.
     ChangedOrder,
+    /// A significant position or time term in a cell's order-and-time check.
+    OrderEffect,
 }
 
 impl Kind {
@@ -48,6 +53,7 @@ impl Kind {
             Self::DroppedBlock => "block left out",
             Self::Stall => "stall",
             Self::ChangedOrder => "changed order",
+            Self::OrderEffect => "order effect",
         }
     }
 }

@@ -14,7 +14,8 @@
 //!   verdicts, sensitivity, bootstrap, CPU accounting, saturation, stalls, power, storage
 //!   and the open-loop knee (measured and predicted), using the [`stats`] crate;
 //!   [`endpoints`]: second endpoints with intervals and the CPU identity, whole;
-//!   [`deviations`]: every departure from the pre-registered plan.
+//!   [`deviations`]: every departure from the pre-registered plan; [`order`]: the
+//!   order-and-time regression of each compared cell.
 //! - [`report`]: the report as Markdown and as a terminal table; [`plots`]: its SVG plots.
 //! - [`units`]: human sizes and durations.
 
@@ -23,6 +24,7 @@ pub mod cluster;
 pub mod design;
 pub mod deviations;
 pub mod endpoints;
+pub mod order;
 pub mod placement;
 pub mod plots;
 pub mod report;

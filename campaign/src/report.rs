@@ -295,6 +295,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     power_section(&mut s, r);
     secondary_section(&mut s, r);
     attribution_section(&mut s, r);
+    order_section(&mut s, r);
 
     s.push_str("\n## Per cell and arm\n\n| cell | arm | runs | throughput (req/s) | client CPU per request (µs) | client cores used | client saturation |\n|---|---|---:|---:|---:|---:|---:|\n");
     for m in &r.arms {
@@ -580,6 +581,73 @@ fn attribution_section(s: &mut String, r: &Report) {
             s,
             "| {} | {} | {} | {} | {n} | {pb} | {pc} | {share} |",
             x.cell, x.mode, x.control, x.baseline
+        );
+    }
+}
+
+/// The order-and-time regression of each compared cell (study section VI).
+fn order_section(s: &mut String, r: &Report) {
+    if r.order.is_empty() {
+        return;
+    }
+    s.push_str("\n## Order and time (exploratory)\n\nPer cell, OLS of ln(throughput) on the arm, block fixed effects, the position in the block, whether the run before (in campaign order, any cell) was a PUT, and hours since the campaign's first run (study section VI). Estimates are throughput changes, exp(β) − 1, per position step, after a PUT and per hour, with 95 % t intervals; a position or time term with p < 0.05 is flagged. Modes are shuffled within blocks, so such a term widens intervals but cannot favour a mode. Elapsed time is not estimable when the runs of a block are evenly spaced: it is then fixed by the block and the position.\n\n| cell | runs | term | estimate | 95 % CI | p | flagged |\n|---|---:|---|---:|---|---:|---|\n");
+    for c in &r.order {
+        if let Some(note) = &c.note {
+            let _ = writeln!(s, "| {} | {} | – | {} | | | |", c.cell, c.runs, note);
+        }
+        for t in &c.terms {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:+.2} % {} | {:+.2} to {:+.2} % | {} | {} |",
+                c.cell,
+                c.runs,
+                t.factor.as_str(),
+                t.estimate * 100.0,
+                t.factor.unit(),
+                t.ci95[0] * 100.0,
+                t.ci95[1] * 100.0,
+                pval(t.p),
+                if t.flagged() {
+                    "**yes**"
+                } else if t.significant {
+                    "p < 0.05 (covariate, not flagged)"
+                } else {
+                    "no"
+                }
+            );
+        }
+        for d in &c.dropped {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | not estimable: {} | | | |",
+                c.cell,
+                c.runs,
+                d.factor.as_str(),
+                d.reason.replace('|', "\\|")
+            );
+        }
+    }
+    let adjusted: Vec<_> = r
+        .order
+        .iter()
+        .flat_map(|c| c.adjusted.iter().map(move |a| (c, a)))
+        .collect();
+    if adjusted.is_empty() {
+        return;
+    }
+    s.push_str("\nThe adjusted ratio is exp(β) of the arm with the against arm as reference, beside the paired ratio the verdict uses (the study: within 1.1 % in every primary cell).\n\n| cell | arm vs against | adjusted ratio (95 % CI) | paired ratio | difference |\n|---|---|---|---:|---:|\n");
+    for (c, a) in adjusted {
+        let _ = writeln!(
+            s,
+            "| {} | {} vs {} | {} ({}–{}) | {} | {:+.2} % |",
+            c.cell,
+            a.mode,
+            a.baseline,
+            r3(a.ratio),
+            r3(a.ci95[0]),
+            r3(a.ci95[1]),
+            r3(a.paired_ratio),
+            a.difference * 100.0
         );
     }
 }

@@ -1,0 +1,404 @@
+//! The order-and-time check across a campaign (study section VI; `campaign::order`):
+//! planted position, time and carry-over effects are recovered and flagged; evenly spaced
+//! runs make elapsed time not estimable; rows without positions or start times get a note.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+use campaign::analysis::{Config, Report, RunRow, analyze, rows_from_csv, rows_to_csv};
+use campaign::deviations::Kind;
+use campaign::order::{Factor, OrderCheck, Term, Timeline};
+use campaign::spec::Operation;
+
+/// The campaign's first window opens here.
+const T0: f64 = 1.7e9;
+
+const MODES: [(&str, f64); 3] = [("ml-kem-768", 0.95), ("x-wing", 0.97), ("x25519", 1.0)];
+
+/// The six orders of three arms, as positions of `MODES[0..3]`.
+const ORDERS: [[u32; 3]; 6] = [
+    [0, 1, 2],
+    [2, 0, 1],
+    [1, 2, 0],
+    [0, 2, 1],
+    [1, 0, 2],
+    [2, 1, 0],
+];
+
+/// Deterministic noise in [−1, 1], uncorrelated with position and time.
+fn noise(i: u32) -> f64 {
+    let h = i.wrapping_mul(2_654_435_761).rotate_left(13) ^ 0x5bd1_e995;
+    f64::from(h % 2001) / 1000.0 - 1.0
+}
+
+fn cfg(primary: &[&str]) -> Config {
+    Config {
+        baseline: "x25519".into(),
+        control: None,
+        analysis: campaign::spec::Analysis {
+            primary: primary
+                .iter()
+                .map(|s| campaign::spec::PrimarySpec::cell(s))
+                .collect(),
+            bootstrap_resamples: 200,
+            ..campaign::spec::Analysis::default()
+        },
+        seed: 1,
+        arms: Vec::new(),
+        comparisons: Vec::new(),
+        arm_details: Vec::new(),
+        analysis_time_settings: Vec::new(),
+    }
+}
+
+/// What a synthetic campaign plants.
+struct Plant {
+    /// Throughput factor per position step: `1 + position_step·position`.
+    position_step: f64,
+    /// `exp(time_rate·hours)`.
+    time_rate: f64,
+    /// Factor after a PUT.
+    after_put: f64,
+    /// Relative noise amplitude.
+    noise: f64,
+    /// Hours each run takes (by its index in campaign order).
+    duration_h: fn(u32) -> f64,
+}
+
+/// Blocks run in the order of `cells` (one cell per block), the arms of a block in one of
+/// [`ORDERS`]; each run's throughput is the cell's base × the arm's factor × the planted
+/// effects × noise.
+fn campaign(cells: &[(&str, Operation)], plant: &Plant) -> Vec<RunRow> {
+    let mut rows = Vec::new();
+    let (mut t, mut i, mut previous_put) = (T0, 0u32, false);
+    for (block, &(cell, op)) in (0u32..).zip(cells) {
+        let order = ORDERS[usize::try_from((block * 5 + block / 3) % 6).unwrap()];
+        let mut runs: Vec<(u32, usize)> = order.iter().copied().zip(0..).collect();
+        runs.sort_unstable();
+        for (position, arm) in runs {
+            let (mode, factor) = MODES[arm];
+            let hours = (t - T0) / 3600.0;
+            let base = if op == Operation::Put { 800.0 } else { 2000.0 };
+            let tp = base
+                * factor
+                * (1.0 + plant.position_step * f64::from(position))
+                * (plant.time_rate * hours).exp()
+                * if previous_put { plant.after_put } else { 1.0 }
+                * (1.0 + plant.noise * noise(i));
+            rows.push(RunRow {
+                run_id: format!("r{i}-{cell}-{mode}"),
+                cell: cell.into(),
+                mode: mode.into(),
+                block,
+                throughput_rps: tp,
+                cpu_per_request_us: 100.0,
+                client_cores_used: 1.0,
+                client_cores_available: 2.0,
+                server_cpu_cores: Some(1.0),
+                operation: Some(op),
+                position: Some(position),
+                started_unix_s: Some(t),
+                ..RunRow::default()
+            });
+            t += (plant.duration_h)(i) * 3600.0;
+            i += 1;
+            previous_put = op == Operation::Put;
+        }
+    }
+    rows
+}
+
+fn check<'a>(r: &'a Report, cell: &str) -> &'a OrderCheck {
+    r.order
+        .iter()
+        .find(|c| c.cell == cell)
+        .unwrap_or_else(|| panic!("no order check for {cell}: {:?}", r.order))
+}
+
+fn term(c: &OrderCheck, f: Factor) -> &Term {
+    c.terms
+        .iter()
+        .find(|t| t.factor == f)
+        .unwrap_or_else(|| panic!("{}: no {f:?} term: {c:?}", c.cell))
+}
+
+/// Two interleaved cells (PUT and GET), three arms, eight blocks each; runs last 0.2 to
+/// 2 hours so that elapsed time varies within blocks apart from position.
+fn planted() -> Vec<RunRow> {
+    let put = ("put-1KiB", Operation::Put);
+    let get = ("get-1KiB", Operation::Get);
+    let cells = [
+        put, get, get, put, put, get, put, get, get, put, get, put, put, get, get, put,
+    ];
+    campaign(
+        &cells,
+        &Plant {
+            position_step: -0.01,
+            time_rate: -0.02,
+            after_put: 0.98,
+            noise: 0.002,
+            duration_h: |i| 0.2 + 0.18 * f64::from((i * 37) % 11),
+        },
+    )
+}
+
+#[test]
+fn planted_order_time_and_carry_over_effects_are_recovered_and_flagged() {
+    let rows = planted();
+    let r = analyze(&rows, &cfg(&["put-1KiB", "get-1KiB"])).unwrap();
+    assert_eq!(r.order.len(), 2, "{:?}", r.order);
+    for cell in ["put-1KiB", "get-1KiB"] {
+        let c = check(&r, cell);
+        assert_eq!((c.runs, c.blocks), (24, 8));
+        assert!(c.note.is_none() && c.dropped.is_empty(), "{c:?}");
+        // Noise of ±0.2 % over 24 runs: each factor within 0.25 percentage points.
+        let position = term(c, Factor::Position);
+        assert!((position.estimate + 0.01).abs() < 0.0025, "{position:?}");
+        assert!(position.ci95[0] < position.estimate && position.estimate < position.ci95[1]);
+        assert!(position.significant && position.flagged(), "{position:?}");
+        let hours = term(c, Factor::ElapsedHours);
+        assert!(
+            (hours.estimate - (-0.02f64).exp_m1()).abs() < 0.0025,
+            "{hours:?}"
+        );
+        assert!(hours.significant && hours.flagged(), "{hours:?}");
+        let put = term(c, Factor::PreviousPut);
+        assert!((put.estimate + 0.02).abs() < 0.0025, "{put:?}");
+        assert!(
+            put.significant && !put.flagged(),
+            "covariate, not flagged: {put:?}"
+        );
+        // The adjusted ratios recover the arms' factors; the comparisons' paired ratios
+        // are carried alongside.
+        for (mode, factor) in &MODES[..2] {
+            let a = c.adjusted.iter().find(|a| a.mode == *mode).unwrap();
+            assert_eq!(a.baseline, "x25519");
+            assert!((a.ratio / factor - 1.0).abs() < 0.003, "{a:?}");
+            assert!(a.ci95[0] < a.ratio && a.ratio < a.ci95[1]);
+            let e = r
+                .comparisons
+                .iter()
+                .find(|e| e.cell == cell && e.mode == *mode)
+                .unwrap();
+            assert_eq!(a.paired_ratio, e.ratio);
+            assert!((a.difference - (a.ratio / e.ratio - 1.0)).abs() < 1e-15);
+        }
+    }
+    // Position and time flagged in both cells: a warning and a deviation each.
+    let flagged: Vec<_> = r
+        .deviations
+        .iter()
+        .filter(|d| d.kind == Kind::OrderEffect)
+        .collect();
+    assert_eq!(flagged.len(), 4, "{flagged:?}");
+    assert!(flagged.iter().all(|d| d.detail.contains("verdicts stand")));
+    assert!(
+        flagged[0].detail.contains("adjusted"),
+        "{}",
+        flagged[0].detail
+    );
+    let warned: Vec<_> = r
+        .warnings
+        .iter()
+        .filter(|w| w.contains("order/time term"))
+        .collect();
+    assert_eq!(warned.len(), 4, "{warned:?}");
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.contains("put-1KiB") && w.contains("position -1.0") && w.contains("p = ")),
+        "{warned:?}"
+    );
+    // report.json and report.md.
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["order"][0]["terms"][0]["factor"], "position");
+    assert!(json["deviations"].to_string().contains("\"order-effect\""));
+    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
+    let section = md
+        .split("## Order and time")
+        .nth(1)
+        .expect("an order section");
+    let hours = term(check(&r, "put-1KiB"), Factor::ElapsedHours).estimate * 100.0;
+    let row = format!("| put-1KiB | 24 | elapsed hours | {hours:+.2} % per hour |");
+    assert!(section.contains(&row), "{row} in {section}");
+    assert!(section.contains("**yes**"), "{section}");
+    assert!(section.contains("ml-kem-768 vs x25519"), "{section}");
+    assert!(md.contains("| order effect | put-1KiB |"), "{md}");
+    // The JSON round trip keeps the checks.
+    let back: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(back.order, r.order);
+}
+
+#[test]
+fn evenly_spaced_runs_make_elapsed_time_not_estimable() {
+    // One GET cell, no order effect, every run 6 minutes: within a block elapsed time is
+    // the block's start plus 0.1 h per position.
+    let cells = [("get-1MiB", Operation::Get); 8];
+    let rows = campaign(
+        &cells,
+        &Plant {
+            position_step: 0.0,
+            time_rate: 0.0,
+            after_put: 1.0,
+            noise: 0.004,
+            duration_h: |_| 0.1,
+        },
+    );
+    let r = analyze(&rows, &cfg(&["get-1MiB"])).unwrap();
+    let c = check(&r, "get-1MiB");
+    assert!(c.note.is_none(), "{c:?}");
+    let dropped: Vec<(Factor, &str)> = c
+        .dropped
+        .iter()
+        .map(|d| (d.factor, d.reason.as_str()))
+        .collect();
+    assert_eq!(dropped.len(), 2, "{dropped:?}");
+    assert_eq!(
+        dropped[0],
+        (Factor::PreviousPut, "no run of the cell followed a PUT")
+    );
+    assert_eq!(dropped[1].0, Factor::ElapsedHours);
+    assert!(
+        dropped[1]
+            .1
+            .contains("`elapsed hours` is a linear combination"),
+        "{}",
+        dropped[1].1
+    );
+    assert_eq!(c.terms.len(), 1, "{c:?}");
+    let position = term(c, Factor::Position);
+    assert!(!position.significant && !position.flagged(), "{position:?}");
+    assert!(
+        position.ci95[0] < 0.0 && 0.0 < position.ci95[1],
+        "{position:?}"
+    );
+    for a in &c.adjusted {
+        let planted = MODES.iter().find(|m| m.0 == a.mode).unwrap().1;
+        assert!((a.ratio / planted - 1.0).abs() < 0.005, "{a:?}");
+        assert!(a.difference.abs() < 0.005, "{a:?}");
+    }
+    assert!(!r.deviations.iter().any(|d| d.kind == Kind::OrderEffect));
+    assert!(!r.warnings.iter().any(|w| w.contains("order/time")));
+    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
+    assert!(
+        md.contains("| get-1MiB | 24 | elapsed hours | not estimable: column `elapsed hours`"),
+        "{md}"
+    );
+}
+
+#[test]
+fn rows_without_positions_or_start_times_get_a_note() {
+    let rows = planted();
+    // As from a CSV holding only the required columns.
+    let csv = rows_to_csv(&rows);
+    let required: String = csv
+        .lines()
+        .map(|l| l.split(',').take(9).collect::<Vec<_>>().join(",") + "\n")
+        .collect();
+    let bare = rows_from_csv(&required, "runs.csv").unwrap();
+    assert!(bare.iter().all(|r| r.position.is_none()));
+    let r = analyze(&bare, &cfg(&["put-1KiB"])).unwrap();
+    assert_eq!(r.order.len(), 2);
+    for c in &r.order {
+        let note = c.note.as_deref().unwrap_or_default();
+        assert!(note.contains("has no position in its block"), "{note}");
+        assert!(c.terms.is_empty() && c.adjusted.is_empty(), "{c:?}");
+    }
+    // Positions without start times.
+    let mut no_time = rows.clone();
+    for r in &mut no_time {
+        r.started_unix_s = None;
+    }
+    let r = analyze(&no_time, &cfg(&[])).unwrap();
+    assert!(
+        r.order.iter().all(|c| c
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("no start time"))),
+        "{:?}",
+        r.order
+    );
+    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
+    assert!(md.contains("## Order and time"), "{md}");
+    // The full CSV round trip keeps what the check needs.
+    let full = rows_from_csv(&csv, "runs.csv").unwrap();
+    let r = analyze(&full, &cfg(&[])).unwrap();
+    assert!(
+        r.order
+            .iter()
+            .all(|c| c.note.is_none() && c.terms.len() == 3)
+    );
+}
+
+#[test]
+fn the_campaign_order_runs_over_every_cell() {
+    let rows = planted();
+    let t = Timeline::of(&rows);
+    // Rows are in campaign order: the first run follows nothing, the others follow the
+    // row before them.
+    assert_eq!(t.after_put(&rows[0]), Some(false));
+    for w in rows.windows(2) {
+        assert_eq!(
+            t.after_put(&w[1]),
+            Some(w[0].operation == Some(Operation::Put))
+        );
+    }
+    assert_eq!(t.elapsed_hours(&rows[0]), Some(0.0));
+    // An unknown operation before a run leaves the carry-over term out of its cell.
+    let mut unknown = rows.clone();
+    unknown[5].operation = None;
+    let t = Timeline::of(&unknown);
+    assert_eq!(t.after_put(&unknown[6]), None);
+    let r = analyze(&unknown, &cfg(&[])).unwrap();
+    let c = check(&r, &unknown[6].cell);
+    let d = c
+        .dropped
+        .iter()
+        .find(|d| d.factor == Factor::PreviousPut)
+        .unwrap();
+    assert!(d.reason.contains(&unknown[6].run_id), "{}", d.reason);
+    assert!(d.reason.contains("is unknown"), "{}", d.reason);
+}
+
+/// The planted campaign's fits against statsmodels, which builds the design itself from
+/// the CSV columns (`order_oracle.py` wrote `order_oracle.json` from `order_planted.csv`).
+#[test]
+fn the_design_matches_statsmodels() {
+    let csv = include_str!("order_planted.csv");
+    assert_eq!(
+        rows_to_csv(&planted()),
+        csv,
+        "order_planted.csv is stale: write rows_to_csv(&planted()) and rerun order_oracle.py"
+    );
+    let oracle: serde_json::Value =
+        serde_json::from_str(include_str!("order_oracle.json")).unwrap();
+    let r = analyze(&rows_from_csv(csv, "order_planted.csv").unwrap(), &cfg(&[])).unwrap();
+    let close = |x: f64, want: &serde_json::Value| {
+        let want = want.as_f64().unwrap();
+        assert!((x - want).abs() < 1e-10, "{x} against statsmodels {want}");
+    };
+    for cell in ["put-1KiB", "get-1KiB"] {
+        let c = check(&r, cell);
+        let o = &oracle[cell];
+        for t in &c.terms {
+            let want = &o["terms"][t.factor.as_str()];
+            close(t.coef, &want["coef"]);
+            close(t.ci95[0].ln_1p(), &want["ci95"][0]);
+            close(t.ci95[1].ln_1p(), &want["ci95"][1]);
+            let p = want["p"].as_f64().unwrap();
+            assert!(
+                (t.p / p - 1.0).abs() < 1e-6,
+                "{} p {} against {p}",
+                t.factor.as_str(),
+                t.p
+            );
+        }
+        assert_eq!(c.terms.len(), 3);
+        for a in &c.adjusted {
+            let want = &o["modes"][&a.mode];
+            close(a.ratio.ln(), &want["coef"]);
+            close(a.ci95[0].ln(), &want["ci95"][0]);
+            close(a.ci95[1].ln(), &want["ci95"][1]);
+        }
+        assert_eq!(c.adjusted.len(), 2);
+    }
+}
