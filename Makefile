@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all soak test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -119,6 +119,11 @@ bench-run:
 bench-tracing: $(PY)
 	cargo build --release --bin pqbench
 	$(PY) scripts/bench-tracing.py --pqbench target/release/pqbench --out target/bench-tracing
+
+# A 10-minute run whose resident memory must stay flat (tests/soak.rs; issue 20). Needs
+# a quiet machine; PQBENCH_SOAK_SECONDS=N for another length (at least 120).
+soak:
+	cargo test --test soak -- --ignored --nocapture
 
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:

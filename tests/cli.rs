@@ -1713,6 +1713,7 @@ spec:
   sessions: {maxObjects: [64], maxAge: [1m]}
   cells:
     - {operation: [get], objectSize: [64KiB], concurrency: [2]}
+    - {operation: [put], objectSize: [4KiB], concurrency: [2]}
     - operation: [get]
       objectSize: [64KiB]
       loop: {type: open, rates: [20, 60], threads: 2}
@@ -1737,13 +1738,13 @@ fn campaign_sessions_control_open_loop_two_processes() {
     let text = ok(&o, "pqbench run");
     let camp = out.join("wide");
 
-    // The design: 3 arms (x25519, the session bound, the A/A control) × 3 cells (one closed,
+    // The design: 3 arms (x25519, the session bound, the A/A control) × 4 cells (two closed,
     // two open) × 2 repetitions.
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(camp.join("plan.json")).expect("plan"))
             .expect("plan json");
     let runs = plan["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 18);
+    assert_eq!(runs.len(), 24);
     let arms: std::collections::BTreeSet<&str> = runs
         .iter()
         .map(|r| r["arm"].as_str().expect("arm"))
@@ -1795,7 +1796,7 @@ fn campaign_sessions_control_open_loop_two_processes() {
         .skip(1)
         .map(|l| l.split(',').collect())
         .collect();
-    assert_eq!(rows.len() + excluded, 18, "{csv}");
+    assert_eq!(rows.len() + excluded, 24, "{csv}");
     let mut open_rows = 0;
     for r in &rows {
         if r[cell].starts_with("get-64KiB-r") {
@@ -1831,4 +1832,38 @@ fn campaign_sessions_control_open_loop_two_processes() {
         assert_eq!(c["baseline"], "x25519");
         assert_eq!(c["family"] == "control", mode == "x25519-aa", "{c}");
     }
+    // Bounded sessions (study V-F): the session arm's PUTs used roots of at most 64
+    // objects, so at least one key establishment per 64 objects; its GETs found the
+    // fixtures' roots in the receiver's cache.
+    let md = std::fs::read_to_string(camp.join("report.md")).expect("report.md");
+    assert!(md.contains("## Bounded sessions (section V-F)"), "{md}");
+    assert!(md.contains("## Drift within runs"), "{md}");
+    let sessions = report["sessions"].as_array().expect("sessions");
+    let put = sessions
+        .iter()
+        .find(|x| x["cell"] == "put-4KiB-c2")
+        .unwrap_or_else(|| panic!("no PUT session row: {sessions:?}"));
+    assert_eq!(put["mode"], "ml-kem-768-session-b64-t60s");
+    assert_eq!(put["max_objects"], 64);
+    let ke = put["key_establishments_per_object"].as_f64().expect("ke");
+    assert!((1.0 / 64.0..=1.0).contains(&ke), "{put}");
+    let per_root = put["objects_per_root"].as_f64().expect("objects per root");
+    assert!(per_root > 1.0 && per_root <= 64.0, "{put}");
+    assert!((ke * per_root - 1.0).abs() < 1e-9, "{put}");
+    assert!(
+        put["versus"].as_array().is_some_and(|v| !v.is_empty()),
+        "{put}"
+    );
+    let get = sessions
+        .iter()
+        .find(|x| x["cell"] == "get-64KiB-c2")
+        .unwrap_or_else(|| panic!("no GET session row: {sessions:?}"));
+    let hit = get["root_cache_hit_rate"].as_f64().expect("hit rate");
+    assert!(hit > 0.5, "{get}");
+    // Drift figures for every arm of every cell with valid runs.
+    let drift = report["drift"].as_array().expect("drift");
+    assert!(
+        drift.iter().any(|d| d["cell"] == "put-4KiB-c2"),
+        "{drift:?}"
+    );
 }

@@ -106,6 +106,48 @@ pub struct RunRow {
     /// When the run's window opened, seconds since the Unix epoch (the order check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_unix_s: Option<f64>,
+    /// Drift within the window: throughput in its last third over its first, minus 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_throughput_change: Option<f64>,
+    /// … mean latency likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_latency_change: Option<f64>,
+    /// Throughput in each bin of the window over the run's mean (the drift plot; not in
+    /// the CSV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_bins: Option<Vec<Option<f64>>>,
+    /// Bounded sessions (`ml-kem-768-session`; not in the CSV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionRow>,
+}
+
+/// What a run's bounded sessions exposed and cost (study section V-F).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRow {
+    /// B_max.
+    pub max_objects: u64,
+    /// T_max, ms.
+    pub max_age_ms: f64,
+    /// Sessions (roots established).
+    pub sessions: u64,
+    /// Objects sealed under them.
+    pub objects: u64,
+    /// Mean objects per root.
+    pub objects_per_session_mean: f64,
+    /// Mean plaintext bytes per root.
+    pub bytes_per_root_mean: f64,
+    /// Most plaintext bytes under one root.
+    pub bytes_per_root_max: u64,
+    /// Key establishments per object.
+    pub key_establishments_per_object: f64,
+    /// Sessions ended by B_max.
+    pub ended_by_max_objects: u64,
+    /// Sessions ended by T_max.
+    pub ended_by_max_age: u64,
+    /// Sessions cut by the end of the run.
+    pub ended_by_run: u64,
+    /// Receiver root-cache hits / lookups over the window (GET).
+    pub root_cache_hit_rate: Option<f64>,
 }
 
 /// The stage timers a run row carries, in the order of [`RunRow::stages_us`] (study
@@ -132,7 +174,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 17] = [
+pub const CSV_OPTIONAL: [&str; 19] = [
     "operation",
     "object_size",
     "concurrency",
@@ -150,6 +192,8 @@ pub const CSV_OPTIONAL: [&str; 17] = [
     "stage_storage_us",
     "position",
     "started_unix_s",
+    "drift_throughput_change",
+    "drift_latency_change",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -275,6 +319,10 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
                 .map(|p| u32::try_from(p).map_err(|_| bad("position", "too large")))
                 .transpose()?,
             started_unix_s: opt_num("started_unix_s")?,
+            drift_throughput_change: opt_signed("drift_throughput_change")?,
+            drift_latency_change: opt_signed("drift_latency_change")?,
+            drift_bins: None,
+            session: None,
         });
     }
     Ok(out)
@@ -312,6 +360,8 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.extend((0..STAGES.len()).map(|i| o(r.stages_us.map(|st| st[i]))));
         f.push(r.position.map(|v| v.to_string()).unwrap_or_default());
         f.push(o(r.started_unix_s));
+        f.push(o(r.drift_throughput_change));
+        f.push(o(r.drift_latency_change));
         s.push_str(&f.join(","));
         s.push('\n');
     }
@@ -659,6 +709,12 @@ pub struct Report {
     /// The order-and-time check of every cell with a comparison (study section VI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub order: Vec<crate::order::OrderCheck>,
+    /// Drift within the runs of each arm.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<crate::longrun::DriftRow>,
+    /// Bounded sessions of each session arm, beside its comparisons (study section V-F).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<crate::longrun::SessionSummary>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
@@ -1039,6 +1095,7 @@ pub fn analyze_full(
     });
     deviations.extend(crate::order::deviations(&order));
     let arm_modes = arm_modes(cfg, rows);
+    let sessions = crate::longrun::session_rows(rows, &entries);
     Ok(Report {
         config: cfg.clone(),
         runs: rows.len(),
@@ -1054,6 +1111,8 @@ pub fn analyze_full(
         secondary,
         deviations,
         order,
+        drift: crate::longrun::drift_rows(rows),
+        sessions,
         dropped_blocks,
         warnings,
     })

@@ -15,7 +15,8 @@
 //!   and the open-loop knee (measured and predicted), using the [`stats`] crate;
 //!   [`endpoints`]: second endpoints with intervals and the CPU identity, whole;
 //!   [`deviations`]: every departure from the pre-registered plan; [`order`]: the
-//!   order-and-time regression of each compared cell.
+//!   order-and-time regression of each compared cell; [`longrun`]: drift within the runs
+//!   of each arm and what bounded sessions exposed and cost.
 //! - [`report`]: the report as Markdown and as a terminal table; [`plots`]: its SVG plots.
 //! - [`units`]: human sizes and durations.
 
@@ -24,6 +25,7 @@ pub mod cluster;
 pub mod design;
 pub mod deviations;
 pub mod endpoints;
+pub mod longrun;
 pub mod order;
 pub mod placement;
 pub mod plots;

@@ -12,6 +12,8 @@
 //!   cores, and with the cores used), each with its 90 % interval.
 //! - [`open_loop`] (`knee.svg`): open-loop mean response time against offered rate per
 //!   mode, with the doubling line, the measured knee and the M/M/c prediction.
+//! - [`drift`] (`drift.svg`): per cell, each arm's throughput bin by bin over the measured
+//!   window relative to its run's mean, with the ±20 % drift bound.
 //!
 //! Each mode keeps one colour in every plot of a report (the colour-blind-safe Okabe–Ito
 //! palette, assigned in sorted label order). The output depends only on the report (the
@@ -28,6 +30,7 @@ use stats::storage::S3_USER_METADATA_LIMIT;
 
 use crate::analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
 use crate::endpoints::Secondary;
+use crate::longrun::DriftRow;
 use crate::spec::Operation;
 use crate::units::Size;
 
@@ -51,6 +54,7 @@ pub fn all(report: &Report) -> Vec<Plot> {
         storage(report),
         cpu_identity(report),
         open_loop(report),
+        drift(report),
     ]
     .into_iter()
     .flatten()
@@ -88,6 +92,7 @@ impl Palette {
         modes.extend(report.arms.iter().map(|a| a.mode.as_str()));
         modes.extend(report.storage.iter().map(|s| s.mode.as_str()));
         modes.extend(report.knees.iter().map(|k| k.mode.as_str()));
+        modes.extend(report.drift.iter().map(|d| d.mode.as_str()));
         modes.extend(
             report
                 .secondary
@@ -629,6 +634,8 @@ enum Shape {
     HollowDiamond,
     /// A short dashed line: a reference level (legends only).
     Dash,
+    /// A short solid line: a reference level (legends only).
+    Rule,
 }
 
 /// Draws `shape` centred at (x, y) in `colour`; `class` (e.g. `class="knee"`, or empty)
@@ -657,6 +664,13 @@ fn marker(svg: &mut Svg, shape: Shape, (x, y): (f64, f64), colour: &str, class: 
             x + 8.0,
             y,
             &format!(r#"{class} stroke="{colour}" stroke-width="1.5" stroke-dasharray="4 3""#),
+        ),
+        Shape::Rule => svg.line(
+            x - 8.0,
+            y,
+            x + 8.0,
+            y,
+            &format!(r#"{class} stroke="{colour}" stroke-width="1.5""#),
         ),
     }
 }
@@ -2084,6 +2098,227 @@ fn knee_markers(svg: &mut Svg, sx: Scale, y: f64, k: &KneeRow, colour: &str) {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// Drift within the runs' windows
+// ---------------------------------------------------------------------------------------
+
+/// The drift bound of the run-level `drift` check: a change of more than 20 %.
+const DRIFT_BOUND: f64 = 0.2;
+
+/// A change as a signed percentage with one decimal: `+3.2 %`, `−9.5 %`, `±0.0 %`; `n/a`
+/// if not finite.
+fn fmt_pct(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".to_owned();
+    }
+    let v = x * 100.0;
+    let digits = format!("{:.1}", v.abs());
+    let sign = if digits.trim_start_matches(['0', '.']).is_empty() {
+        "\u{b1}"
+    } else if v < 0.0 {
+        "\u{2212}"
+    } else {
+        "+"
+    };
+    format!("{sign}{digits} %")
+}
+
+/// A row's bins as (position in the window, value) runs of consecutive finite bins: bin
+/// `i` of `n` sits at its centre `(i + 0.5) / n`; a missing or non-finite bin ends a run.
+fn drift_segments(d: &DriftRow) -> Vec<Vec<(f64, f64)>> {
+    let n = count(d.mean_bins.len());
+    let mut segments: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut current = Vec::new();
+    for (i, b) in d.mean_bins.iter().enumerate() {
+        match b.filter(|v| v.is_finite()) {
+            Some(v) => current.push(((count(i) + 0.5) / n, v)),
+            None if current.is_empty() => {}
+            None => segments.push(std::mem::take(&mut current)),
+        }
+    }
+    if !current.is_empty() {
+        segments.push(current);
+    }
+    segments
+}
+
+/// Drift rows with at least one finite bin, by cell (sorted), arms sorted within a cell.
+fn drift_panels(report: &Report) -> BTreeMap<&str, Vec<&DriftRow>> {
+    let mut panels: BTreeMap<&str, Vec<&DriftRow>> = BTreeMap::new();
+    for d in &report.drift {
+        if d.mean_bins.iter().flatten().any(|v| v.is_finite()) {
+            panels.entry(&d.cell).or_default().push(d);
+        }
+    }
+    for rows in panels.values_mut() {
+        rows.sort_by(|a, b| a.mode.cmp(&b.mode));
+    }
+    panels
+}
+
+/// The line under a drift panel for one arm.
+fn drift_note(d: &DriftRow) -> String {
+    let runs = if d.runs == 1 { "run" } else { "runs" };
+    format!(
+        "{}: median last/first third \u{2212} 1: {} ({} {runs})",
+        d.mode,
+        fmt_pct(d.throughput_change.median),
+        d.runs
+    )
+}
+
+/// Drift within the runs' windows (`drift.svg`): one panel per cell, stacked, with per arm
+/// the mean over its runs of each bin's throughput over its run's mean against the
+/// position in the measured window (a line through the bin centres, broken where a bin has
+/// no data), a line at 1 (the run's mean), dashed lines at the ±20 % drift bound, light
+/// lines at the thirds the report compares, and a line per arm under the panel with the
+/// median change of the last third over the first. `None` if no arm has per-bin figures.
+pub fn drift(report: &Report) -> Option<Plot> {
+    let panels = drift_panels(report);
+    if panels.is_empty() {
+        return None;
+    }
+    let palette = Palette::of(report);
+    let modes: BTreeSet<&str> = panels.values().flatten().map(|d| d.mode.as_str()).collect();
+    let mut items: Vec<Item> = modes
+        .iter()
+        .map(|m| ((*m).to_owned(), palette.get(m), Shape::Swatch))
+        .collect();
+    items.push(("run mean (1.0)".to_owned(), INK, Shape::Rule));
+    items.push((
+        format!("drift bound \u{b1}{} %", fmt_num(DRIFT_BOUND * 100.0)),
+        MUTED,
+        Shape::Dash,
+    ));
+    let title = "Throughput drift within the runs".to_owned();
+    let subtitle = "mean over runs of each bin's throughput over its run's mean";
+    let block_w = panels
+        .values()
+        .flatten()
+        .map(|d| 32.0 + text_w(&drift_note(d), 11.0) + 8.0)
+        .fold(PANEL_W, f64::max);
+    let width = (block_w + 20.0)
+        .max(text_w(&title, 16.0) + 40.0)
+        .max(text_w(subtitle, 11.0) + 40.0);
+    let (_, legend_h) = legend_layout(&item_labels(&items), width - 32.0);
+    let mut top = 70.0 + legend_h;
+    let height = top + panels.values().map(|v| knee_panel_h(v.len())).sum::<f64>() + 6.0;
+
+    let mut svg = Svg::new(width, height, &title);
+    svg.subtitle(width, subtitle);
+    marker_legend(&mut svg, 16.0, 70.0, width - 32.0, &items);
+    let left = (width - block_w) / 2.0;
+    for (cell, rows) in &panels {
+        let frame = Frame {
+            x0: left + 72.0,
+            x1: left + PANEL_W - 20.0,
+            y0: top + 30.0,
+            y1: top + PANEL_H - 52.0,
+        };
+        drift_panel(&mut svg, frame, cell, rows, &palette);
+        top += knee_panel_h(rows.len());
+    }
+    Some(Plot {
+        file: "drift.svg",
+        title,
+        svg: svg.finish(),
+    })
+}
+
+/// One drift panel inside `f` (title above, a note per arm below the x axis).
+fn drift_panel(svg: &mut Svg, f: Frame, cell: &str, rows: &[&DriftRow], palette: &Palette) {
+    svg.text(
+        f64::midpoint(f.x0, f.x1),
+        f.y0 - 12.0,
+        cell,
+        r#"font-size="13" font-weight="bold" text-anchor="middle""#,
+    );
+    let segments: Vec<Vec<Vec<(f64, f64)>>> = rows.iter().map(|d| drift_segments(d)).collect();
+    let (lo, hi) = segments.iter().flatten().flatten().fold(
+        (1.0 - 1.25 * DRIFT_BOUND, 1.0 + 1.25 * DRIFT_BOUND),
+        |(lo, hi), (_, v)| (lo.min(*v), hi.max(*v)),
+    );
+    let (bottom, up, yticks) = nice_ticks(lo, hi, 5.0);
+    let sx = Scale::linear(0.0, 1.0, f.x0, f.x1);
+    let sy = Scale::linear(bottom, up, f.y1, f.y0);
+    let yticks: Vec<(f64, String)> = yticks.into_iter().map(|(v, l)| (sy.at(v), l)).collect();
+    y_axis(svg, f, &yticks, "throughput \u{f7} run mean");
+    let xticks: Vec<(f64, String)> = [
+        (0.0, "0"),
+        (1.0 / 3.0, "1/3"),
+        (2.0 / 3.0, "2/3"),
+        (1.0, "1"),
+    ]
+    .into_iter()
+    .map(|(v, l)| (sx.at(v), l.to_owned()))
+    .collect();
+    x_axis(svg, f, &xticks, "fraction of the measured window", false);
+    for third in [1.0 / 3.0, 2.0 / 3.0] {
+        let x = sx.at(third);
+        svg.line(
+            x,
+            f.y0,
+            x,
+            f.y1,
+            r##"class="third" stroke="#c8c8c8" stroke-width="1""##,
+        );
+    }
+    let muted = format!(r#"font-size="10" text-anchor="middle" fill="{MUTED}""#);
+    svg.text(sx.at(1.0 / 6.0), f.y0 + 12.0, "first third", &muted);
+    svg.text(sx.at(5.0 / 6.0), f.y0 + 12.0, "last third", &muted);
+    for bound in [1.0 - DRIFT_BOUND, 1.0 + DRIFT_BOUND] {
+        let y = sy.at(bound);
+        svg.line(
+            f.x0,
+            y,
+            f.x1,
+            y,
+            &format!(r#"class="bound" stroke="{MUTED}" stroke-width="1.5" stroke-dasharray="4 3""#),
+        );
+    }
+    let y = sy.at(1.0);
+    svg.line(
+        f.x0,
+        y,
+        f.x1,
+        y,
+        &format!(r#"class="reference" stroke="{INK}" stroke-width="1.5""#),
+    );
+    for (i, (d, segs)) in rows.iter().zip(&segments).enumerate() {
+        let colour = palette.get(&d.mode);
+        let tc = &d.throughput_change;
+        let tip = format!(
+            "{} ({cell}): {} runs, {} bins; throughput last/first third \u{2212} 1: median {} \
+             [{}, {}]",
+            d.mode,
+            d.runs,
+            d.mean_bins.len(),
+            fmt_pct(tc.median),
+            fmt_pct(tc.min),
+            fmt_pct(tc.max)
+        );
+        svg.open(&format!(r#"class="series" fill="{colour}""#), &tip);
+        for seg in segs {
+            let xy: Vec<(f64, f64)> = seg.iter().map(|(x, v)| (sx.at(*x), sy.at(*v))).collect();
+            if let [(x, y)] = xy.as_slice() {
+                // A lone bin between gaps: a dot, as a one-point line would not show.
+                svg.circle(*x, *y, 2.5, r#"class="point""#);
+            } else {
+                svg.polyline(&xy, &format!(r#"stroke="{colour}" stroke-width="2""#));
+            }
+        }
+        svg.close();
+        let y = f.y1 + 56.0 + count(i) * NOTE_H;
+        marker(svg, Shape::Swatch, (f.x0 - 50.0, y - 4.0), colour, "");
+        svg.text(
+            f.x0 - 40.0,
+            y,
+            &drift_note(d),
+            r#"font-size="11" class="drift-note""#,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2544,5 +2779,129 @@ mod tests {
         assert_eq!(labels, ["0", "5k", "10k", "15k"]);
         let s = Scale::log2(1.0, 16.0, 0.0, 400.0);
         assert!((s.at(4.0) - 200.0).abs() < 1e-9);
+    }
+
+    /// A drift row of `mode` in `cell` with the given bins.
+    fn drift_row(cell: &str, mode: &str, median: f64, bins: Vec<Option<f64>>) -> DriftRow {
+        DriftRow {
+            cell: cell.to_owned(),
+            mode: mode.to_owned(),
+            runs: 3,
+            throughput_change: crate::longrun::Spread {
+                median,
+                min: median - 0.01,
+                max: median + 0.01,
+            },
+            latency_change: None,
+            mean_bins: bins,
+        }
+    }
+
+    /// One cell, two arms over 30 bins: x25519 flat at 1, x-wing falling from 1.1 to 0.9
+    /// with no data in bins 12 and 13.
+    fn drift_report() -> Report {
+        let mut r = report();
+        let flat = vec![Some(1.0); 30];
+        let falling = (0..30u32)
+            .map(|i| (!(12..14).contains(&i)).then(|| 1.1 - 0.2 * f64::from(i) / 29.0))
+            .collect();
+        r.drift = vec![
+            drift_row("get-64KiB-c4", "x-wing", -0.167, falling),
+            drift_row("get-64KiB-c4", "x25519", 0.0004, flat),
+        ];
+        r
+    }
+
+    #[test]
+    fn drift_plot_breaks_lines_at_gaps() {
+        let r = drift_report();
+        let p = drift(&r).expect("drift");
+        check(&p);
+        assert_eq!(p.title, "Throughput drift within the runs");
+        assert!(all(&r).iter().any(|q| q.file == "drift.svg"));
+        let s = &p.svg;
+        assert!(s.contains("mean over runs of each bin&#39;s throughput over its run&#39;s mean"));
+        assert!(s.contains("fraction of the measured window"));
+        assert!(s.contains("throughput \u{f7} run mean"));
+        assert!(s.contains(">get-64KiB-c4</text>"));
+        // The reference line at 1 and the ±20 % bound, both inside the y range.
+        assert_eq!(s.matches("class=\"reference\"").count(), 1);
+        assert_eq!(s.matches("class=\"bound\"").count(), 2);
+        assert_eq!(s.matches("class=\"third\"").count(), 2);
+        for label in ["0.8", "1", "1.2"] {
+            assert!(s.contains(&format!(">{label}</text>")), "y tick {label}");
+        }
+        // One line per arm, the falling one broken in two at its gap.
+        assert_eq!(s.matches("class=\"series\"").count(), 2);
+        assert_eq!(s.matches("<polyline").count(), 3);
+        let series = |mode: &str| {
+            let start = s
+                .find(&format!("<title>{mode} (get-64KiB-c4)"))
+                .unwrap_or_else(|| panic!("no series for {mode}"));
+            let end = start + s[start..].find("</g>").expect("group closed");
+            &s[start..end]
+        };
+        assert_eq!(series("x-wing").matches("<polyline").count(), 2);
+        assert_eq!(series("x25519").matches("<polyline").count(), 1);
+        // The legend and the notes: each arm with its median change.
+        assert!(s.contains("x-wing: median last/first third \u{2212} 1: \u{2212}16.7 % (3 runs)"));
+        assert!(s.contains("x25519: median last/first third \u{2212} 1: \u{b1}0.0 % (3 runs)"));
+        assert!(s.contains("drift bound \u{b1}20 %"));
+        for (mode, ..) in MODES.iter().filter(|(m, ..)| *m != "ml-kem-768") {
+            assert!(
+                s.contains(&format!(">{mode}</text>")),
+                "legend lacks {mode}"
+            );
+        }
+        assert!(!s.contains("ml-kem-768"));
+        // A lone bin between gaps is a dot; non-finite bins are gaps too.
+        let mut r = drift_report();
+        r.drift[1].mean_bins = vec![Some(1.0), None, Some(f64::NAN), Some(1.0), Some(1.0)];
+        let p = drift(&r).expect("drift");
+        check(&p);
+        assert_eq!(p.svg.matches("<polyline").count(), 3);
+        assert_eq!(p.svg.matches("class=\"point\"").count(), 1);
+    }
+
+    #[test]
+    fn drift_plot_covers_the_bound_and_the_data() {
+        let mut r = drift_report();
+        r.drift[0].mean_bins[0] = Some(1.6);
+        let p = drift(&r).expect("drift");
+        check(&p);
+        assert!(p.svg.contains(">1.6</text>"));
+        assert!(p.svg.contains(">0.6</text>"));
+        // A second cell is a second panel, in cell order.
+        r.drift.push(drift_row(
+            "get-64KiB-c16",
+            "x25519",
+            0.01,
+            vec![Some(1.0); 30],
+        ));
+        let p = drift(&r).expect("drift");
+        check(&p);
+        assert_eq!(p.svg.matches("class=\"reference\"").count(), 2);
+        let (c16, c4) = (
+            p.svg.find(">get-64KiB-c16</text>").expect("c16 panel"),
+            p.svg.find(">get-64KiB-c4</text>").expect("c4 panel"),
+        );
+        assert!(c16 < c4);
+    }
+
+    #[test]
+    fn no_bins_no_drift_plot() {
+        let mut r = drift_report();
+        r.drift[0].mean_bins.clear();
+        let p = drift(&r).expect("one arm still has bins");
+        assert_eq!(p.svg.matches("class=\"series\"").count(), 1);
+        assert!(!p.svg.contains("x-wing"));
+        r.drift[1].mean_bins.clear();
+        assert!(drift(&r).is_none());
+        assert!(all(&r).iter().all(|q| q.file != "drift.svg"));
+        r.drift[1].mean_bins = vec![None; 30];
+        assert!(drift(&r).is_none());
+        r.drift.clear();
+        assert!(drift(&r).is_none());
+        assert!(all(&report()).iter().all(|q| q.file != "drift.svg"));
     }
 }

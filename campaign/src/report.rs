@@ -296,6 +296,8 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     secondary_section(&mut s, r);
     attribution_section(&mut s, r);
     order_section(&mut s, r);
+    drift_section(&mut s, r);
+    sessions_section(&mut s, r);
 
     s.push_str("\n## Per cell and arm\n\n| cell | arm | runs | throughput (req/s) | client CPU per request (µs) | client cores used | client saturation |\n|---|---|---:|---:|---:|---:|---:|\n");
     for m in &r.arms {
@@ -581,6 +583,94 @@ fn attribution_section(s: &mut String, r: &Report) {
             s,
             "| {} | {} | {} | {} | {n} | {pb} | {pc} | {share} |",
             x.cell, x.mode, x.control, x.baseline
+        );
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1} %", x * 100.0)
+}
+
+fn spread(x: &crate::longrun::Spread) -> String {
+    format!("{} [{}, {}]", pct(x.median), pct(x.min), pct(x.max))
+}
+
+/// Drift within the runs of each arm.
+fn drift_section(s: &mut String, r: &Report) {
+    if r.drift.is_empty() {
+        return;
+    }
+    let plot = if r
+        .drift
+        .iter()
+        .any(|d| d.mean_bins.iter().any(Option::is_some))
+    {
+        " `plots/drift.svg` shows the bins."
+    } else {
+        ""
+    };
+    let _ = write!(
+        s,
+        "\n## Drift within runs\n\nEach run's window is cut into 30 bins by request start: throughput per bin (of the run's own time) and mean latency per bin, the last third against the first. A run of 60 s or more fails validation (`drift` check) when either changes by more than 20 % with a least-squares trend whose 95 % interval excludes 0; shorter runs are only reported here.{}\n\n| cell | arm | runs | throughput, last third ÷ first − 1: median [range] | mean latency, likewise |\n|---|---|---:|---|---|\n",
+        plot
+    );
+    for d in &r.drift {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            d.cell,
+            d.mode,
+            d.runs,
+            spread(&d.throughput_change),
+            d.latency_change.as_ref().map_or_else(|| "–".into(), spread)
+        );
+    }
+}
+
+/// Bounded sessions of each session arm, beside its comparisons (study section V-F).
+fn sessions_section(s: &mut String, r: &Report) {
+    if r.sessions.is_empty() {
+        return;
+    }
+    s.push_str("\n## Bounded sessions (section V-F)\n\nOne ML-KEM root per session, for at most B_max objects and at most T_max. Per arm over its runs: objects and plaintext bytes exposed per root, key establishments (KEM encapsulations) per object, what ended the sessions (B_max reached; T_max, a later session followed; the end of the run), and the receiver's root-cache hit rate over the window (GET). Beside it, the arm's comparisons.\n\n| cell | arm | B_max / T_max | runs | sessions per run | objects per root | bytes per root (max) | key establishments per object | ended by B_max / T_max / run end | root-cache hit rate | comparisons |\n|---|---|---|---:|---:|---:|---|---:|---|---:|---|\n");
+    for x in &r.sessions {
+        let vs: Vec<String> = x
+            .versus
+            .iter()
+            .map(|v| {
+                format!(
+                    "vs {}: {} [{}, {}] {}",
+                    v.against,
+                    r3(v.ratio),
+                    r3(v.ci90[0]),
+                    r3(v.ci90[1]),
+                    v.verdict
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} / {} ms | {} | {:.1} | {:.1} | {:.0} ({}) | {:.4} | {} / {} / {} | {} | {} |",
+            x.cell,
+            x.mode,
+            x.max_objects,
+            x.max_age_ms,
+            x.runs,
+            x.sessions_per_run,
+            x.objects_per_root,
+            x.bytes_per_root,
+            x.bytes_per_root_max,
+            x.key_establishments_per_object,
+            x.ended_by[0],
+            x.ended_by[1],
+            x.ended_by[2],
+            x.root_cache_hit_rate
+                .map_or_else(|| "–".into(), |h| format!("{:.1} %", h * 100.0)),
+            if vs.is_empty() {
+                "–".into()
+            } else {
+                vs.join("; ")
+            }
         );
     }
 }

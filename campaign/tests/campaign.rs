@@ -431,6 +431,8 @@ fn csv_round_trip_and_errors() {
             stages_us: Some([45.0, 6.5, 30.0, 12.25, 900.0]),
             position: Some(1),
             started_unix_s: Some(1_796_000_000.25),
+            drift_throughput_change: Some(-0.031),
+            drift_latency_change: Some(0.0125),
             ..row("a", "ml-kem-768", 0, 990.0, 101.0)
         },
     ];

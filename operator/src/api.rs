@@ -124,7 +124,8 @@ pub struct CampaignStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_summary: Option<String>,
     /// Departures from the pre-registered plan (retried, excluded or unfinished runs,
-    /// blocks left out, stalls, a changed order), listed in the report's deviations log.
+    /// blocks left out, stalls, a changed order, a significant order or time effect),
+    /// listed in the report's deviations log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deviations: Option<u32>,
     /// Where the run files and the report are.

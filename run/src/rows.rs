@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use campaign::analysis::RunRow;
+use campaign::analysis::{RunRow, SessionRow};
 use campaign::design::{Arrival, cell_id};
 use envelope::Mode;
 
@@ -116,5 +116,30 @@ pub fn row(s: &RunSummary) -> RunRow {
         }),
         position: Some(s.spec.position),
         started_unix_s: s.window_start_unix_s,
+        drift_throughput_change: s.drift.as_ref().and_then(|d| d.throughput_change),
+        drift_latency_change: s.drift.as_ref().and_then(|d| d.latency_change),
+        drift_bins: s.drift.as_ref().and_then(|d| normalised(&d.throughput_rps)),
+        session: s.session.as_ref().map(|f| SessionRow {
+            max_objects: f.max_objects,
+            max_age_ms: f.max_age_ms,
+            sessions: f.sessions,
+            objects: f.objects,
+            objects_per_session_mean: f.objects_per_session_mean,
+            bytes_per_root_mean: f.bytes_per_root_mean,
+            bytes_per_root_max: f.bytes_per_root_max,
+            key_establishments_per_object: f.key_establishments_per_object,
+            ended_by_max_objects: f.ended_by_max_objects,
+            ended_by_max_age: f.ended_by_max_age,
+            ended_by_run: f.ended_by_run,
+            root_cache_hit_rate: f.root_cache_hit_rate,
+        }),
     }
+}
+
+/// Per-bin values over their mean (`None` when there are none or the mean is 0).
+fn normalised(bins: &[Option<f64>]) -> Option<Vec<Option<f64>>> {
+    let v: Vec<f64> = bins.iter().flatten().copied().collect();
+    #[allow(clippy::cast_precision_loss, reason = "30 bins")]
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    (!v.is_empty() && mean > 0.0).then(|| bins.iter().map(|b| b.map(|x| x / mean)).collect())
 }

@@ -112,7 +112,7 @@ pub fn collect(root: &Path) -> Result<Collected> {
 }
 
 /// Rows read from a records file at a time.
-const READ_ROWS: usize = 65_536;
+const READ_ROWS: usize = 16_384;
 
 /// The digest of a records file, read a batch at a time (memory flat in its length).
 pub fn digest_of(spec: &RunSpec, path: &Path) -> Result<Digest> {
