@@ -844,6 +844,11 @@ async fn measure(
             source,
         })?);
     }
+    // An interleaved run's workers stop after its last own slice, which may end before the
+    // window does: the spool's last row group waits for the window's end, or encoding it
+    // would take the CPU from the other arms' last slices (seen in the drift plot: their
+    // last slice at half throughput). Without turns the workers ran to the end already.
+    tokio::time::sleep_until(end.into()).await;
     // Every sender is gone: the spool finishes its files (blocking, off the runtime).
     let spooled = tokio::task::spawn_blocking(move || spool.finish())
         .await
