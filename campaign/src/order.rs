@@ -271,20 +271,36 @@ pub fn check(
             baselines.push(c.baseline);
         }
     }
-    let fits = match design.fit_all(&baselines, &mut factors, &mut out.dropped) {
-        Ok(fits) => fits,
-        Err(why) => {
-            out.note = Some(why);
+    // Fit; a term whose throughput factor overflows is dropped (elapsed time first) and
+    // the model fitted again without it, so it does not distort the others.
+    let fits = loop {
+        let fits = match design.fit_all(&baselines, &mut factors, &mut out.dropped) {
+            Ok(fits) => fits,
+            Err(why) => {
+                out.note = Some(why);
+                return out;
+            }
+        };
+        if factors.is_empty() {
+            out.note = Some("no order or time term is estimable in this cell".into());
             return out;
         }
+        let Some(fit) = baselines.first().and_then(|b| fits.get(b)) else {
+            break fits;
+        };
+        let (terms, mut unbounded) = terms(fit, &factors);
+        if unbounded.is_empty() {
+            out.terms = terms;
+            break fits;
+        }
+        let i = unbounded
+            .iter()
+            .position(|d| d.factor == Factor::ElapsedHours)
+            .unwrap_or(0);
+        let d = unbounded.swap_remove(i);
+        factors.retain(|f| *f != d.factor);
+        out.dropped.push(d);
     };
-    if factors.is_empty() {
-        out.note = Some("no order or time term is estimable in this cell".into());
-        return out;
-    }
-    if let Some(fit) = baselines.first().and_then(|b| fits.get(b)) {
-        out.terms = terms(fit, &factors);
-    }
     out.adjusted = compared
         .iter()
         .filter_map(|c| adjusted(fits.get(c.baseline)?, c))
@@ -311,23 +327,44 @@ fn previous_put_missing(runs: &[&RunRow], timeline: &Timeline<'_>) -> Option<Str
     }
 }
 
-/// The fitted order terms, in design order.
-fn terms(fit: &Ols, factors: &[Factor]) -> Vec<Term> {
-    factors
-        .iter()
-        .filter_map(|&f| {
-            let i = fit.names.iter().position(|n| n == f.as_str())?;
-            let (lo, hi) = fit.ci95[i];
-            Some(Term {
+/// The fitted order terms, in design order, and those whose throughput factor is not
+/// finite: a term nearly collinear with the others (elapsed time in a short campaign whose
+/// runs are almost evenly spaced) can get a log coefficient in the hundreds, which
+/// `exp(β) − 1` cannot show; it is listed as not estimable instead.
+fn terms(fit: &Ols, factors: &[Factor]) -> (Vec<Term>, Vec<Dropped>) {
+    let (mut terms, mut unbounded) = (Vec::new(), Vec::new());
+    for &f in factors {
+        let Some(i) = fit.names.iter().position(|n| n == f.as_str()) else {
+            continue;
+        };
+        let (lo, hi) = fit.ci95[i];
+        let t = Term {
+            factor: f,
+            coef: fit.coef[i],
+            estimate: fit.coef[i].exp_m1(),
+            ci95: [lo.exp_m1(), hi.exp_m1()],
+            p: fit.p[i],
+            significant: fit.p[i] < ALPHA,
+        };
+        if [t.estimate, t.ci95[0], t.ci95[1], t.p]
+            .iter()
+            .all(|x| x.is_finite())
+        {
+            terms.push(t);
+        } else {
+            unbounded.push(Dropped {
                 factor: f,
-                coef: fit.coef[i],
-                estimate: fit.coef[i].exp_m1(),
-                ci95: [lo.exp_m1(), hi.exp_m1()],
-                p: fit.p[i],
-                significant: fit.p[i] < ALPHA,
-            })
-        })
-        .collect()
+                reason: format!(
+                    "nearly collinear with the other terms: ln-scale coefficient {:.3} {} (95 % interval {:.3} to {:.3}) has no finite throughput factor",
+                    fit.coef[i],
+                    f.unit(),
+                    lo,
+                    hi
+                ),
+            });
+        }
+    }
+    (terms, unbounded)
 }
 
 /// The adjusted ratio of `c` from a fit with `c.baseline` as reference.
@@ -335,6 +372,9 @@ fn adjusted(fit: &Ols, c: &Compared<'_>) -> Option<Adjusted> {
     let i = fit.names.iter().position(|n| *n == mode_column(c.mode))?;
     let ratio = fit.coef[i].exp();
     let (lo, hi) = fit.ci95[i];
+    if ![ratio, lo.exp(), hi.exp()].iter().all(|x| x.is_finite()) {
+        return None;
+    }
     Some(Adjusted {
         mode: c.mode.to_owned(),
         baseline: c.baseline.to_owned(),

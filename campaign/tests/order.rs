@@ -285,6 +285,51 @@ fn evenly_spaced_runs_make_elapsed_time_not_estimable() {
     );
 }
 
+/// Runs of about 10 s whose lengths differ by milliseconds (a short campaign on a real
+/// machine): elapsed time is almost fixed by block and position, its coefficient runs to
+/// hundreds on the log scale, and `exp(β) − 1` overflows. The term is listed as not
+/// estimable, and the report stays valid JSON that reads back (it held nulls where the
+/// factor overflowed: the operator's analysis Job wrote a report it could not read).
+#[test]
+fn a_nearly_collinear_time_term_is_not_estimable_and_the_report_reads_back() {
+    let cells = [("get-256KiB", Operation::Get); 6];
+    let rows = campaign(
+        &cells,
+        &Plant {
+            position_step: 0.0,
+            time_rate: 0.0,
+            after_put: 1.0,
+            noise: 0.05,
+            duration_h: |i| (10.0 + 0.002 * f64::from((i * 37) % 11)) / 3600.0,
+        },
+    );
+    let r = analyze(&rows, &cfg(&["get-256KiB"])).unwrap();
+    let c = check(&r, "get-256KiB");
+    for t in &c.terms {
+        assert!(
+            t.estimate.is_finite() && t.ci95.iter().all(|x| x.is_finite()),
+            "{t:?}"
+        );
+    }
+    let time = c
+        .dropped
+        .iter()
+        .find(|d| d.factor == Factor::ElapsedHours)
+        .unwrap_or_else(|| panic!("elapsed hours not dropped: {c:?}"));
+    assert!(
+        time.reason.contains("linear combination") || time.reason.contains("nearly collinear"),
+        "{}",
+        time.reason
+    );
+    // Position, fitted without the time term, is an ordinary estimate again.
+    let position = term(c, Factor::Position);
+    assert!(position.ci95[1] - position.ci95[0] < 0.2, "{position:?}");
+    let order = serde_json::to_string(&r.order).unwrap();
+    assert!(!order.contains("null"), "{order}");
+    let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back.order, r.order);
+}
+
 #[test]
 fn rows_without_positions_or_start_times_get_a_note() {
     let rows = planted();

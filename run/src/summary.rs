@@ -406,11 +406,16 @@ fn trend(values: &[Option<f64>]) -> Option<Trend> {
     let x: Vec<f64> = pts.iter().map(|p| p.0).collect();
     let y: Vec<f64> = pts.iter().map(|p| p.1 / mean).collect();
     let fit = stats::regression::slope(&x, &y).ok()?;
-    Some(Trend {
+    let t = Trend {
         per_window: fit.coef[1],
         ci95: fit.ci95[1],
         p: fit.p[1],
-    })
+    };
+    // JSON has no NaN: a figure that is not finite is not written at all.
+    [t.per_window, t.ci95.0, t.ci95.1, t.p]
+        .iter()
+        .all(|v| v.is_finite())
+        .then_some(t)
 }
 
 /// The `drift` check ([`DRIFT_LIMIT`]) of a run whose measured time is `measured`
