@@ -1920,38 +1920,70 @@ pub fn open_loop(report: &Report) -> Option<Plot> {
     let title = "Open loop: mean response time vs offered rate".to_owned();
     let subtitle = "mean response time per offered rate and mode; the knee is where it \
                     reaches twice its light-load value";
+    Some(stacked(
+        Stack {
+            file: "knee.svg",
+            title,
+            subtitle,
+            items: &items,
+            palette: &palette,
+        },
+        &panels,
+        knee_note,
+        knee_panel,
+    ))
+}
+
+/// What a plot of stacked panels (one per cell or series) shows around them.
+struct Stack<'a> {
+    file: &'static str,
+    title: String,
+    subtitle: &'a str,
+    items: &'a [Item],
+    palette: &'a Palette,
+}
+
+/// A plot of panels stacked one above the other, each with a note per row under its x
+/// axis (`note`), drawn by `panel`, centred as one block under the title, subtitle and
+/// legend (`knee.svg`, `drift.svg`).
+fn stacked<R>(
+    s: Stack<'_>,
+    panels: &BTreeMap<&str, Vec<&R>>,
+    note: fn(&R) -> String,
+    panel: fn(&mut Svg, Frame, &str, &[&R], &Palette),
+) -> Plot {
     // The panels and their notes (which start 32 px into a panel), centred as one block.
     let block_w = panels
         .values()
         .flatten()
-        .map(|k| 32.0 + text_w(&knee_note(k), 11.0) + 8.0)
+        .map(|r| 32.0 + text_w(&note(r), 11.0) + 8.0)
         .fold(PANEL_W, f64::max);
     let width = (block_w + 20.0)
-        .max(text_w(&title, 16.0) + 40.0)
-        .max(text_w(subtitle, 11.0) + 40.0);
-    let (_, legend_h) = legend_layout(&item_labels(&items), width - 32.0);
+        .max(text_w(&s.title, 16.0) + 40.0)
+        .max(text_w(s.subtitle, 11.0) + 40.0);
+    let (_, legend_h) = legend_layout(&item_labels(s.items), width - 32.0);
     let mut top = 70.0 + legend_h;
     let height = top + panels.values().map(|v| knee_panel_h(v.len())).sum::<f64>() + 6.0;
 
-    let mut svg = Svg::new(width, height, &title);
-    svg.subtitle(width, subtitle);
-    marker_legend(&mut svg, 16.0, 70.0, width - 32.0, &items);
+    let mut svg = Svg::new(width, height, &s.title);
+    svg.subtitle(width, s.subtitle);
+    marker_legend(&mut svg, 16.0, 70.0, width - 32.0, s.items);
     let left = (width - block_w) / 2.0;
-    for (series, rows) in &panels {
+    for (name, rows) in panels {
         let frame = Frame {
             x0: left + 72.0,
             x1: left + PANEL_W - 20.0,
             y0: top + 30.0,
             y1: top + PANEL_H - 52.0,
         };
-        knee_panel(&mut svg, frame, series, rows, &palette);
+        panel(&mut svg, frame, name, rows, s.palette);
         top += knee_panel_h(rows.len());
     }
-    Some(Plot {
-        file: "knee.svg",
-        title,
+    Plot {
+        file: s.file,
+        title: s.title,
         svg: svg.finish(),
-    })
+    }
 }
 
 /// One open-loop panel inside `f` (title above, notes below the x axis).
@@ -2192,37 +2224,18 @@ pub fn drift(report: &Report) -> Option<Plot> {
     ));
     let title = "Throughput drift within the runs".to_owned();
     let subtitle = "mean over runs of each bin's throughput over its run's mean";
-    let block_w = panels
-        .values()
-        .flatten()
-        .map(|d| 32.0 + text_w(&drift_note(d), 11.0) + 8.0)
-        .fold(PANEL_W, f64::max);
-    let width = (block_w + 20.0)
-        .max(text_w(&title, 16.0) + 40.0)
-        .max(text_w(subtitle, 11.0) + 40.0);
-    let (_, legend_h) = legend_layout(&item_labels(&items), width - 32.0);
-    let mut top = 70.0 + legend_h;
-    let height = top + panels.values().map(|v| knee_panel_h(v.len())).sum::<f64>() + 6.0;
-
-    let mut svg = Svg::new(width, height, &title);
-    svg.subtitle(width, subtitle);
-    marker_legend(&mut svg, 16.0, 70.0, width - 32.0, &items);
-    let left = (width - block_w) / 2.0;
-    for (cell, rows) in &panels {
-        let frame = Frame {
-            x0: left + 72.0,
-            x1: left + PANEL_W - 20.0,
-            y0: top + 30.0,
-            y1: top + PANEL_H - 52.0,
-        };
-        drift_panel(&mut svg, frame, cell, rows, &palette);
-        top += knee_panel_h(rows.len());
-    }
-    Some(Plot {
-        file: "drift.svg",
-        title,
-        svg: svg.finish(),
-    })
+    Some(stacked(
+        Stack {
+            file: "drift.svg",
+            title,
+            subtitle,
+            items: &items,
+            palette: &palette,
+        },
+        &panels,
+        drift_note,
+        drift_panel,
+    ))
 }
 
 /// One drift panel inside `f` (title above, a note per arm below the x axis).
