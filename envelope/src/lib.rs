@@ -56,6 +56,7 @@
 
 mod ctx;
 pub mod gate;
+pub mod hpke;
 #[doc(hidden)]
 pub mod kat;
 pub mod keys;

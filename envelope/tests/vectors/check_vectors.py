@@ -25,6 +25,10 @@ What is checked
   hkdf-sha256-rfc5869.json cryptography HKDF, HKDF.extract, HKDFExpand.
   aes-256-gcm-nist.json   cryptography AESGCM encrypt / decrypt / InvalidTag on FAIL.
   rsa-exponent.json       cryptography: each key pair loads, matches, and has the stated e != 65537.
+  hpke-pq.json,           HPKE base mode recomputed with hashlib/hmac + cryptography (ML-KEM
+  hpke-rfc9180-x25519     decapsulate, X25519, AES-GCM, ChaCha20-Poly1305): DeriveKeyPair,
+                          public key, shared secret, the RFC 9180 key schedule, every nonce,
+                          ciphertext and export.
 """
 
 from __future__ import annotations
@@ -231,6 +235,97 @@ def rsa_exponent():
     return len(data["cases"])
 
 
+def hpke():
+    """HPKE base mode (RFC 9180 key schedule, draft-ietf-hpke-pq DeriveKeyPair), recomputed
+    with hashlib/hmac and pyca primitives: DeriveKeyPair(ikmR) == skRm and its public key
+    == pkRm; the KEM's shared secret from skRm and enc; key, base_nonce, exporter_secret;
+    every nonce (seq = index), ciphertext and export."""
+    import hmac
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+    hashes_ = {1: hashlib.sha256, 2: hashlib.sha384}
+    nk = {1: 16, 2: 32, 3: 32}
+    i2osp = lambda n, l: n.to_bytes(l, "big")  # noqa: E731
+
+    def extract(h, salt, ikm):
+        return hmac.new(salt or b"\0" * h().digest_size, ikm, h).digest()
+
+    def expand(h, prk, info, n):
+        out, t, c = b"", b"", 1
+        while len(out) < n:
+            t = hmac.new(prk, t + info + bytes([c]), h).digest()
+            out, c = out + t, c + 1
+        return out[:n]
+
+    def lext(h, sid, salt, label, ikm):
+        return extract(h, salt, b"HPKE-v1" + sid + label + ikm)
+
+    def lexp(h, sid, prk, label, info, n):
+        return expand(h, prk, i2osp(n, 2) + b"HPKE-v1" + sid + label + info, n)
+
+    def derive(kem, ikm):
+        ksid = b"KEM" + i2osp(kem, 2)
+        if kem == 0x20:
+            prk = lext(hashlib.sha256, ksid, b"", b"dkp_prk", ikm)
+            return lexp(hashlib.sha256, ksid, prk, b"sk", b"", 32)
+        n = 64 if kem in (0x41, 0x42) else 32
+        return hashlib.shake_256(ikm + b"HPKE-v1" + ksid + i2osp(13, 2) + b"DeriveKeyPair"
+                                 + i2osp(n, 2)).digest(n)
+
+    def kem_public_and_ss(kem, sk, enc):
+        if kem in (0x41, 0x42):
+            p = mlkem.MLKEM768PrivateKey if kem == 0x41 else mlkem.MLKEM1024PrivateKey
+            k = p.from_seed_bytes(sk)
+            return k.public_key().public_bytes_raw(), k.decapsulate(enc)
+        if kem == 0x647A:
+            e = hashlib.shake_256(sk).digest(96)
+            km, kx = mlkem.MLKEM768PrivateKey.from_seed_bytes(e[:64]), \
+                x25519.X25519PrivateKey.from_private_bytes(e[64:])
+            pk_m, pk_x = km.public_key().public_bytes_raw(), kx.public_key().public_bytes_raw()
+            ss_m = km.decapsulate(enc[:1088])
+            ss_x = kx.exchange(x25519.X25519PublicKey.from_public_bytes(enc[1088:]))
+            ss = hashlib.sha3_256(ss_m + ss_x + enc[1088:] + pk_x + b"\\.//^\\").digest()
+            return pk_m + pk_x, ss
+        k = x25519.X25519PrivateKey.from_private_bytes(sk)
+        pk = k.public_key().public_bytes_raw()
+        dh = k.exchange(x25519.X25519PublicKey.from_public_bytes(enc))
+        ksid = b"KEM" + i2osp(0x20, 2)
+        prk = lext(hashlib.sha256, ksid, b"", b"eae_prk", dh)
+        return pk, lexp(hashlib.sha256, ksid, prk, b"shared_secret", enc + pk, 32)
+
+    n = 0
+    for name in ("hpke-pq.json", "hpke-rfc9180-x25519.json"):
+        for c in load(name)["testCases"]:
+            kem, kdf, aead = c["kem_id"], c["kdf_id"], c["aead_id"]
+            tag = f"{name} kem {kem:#06x} kdf {kdf} aead {aead}"
+            x = lambda k: bytes.fromhex(c[k])  # noqa: E731
+            sk = derive(kem, x("ikmR"))
+            T.check(sk == x("skRm"), f"{tag}: DeriveKeyPair")
+            pk, ss = kem_public_and_ss(kem, sk, x("enc"))
+            T.check(pk == x("pkRm"), f"{tag}: public key")
+            T.check(ss == x("shared_secret"), f"{tag}: shared secret")
+            h, sid = hashes_[kdf], b"HPKE" + i2osp(kem, 2) + i2osp(kdf, 2) + i2osp(aead, 2)
+            ksc = bytes([0]) + lext(h, sid, b"", b"psk_id_hash", b"") \
+                + lext(h, sid, b"", b"info_hash", x("info"))
+            secret = lext(h, sid, ss, b"secret", b"")
+            key = lexp(h, sid, secret, b"key", ksc, nk[aead])
+            bn = lexp(h, sid, secret, b"base_nonce", ksc, 12)
+            es = lexp(h, sid, secret, b"exp", ksc, h().digest_size)
+            T.check((key, bn, es) == (x("key"), x("base_nonce"), x("exporter_secret")),
+                    f"{tag}: key schedule")
+            a = ChaCha20Poly1305(key) if aead == 3 else AESGCM(key)
+            for s, e in enumerate(c["encryptions"]):
+                nonce = bytes(p ^ q for p, q in zip(bn, i2osp(s, 12)))
+                T.check(nonce.hex() == e["nonce"], f"{tag}: nonce {s}")
+                ct = a.encrypt(nonce, bytes.fromhex(e["pt"]), bytes.fromhex(e["aad"]))
+                T.check(ct.hex() == e["ct"], f"{tag}: encryption {s}")
+            for e in c["exports"]:
+                got = lexp(h, sid, es, b"sec", bytes.fromhex(e["exporter_context"]), e["L"])
+                T.check(got.hex() == e["exported_value"], f"{tag}: export")
+            n += 1
+    return n
+
+
 def main():
     import cryptography
     counts = {}
@@ -239,7 +334,8 @@ def main():
                      ("x-wing.json", xwing),
                      ("hkdf-sha256-rfc5869.json", hkdf),
                      ("aes-256-gcm-nist.json", aes_gcm),
-                     ("rsa-exponent.json", rsa_exponent)]:
+                     ("rsa-exponent.json", rsa_exponent),
+                     ("hpke-pq.json + hpke-rfc9180-x25519.json", hpke)]:
         try:
             counts[name] = fn()
         except Exception as e:  # a crash in one file is a failure, keep going

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["extract_mlkem.py", "extract_xwing.py", "extract_hkdf.py", "extract_aes_gcm.py"]
+SCRIPTS = ["extract_mlkem.py", "extract_xwing.py", "extract_hkdf.py", "extract_aes_gcm.py",
+           "extract_hpke.py"]
 
 for s in SCRIPTS:
     subprocess.run([sys.executable, str(HERE / s)], check=True, cwd=HERE)
