@@ -146,6 +146,89 @@ fn rsa_oaep_both_directions_with_openssl() {
     }
 }
 
+/// HPKE base mode (`envelope::hpke`, format v2's wraps) against pyca's `hpke` module
+/// (OpenSSL): for every KEM format v2 offers, on both backends, OpenSSL opens what pqbench
+/// seals and pqbench opens what OpenSSL seals, with and without AAD; pqbench refuses
+/// OpenSSL's wrap under another `info`.
+#[test]
+fn hpke_wraps_both_directions_with_openssl() {
+    use envelope::hpke::{AeadId, KdfId, KemId, PrivateKey, Randomness, Suite};
+    let mut rng = envelope::os_rng();
+    for kem in [
+        KemId::X25519,
+        KemId::MlKem768,
+        KemId::MlKem1024,
+        KemId::XWing,
+    ] {
+        let id = format!("{:04x}", kem.id());
+        let suite = Suite {
+            kem,
+            kdf: KdfId::HkdfSha256,
+            aead: AeadId::Aes256Gcm,
+        };
+        let ikm: Vec<u8> = (0..32u8)
+            .map(|i| i.wrapping_mul(29) ^ kem.id() as u8)
+            .collect();
+        let kp = envelope::hpke::derive_key_pair(kem, &ikm).expect("derive");
+        let (pk, sk) = (hex::encode(&kp.public), hex::encode(&kp.secret[..]));
+        let dk: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(7)).collect();
+        for backend in Backend::ALL {
+            let what = format!("{kem:?} on {backend}");
+            for aad in [&b"header hash"[..], b""] {
+                let aad_hex = if aad.is_empty() {
+                    "-".to_owned()
+                } else {
+                    hex::encode(aad)
+                };
+                // pqbench seals, OpenSSL opens.
+                let (enc, mut ctx) = envelope::hpke::setup_base_s(
+                    backend,
+                    suite,
+                    &kp.public,
+                    b"pqbench info",
+                    Randomness::Rng(&mut rng),
+                )
+                .expect("setup sender");
+                let ct = ctx.seal(aad, &dk).expect("seal");
+                let pt = py(&[
+                    "hpke-open",
+                    &id,
+                    &sk,
+                    &hex::encode(&enc),
+                    &hex::encode(b"pqbench info"),
+                    &aad_hex,
+                    &hex::encode(&ct),
+                ]);
+                assert_eq!(unhex(&pt), dk, "{what}: OpenSSL opens pqbench's wrap");
+                // OpenSSL seals, pqbench opens.
+                let out = py(&[
+                    "hpke-seal",
+                    &id,
+                    &pk,
+                    &hex::encode(b"pqbench info"),
+                    &aad_hex,
+                    &hex::encode(&dk),
+                ]);
+                let (enc, ct) = out.split_once(' ').expect("ENC CT");
+                let key = PrivateKey::new(backend, kem, &kp.secret).expect("key");
+                let mut r = envelope::hpke::setup_base_r(suite, &unhex(enc), &key, b"pqbench info")
+                    .expect("setup receiver");
+                assert_eq!(
+                    r.open(aad, &unhex(ct)).expect("open").as_slice(),
+                    &dk[..],
+                    "{what}: pqbench opens OpenSSL's wrap"
+                );
+                let mut wrong = envelope::hpke::setup_base_r(suite, &unhex(enc), &key, b"other")
+                    .expect("setup receiver");
+                assert!(
+                    matches!(wrong.open(aad, &unhex(ct)), Err(envelope::Error::Decrypt)),
+                    "{what}: another info is refused"
+                );
+            }
+        }
+    }
+}
+
 fn pqbench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_pqbench"))
         .args(args)
