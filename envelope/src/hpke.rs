@@ -520,6 +520,11 @@ impl PrivateKey {
         self.kem
     }
 
+    /// The backend it was loaded on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// `Decap(enc, skR)`; any failure is the opaque [`Error::Decrypt`].
     pub fn decap(&self, enc: &[u8]) -> Result<Secret32> {
         if enc.len() != self.kem.enc_len() {

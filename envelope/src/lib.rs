@@ -70,6 +70,7 @@ mod seal;
 mod session;
 mod stream;
 mod symmetric;
+pub mod v2;
 mod x25519;
 mod xwing;
 

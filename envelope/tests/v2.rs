@@ -1,0 +1,466 @@
+//! Format v2 (`FORMAT-v2.md`) in memory: round trips for every KEM, backend and placement,
+//! the header sizes of §8, several recipients, the mixed-strength rule, and the tamper
+//! classes of issue 21 (header edits, recipient entries swapped, duplicated, dropped or
+//! reordered, a wrap to another key, the commitment, a relabelled version, the placement,
+//! chunks), each refused on both backends without releasing plaintext; and the
+//! multi-recipient splitting attack, which the commitment stops.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use envelope::hpke::{self, AeadId, KdfId, KemId, PrivateKey, Randomness, Suite};
+use envelope::v2::{self, MAX_METADATA_HEADER, Placement, To};
+use envelope::{Backend, Error, ObjectId};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng as _;
+use sha2::Digest as _;
+
+const KEMS: [KemId; 4] = [
+    KemId::X25519,
+    KemId::MlKem768,
+    KemId::MlKem1024,
+    KemId::XWing,
+];
+
+fn id() -> ObjectId {
+    ObjectId::new(
+        "tenant-a",
+        "bucket",
+        "reports/2026.csv",
+        "01937f3c-7b5e-7cc2-9d4e-6a1b2c3d4e5f",
+    )
+    .unwrap()
+}
+
+struct Key {
+    kem: KemId,
+    public: Vec<u8>,
+    secret: Vec<u8>,
+}
+
+fn key(kem: KemId, n: u8) -> Key {
+    let kp = hpke::derive_key_pair(kem, &[n; 32]).unwrap();
+    Key {
+        kem,
+        public: kp.public,
+        secret: kp.secret.to_vec(),
+    }
+}
+
+fn to(keys: &[&Key]) -> Vec<To<'static>> {
+    keys.iter()
+        .map(|k| To {
+            kem: k.kem,
+            public: Box::leak(k.public.clone().into_boxed_slice()),
+        })
+        .collect()
+}
+
+fn private(b: Backend, k: &Key) -> PrivateKey {
+    PrivateKey::new(b, k.kem, &k.secret).unwrap()
+}
+
+fn rng() -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(20_261_202)
+}
+
+fn plaintext(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| u8::try_from(i * 31 % 251).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_kem_round_trips_on_both_backends_and_across_them() {
+    for kem in KEMS {
+        let k = key(kem, 1);
+        let placement = if kem == KemId::MlKem1024 {
+            Placement::Prefix
+        } else {
+            Placement::Metadata
+        };
+        for (from, by) in [
+            (Backend::AwsLc, Backend::AwsLc),
+            (Backend::RustCrypto, Backend::RustCrypto),
+            (Backend::AwsLc, Backend::RustCrypto),
+            (Backend::RustCrypto, Backend::AwsLc),
+        ] {
+            for n in [0usize, 1, 4_194_305] {
+                if n > 1 && from != by {
+                    continue;
+                }
+                let pt = plaintext(n);
+                let s =
+                    v2::seal(from, &id(), &to(&[&k]), false, placement, &pt, &mut rng()).unwrap();
+                assert_eq!(s.chunks.len() as u64, v2::chunks_len(n as u64));
+                let got = v2::open(&id(), &private(by, &k), &s.header, placement, &s.chunks)
+                    .unwrap_or_else(|e| panic!("{kem:?} {from}→{by} {n}: {e}"));
+                assert_eq!(got.as_slice(), &pt[..], "{kem:?} {from}→{by} {n}");
+            }
+        }
+    }
+}
+
+/// §8's table: header bytes per KEM and recipient count, and what placement metadata takes.
+#[test]
+fn header_sizes_are_the_formats_and_metadata_refuses_what_does_not_fit() {
+    for (kem, one, two, most) in [
+        (KemId::X25519, 209, 327, 12),
+        (KemId::MlKem768, 1265, 2439, 1),
+        (KemId::XWing, 1297, 2503, 1),
+        (KemId::MlKem1024, 1745, 3399, 0),
+    ] {
+        let keys: Vec<Key> = (1..=13).map(|i| key(kem, i)).collect();
+        for (n, want) in [(1, one), (2, two)] {
+            let refs: Vec<&Key> = keys.iter().take(n).collect();
+            let s = v2::seal(
+                Backend::AwsLc,
+                &id(),
+                &to(&refs),
+                false,
+                Placement::Prefix,
+                b"x",
+                &mut rng(),
+            )
+            .unwrap();
+            assert_eq!(s.header.len(), want, "{kem:?} × {n}");
+            // S3's count: the entry name and the base64 value.
+            let s3 = 10 + s.header.len().div_ceil(3) * 4;
+            assert_eq!(
+                s.header.len() <= MAX_METADATA_HEADER,
+                s3 <= 2048,
+                "{kem:?} × {n}"
+            );
+        }
+        for n in 1..=13 {
+            let refs: Vec<&Key> = keys.iter().take(n).collect();
+            let r = v2::seal(
+                Backend::AwsLc,
+                &id(),
+                &to(&refs),
+                false,
+                Placement::Metadata,
+                b"x",
+                &mut rng(),
+            );
+            assert_eq!(r.is_ok(), n <= most, "{kem:?} × {n} in metadata");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("prefix placement"), "{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn any_listed_recipient_opens_and_no_other() {
+    let (a, b, c, stranger) = (
+        key(KemId::MlKem768, 1),
+        key(KemId::XWing, 2),
+        key(KemId::MlKem1024, 3),
+        key(KemId::MlKem768, 4),
+    );
+    let pt = plaintext(1000);
+    let s = v2::seal(
+        Backend::RustCrypto,
+        &id(),
+        &to(&[&a, &b, &c]),
+        false,
+        Placement::Prefix,
+        &pt,
+        &mut rng(),
+    )
+    .unwrap();
+    for backend in Backend::ALL {
+        for k in [&a, &b, &c] {
+            let got = v2::open(
+                &id(),
+                &private(backend, k),
+                &s.header,
+                Placement::Prefix,
+                &s.chunks,
+            )
+            .unwrap();
+            assert_eq!(got.as_slice(), &pt[..]);
+        }
+        let e = v2::open(
+            &id(),
+            &private(backend, &stranger),
+            &s.header,
+            Placement::Prefix,
+            &s.chunks,
+        );
+        assert!(matches!(e, Err(Error::Decrypt)), "{e:?}");
+    }
+}
+
+#[test]
+fn mixing_strengths_needs_a_flag_the_header_records() {
+    let (pq, classic) = (key(KemId::MlKem768, 1), key(KemId::X25519, 2));
+    let e = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&pq, &classic]),
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string()
+            .contains("only as strong as its classical wrap"),
+        "{e}"
+    );
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&pq, &classic]),
+        true,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    assert_eq!(s.header[9] & 1, 1, "flag bit 0");
+    // The flag without mixed recipients, or mixed recipients without the flag, is refused.
+    let single = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&pq]),
+        true,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    assert_eq!(single.header[9] & 1, 0, "one strength: no flag");
+    let mut flagged = single.header.clone();
+    flagged[9] |= 1;
+    let mut unflagged = s.header.clone();
+    unflagged[9] &= !1;
+    for (h, chunks) in [(&flagged, &single.chunks), (&unflagged, &s.chunks)] {
+        let e = v2::open(
+            &id(),
+            &private(Backend::AwsLc, &pq),
+            h,
+            Placement::Prefix,
+            chunks,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("mixed-strength flag"), "{e}");
+    }
+}
+
+/// A tampered object: what was done, its header and chunks, where the header is claimed
+/// to be, and the identity asked for.
+type Case = (String, Vec<u8>, Vec<u8>, Placement, ObjectId);
+
+/// Every way issue 21 lists to tamper with an object fails, on both backends, and never
+/// yields plaintext.
+#[test]
+fn tampering_is_refused() {
+    let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
+    let pt = plaintext(5000);
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&a, &b]),
+        false,
+        Placement::Prefix,
+        &pt,
+        &mut rng(),
+    )
+    .unwrap();
+    let h = &s.header;
+    // Recipient entries: a's starts at 91 (86 + 1088 bytes), b's after it.
+    let (ea, eb) = (91..91 + 86 + 1088, 91 + 86 + 1088..h.len());
+    let entry = |r: &std::ops::Range<usize>| h[r.clone()].to_vec();
+    let with_entries = |entries: &[Vec<u8>]| {
+        let mut out = h[..91].to_vec();
+        out[90] = u8::try_from(entries.len()).unwrap();
+        let len = u32::try_from(91 + entries.iter().map(Vec::len).sum::<usize>()).unwrap();
+        out[4..8].copy_from_slice(&len.to_be_bytes());
+        for e in entries {
+            out.extend_from_slice(e);
+        }
+        out
+    };
+    let other_id = ObjectId::new("tenant-b", "bucket", "reports/2026.csv", &id().version).unwrap();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut push = |what: &str, header: Vec<u8>, chunks: Vec<u8>| {
+        cases.push((what.to_owned(), header, chunks, Placement::Prefix, id()));
+    };
+    for i in (0..91).chain([ea.start + 5, ea.start + 40, eb.start + 2, h.len() - 1]) {
+        let mut t = h.clone();
+        t[i] ^= 0x01;
+        push(&format!("header byte {i} flipped"), t, s.chunks.clone());
+    }
+    push(
+        "entries swapped",
+        with_entries(&[entry(&eb), entry(&ea)]),
+        s.chunks.clone(),
+    );
+    push(
+        "entry duplicated",
+        with_entries(&[entry(&ea), entry(&ea)]),
+        s.chunks.clone(),
+    );
+    push(
+        "entry dropped",
+        with_entries(&[entry(&ea)]),
+        s.chunks.clone(),
+    );
+    let mut relabelled = h.clone();
+    relabelled[8] = 1;
+    push("version relabelled 1", relabelled, s.chunks.clone());
+    let mut chunk = s.chunks.clone();
+    chunk[100] ^= 0x80;
+    push("chunk byte flipped", h.clone(), chunk);
+    push(
+        "chunks truncated",
+        h.clone(),
+        s.chunks[..s.chunks.len() - 1].to_vec(),
+    );
+    push("chunks extended", h.clone(), [&s.chunks[..], &[0]].concat());
+    cases.push((
+        "placement metadata claimed".into(),
+        h.clone(),
+        s.chunks.clone(),
+        Placement::Metadata,
+        id(),
+    ));
+    cases.push((
+        "another identity".into(),
+        h.clone(),
+        s.chunks.clone(),
+        Placement::Prefix,
+        other_id,
+    ));
+    // A's wrap replaced by one to B's key under A's key id.
+    let fixed_hash: [u8; 32] = sha2::Sha256::digest(&h[..91]).into();
+    let suite = Suite {
+        kem: KemId::MlKem768,
+        kdf: KdfId::HkdfSha256,
+        aead: AeadId::Aes256Gcm,
+    };
+    let c = key(KemId::MlKem768, 9);
+    let mut info = b"pqbench-envelope/2\0".to_vec();
+    info.extend_from_slice(&h[14..46]);
+    info.extend_from_slice(&h[93..125]);
+    let (enc, mut ctx) = hpke::setup_base_s(
+        Backend::RustCrypto,
+        suite,
+        &c.public,
+        &info,
+        Randomness::Rng(&mut rng()),
+    )
+    .unwrap();
+    let mut rewrapped = entry(&ea);
+    rewrapped[36..36 + 1088].copy_from_slice(&enc);
+    rewrapped[36 + 1088 + 2..].copy_from_slice(&ctx.seal(&fixed_hash, &[7u8; 32]).unwrap());
+    cases.push((
+        "a's wrap made to another key".into(),
+        with_entries(&[rewrapped, entry(&eb)]),
+        s.chunks.clone(),
+        Placement::Prefix,
+        id(),
+    ));
+    for backend in Backend::ALL {
+        for (what, header, chunks, found, oid) in &cases {
+            for k in [&a, &b] {
+                let r = v2::open(oid, &private(backend, k), header, *found, chunks);
+                assert!(
+                    matches!(r, Err(Error::Decrypt | Error::Manifest(_))),
+                    "{what} on {backend}: {:?}",
+                    r.map(|p| p.len())
+                );
+            }
+        }
+    }
+    // The untouched object still opens for both.
+    for k in [&a, &b] {
+        assert!(
+            v2::open(
+                &id(),
+                &private(Backend::AwsLc, k),
+                h,
+                Placement::Prefix,
+                &s.chunks
+            )
+            .is_ok()
+        );
+    }
+}
+
+/// The splitting attack: the writer wraps another data key to B and encrypts B's chunks
+/// under it, so that B, alone, would read another plaintext than A. The commitment names one
+/// data key (the one A gets); B's wrap holds another, and B refuses before any chunk.
+#[test]
+fn the_commitment_stops_the_splitting_attack() {
+    use aes_gcm::aead::{AeadInOut as _, KeyInit as _};
+    let (a, b) = (key(KemId::MlKem768, 1), key(KemId::MlKem768, 2));
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&a, &b]),
+        false,
+        Placement::Prefix,
+        b"for a",
+        &mut rng(),
+    )
+    .unwrap();
+    let h = s.header.clone();
+    let fixed_hash: [u8; 32] = sha2::Sha256::digest(&h[..91]).into();
+    let suite = Suite {
+        kem: KemId::MlKem768,
+        kdf: KdfId::HkdfSha256,
+        aead: AeadId::Aes256Gcm,
+    };
+    let eb = 91 + 86 + 1088;
+    let identity_hash = &h[14..46];
+    let mut info = b"pqbench-envelope/2\0".to_vec();
+    info.extend_from_slice(identity_hash);
+    info.extend_from_slice(&h[eb + 2..eb + 34]);
+    // A correct wrap to B of another data key…
+    let dk2 = [0x42u8; 32];
+    let (enc, mut ctx) = hpke::setup_base_s(
+        Backend::AwsLc,
+        suite,
+        &b.public,
+        &info,
+        Randomness::Rng(&mut rng()),
+    )
+    .unwrap();
+    let mut forged = h.clone();
+    forged[eb + 36..eb + 36 + 1088].copy_from_slice(&enc);
+    forged[eb + 36 + 1088 + 2..].copy_from_slice(&ctx.seal(&fixed_hash, &dk2).unwrap());
+    // …and the chunk encrypted for B under it (§6), as the writer can.
+    let header_hash: [u8; 32] = sha2::Sha256::digest(&forged).into();
+    let prk = hkdf::Hkdf::<sha2::Sha256>::new(Some(identity_hash), &dk2);
+    let mut k = [0u8; 32];
+    prk.expand(&[&b"pqbench-v2 data"[..], &header_hash].concat(), &mut k)
+        .unwrap();
+    let mut ad = header_hash.to_vec();
+    ad.extend_from_slice(&0u64.to_be_bytes());
+    ad.extend_from_slice(&5u64.to_be_bytes());
+    ad.push(1);
+    let mut chunk = b"for b".to_vec();
+    let tag = aes_gcm::Aes256Gcm::new(&k.into())
+        .encrypt_inout_detached(&[0u8; 12].into(), &ad, chunk.as_mut_slice().into())
+        .unwrap();
+    chunk.extend_from_slice(&tag);
+    for backend in Backend::ALL {
+        let r = v2::open(
+            &id(),
+            &private(backend, &b),
+            &forged,
+            Placement::Prefix,
+            &chunk,
+        );
+        assert!(
+            matches!(r, Err(Error::Decrypt)),
+            "{backend}: {:?}",
+            r.map(|p| p.to_vec())
+        );
+    }
+}
