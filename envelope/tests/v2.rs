@@ -251,6 +251,34 @@ fn mixing_strengths_needs_a_flag_the_header_records() {
     }
 }
 
+/// The header `h` with the ML-KEM-768 entry at `e` wrapping `dk` to `public` instead, as
+/// FORMAT-v2 §5 says a wrap is made: `info` from the header's identity hash and the entry's
+/// key id, the fixed part's hash as AAD.
+fn rewrap(h: &[u8], e: usize, public: &[u8], dk: &[u8]) -> Vec<u8> {
+    let fixed_hash: [u8; 32] = sha2::Sha256::digest(&h[..91]).into();
+    let suite = Suite {
+        kem: KemId::MlKem768,
+        kdf: KdfId::HkdfSha256,
+        aead: AeadId::Aes256Gcm,
+    };
+    let mut info = b"pqbench-envelope/2\0".to_vec();
+    info.extend_from_slice(&h[14..46]);
+    info.extend_from_slice(&h[e + 2..e + 34]);
+    let (enc, mut ctx) = hpke::setup_base_s(
+        Backend::RustCrypto,
+        suite,
+        public,
+        &info,
+        Randomness::Rng(&mut rng()),
+    )
+    .unwrap();
+    let mut out = h.to_vec();
+    out[e + 36..e + 36 + 1088].copy_from_slice(&enc);
+    out[e + 36 + 1088 + 2..e + 36 + 1088 + 2 + 48]
+        .copy_from_slice(&ctx.seal(&fixed_hash, dk).unwrap());
+    out
+}
+
 /// A tampered object: what was done, its header and chunks, where the header is claimed
 /// to be, and the identity asked for.
 type Case = (String, Vec<u8>, Vec<u8>, Placement, ObjectId);
@@ -336,31 +364,11 @@ fn tampering_is_refused() {
         Placement::Prefix,
         other_id,
     ));
-    // A's wrap replaced by one to B's key under A's key id.
-    let fixed_hash: [u8; 32] = sha2::Sha256::digest(&h[..91]).into();
-    let suite = Suite {
-        kem: KemId::MlKem768,
-        kdf: KdfId::HkdfSha256,
-        aead: AeadId::Aes256Gcm,
-    };
+    // A's wrap replaced by one to another key under A's key id.
     let c = key(KemId::MlKem768, 9);
-    let mut info = b"pqbench-envelope/2\0".to_vec();
-    info.extend_from_slice(&h[14..46]);
-    info.extend_from_slice(&h[93..125]);
-    let (enc, mut ctx) = hpke::setup_base_s(
-        Backend::RustCrypto,
-        suite,
-        &c.public,
-        &info,
-        Randomness::Rng(&mut rng()),
-    )
-    .unwrap();
-    let mut rewrapped = entry(&ea);
-    rewrapped[36..36 + 1088].copy_from_slice(&enc);
-    rewrapped[36 + 1088 + 2..].copy_from_slice(&ctx.seal(&fixed_hash, &[7u8; 32]).unwrap());
     cases.push((
         "a's wrap made to another key".into(),
-        with_entries(&[rewrapped, entry(&eb)]),
+        rewrap(h, ea.start, &c.public, &[7u8; 32]),
         s.chunks.clone(),
         Placement::Prefix,
         id(),
@@ -410,30 +418,11 @@ fn the_commitment_stops_the_splitting_attack() {
     )
     .unwrap();
     let h = s.header.clone();
-    let fixed_hash: [u8; 32] = sha2::Sha256::digest(&h[..91]).into();
-    let suite = Suite {
-        kem: KemId::MlKem768,
-        kdf: KdfId::HkdfSha256,
-        aead: AeadId::Aes256Gcm,
-    };
     let eb = 91 + 86 + 1088;
     let identity_hash = &h[14..46];
-    let mut info = b"pqbench-envelope/2\0".to_vec();
-    info.extend_from_slice(identity_hash);
-    info.extend_from_slice(&h[eb + 2..eb + 34]);
     // A correct wrap to B of another data key…
     let dk2 = [0x42u8; 32];
-    let (enc, mut ctx) = hpke::setup_base_s(
-        Backend::AwsLc,
-        suite,
-        &b.public,
-        &info,
-        Randomness::Rng(&mut rng()),
-    )
-    .unwrap();
-    let mut forged = h.clone();
-    forged[eb + 36..eb + 36 + 1088].copy_from_slice(&enc);
-    forged[eb + 36 + 1088 + 2..].copy_from_slice(&ctx.seal(&fixed_hash, &dk2).unwrap());
+    let forged = rewrap(&h, eb, &b.public, &dk2);
     // …and the chunk encrypted for B under it (§6), as the writer can.
     let header_hash: [u8; 32] = sha2::Sha256::digest(&forged).into();
     let prk = hkdf::Hkdf::<sha2::Sha256>::new(Some(identity_hash), &dk2);
