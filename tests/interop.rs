@@ -229,6 +229,149 @@ fn hpke_wraps_both_directions_with_openssl() {
     }
 }
 
+/// Format v2 read by `tests/interop/pqreader2.py`, written only from
+/// `envelope/FORMAT-v2.md` on OpenSSL and hashlib: every KEM, both backends, both
+/// placements (metadata where the header fits), a multi-chunk object and an object with
+/// three recipients, each opened with its own key; a flipped chunk byte and another
+/// identity are refused.
+#[test]
+fn python_reader_written_from_format_v2_opens_v2_objects() {
+    use base64::Engine as _;
+    use envelope::hpke::KemId;
+    use envelope::v2::{Placement, To};
+    let dir = tempfile::tempdir().expect("tmp");
+    let id = envelope::ObjectId::new(
+        "tenant-a",
+        "bucket",
+        "v2/object.bin",
+        "01937f3c-7b5e-7cc2-9d4e-6a1b2c3d4e5f",
+    )
+    .expect("id");
+    let read = |sealed: &envelope::v2::Sealed,
+                placement: Placement,
+                kem: KemId,
+                secret: &[u8],
+                key: &str| {
+        let (h, c) = (dir.path().join("header"), dir.path().join("chunks"));
+        match placement {
+            Placement::Metadata => {
+                let b64 = base64::engine::general_purpose::STANDARD.encode(&sealed.header);
+                std::fs::write(&h, b64).expect("write");
+                std::fs::write(&c, &sealed.chunks).expect("write");
+            }
+            Placement::Prefix => {
+                std::fs::write(&h, [&sealed.header[..], &sealed.chunks].concat()).expect("write");
+            }
+        }
+        Command::new(python())
+            .arg(interop_dir().join("pqreader2.py"))
+            .arg(&h)
+            .arg(if placement == Placement::Metadata {
+                "metadata"
+            } else {
+                "prefix"
+            })
+            .arg(&c)
+            .args(["tenant-a", "bucket", key, &id.version])
+            .arg(format!("{:04x}", kem.id()))
+            .arg(hex::encode(secret))
+            .output()
+            .expect("run pqreader2.py")
+    };
+    let mut rng = envelope::os_rng();
+    let keys: Vec<(KemId, envelope::hpke::KeyPair)> = [
+        KemId::X25519,
+        KemId::MlKem768,
+        KemId::MlKem1024,
+        KemId::XWing,
+    ]
+    .into_iter()
+    .map(|k| {
+        (
+            k,
+            envelope::hpke::derive_key_pair(k, &[k.id() as u8; 32]).expect("keys"),
+        )
+    })
+    .collect();
+    for (kem, kp) in &keys {
+        for backend in Backend::ALL {
+            for placement in [Placement::Metadata, Placement::Prefix] {
+                if placement == Placement::Metadata && *kem == KemId::MlKem1024 {
+                    continue;
+                }
+                let pt: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+                let to = [To {
+                    kem: *kem,
+                    public: &kp.public,
+                }];
+                let s = envelope::v2::seal(backend, &id, &to, false, placement, &pt, &mut rng)
+                    .expect("seal");
+                let out = read(&s, placement, *kem, &kp.secret, &id.key);
+                let what = format!("{kem:?} {backend} {placement:?}");
+                assert!(
+                    out.status.success(),
+                    "{what}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_eq!(
+                    unhex(String::from_utf8_lossy(&out.stdout).trim()),
+                    pt,
+                    "{what}"
+                );
+                // Refused: a flipped chunk byte, another identity.
+                let mut bad = envelope::v2::Sealed {
+                    header: s.header.clone(),
+                    chunks: s.chunks.clone(),
+                };
+                bad.chunks[10] ^= 1;
+                assert!(
+                    !read(&bad, placement, *kem, &kp.secret, &id.key)
+                        .status
+                        .success(),
+                    "{what}"
+                );
+                assert!(
+                    !read(&s, placement, *kem, &kp.secret, "v2/other.bin")
+                        .status
+                        .success(),
+                    "{what}"
+                );
+            }
+        }
+    }
+    // Three recipients, two chunks: each key opens it.
+    let to: Vec<To<'_>> = keys[1..]
+        .iter()
+        .map(|(k, kp)| To {
+            kem: *k,
+            public: &kp.public,
+        })
+        .collect();
+    let pt: Vec<u8> = (0..4_194_309u32).map(|i| (i % 253) as u8).collect();
+    let s = envelope::v2::seal(
+        Backend::AwsLc,
+        &id,
+        &to,
+        false,
+        Placement::Prefix,
+        &pt,
+        &mut rng,
+    )
+    .expect("seal");
+    for (kem, kp) in &keys[1..] {
+        let out = read(&s, Placement::Prefix, *kem, &kp.secret, &id.key);
+        assert!(
+            out.status.success(),
+            "{kem:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            unhex(String::from_utf8_lossy(&out.stdout).trim()) == pt,
+            "{kem:?}"
+        );
+    }
+}
+
 fn pqbench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_pqbench"))
         .args(args)

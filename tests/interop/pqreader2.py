@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""A reader of pqbench format v2 written only from envelope/FORMAT-v2.md, on pyca/cryptography
+(OpenSSL) and hashlib: an independent implementation of the header (§4), the unwrap and
+commitment (§5) and the chunks (§6).
+
+  pqreader2.py HEADER_FILE PLACEMENT CHUNKS_FILE TENANT BUCKET KEY VERSION KEM SECRET_HEX
+
+PLACEMENT is `metadata` (HEADER_FILE holds the base64 entry value) or `prefix` (HEADER_FILE
+holds the body, which starts with the header; CHUNKS_FILE is then ignored and may be `-`).
+KEM is the registry id in hex (0020, 0041, 0042, 647a); SECRET_HEX the recipient's private
+key in pqbench's encoding. Prints the plaintext in hex, or exits 1 with one line on refusal.
+"""
+import base64
+import hashlib
+import hmac
+import struct
+import sys
+
+from cryptography.hazmat.bindings._rust import openssl as ro
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from prims import hpke_keys, hpke_suite  # noqa: E402
+
+NENC = {0x0020: 32, 0x0041: 1088, 0x0042: 1568, 0x647A: 1120}
+CHUNK = 4194304
+
+
+def refuse(why):
+    print(f"refused: {why}", file=sys.stderr)
+    sys.exit(1)
+
+
+def lp(b):
+    return struct.pack(">H", len(b)) + b
+
+
+def identity_hash(tenant, bucket, key, version):
+    parts = b"".join(lp(x.encode()) for x in (tenant, bucket, key, version))
+    return hashlib.sha256(b"pqbench-identity/2\0" + parts).digest()
+
+
+def parse(b):
+    """§4: the header at the start of b; returns (fields, header_len)."""
+    if b[:4] != b"PQB2":
+        refuse("magic")
+    (hlen,) = struct.unpack(">I", b[4:8])
+    if hlen > 65536 or hlen > len(b):
+        refuse("header_len")
+    h = b[:hlen]
+    version, flags = h[8], h[9]
+    kdf, aead = struct.unpack(">HH", h[10:14])
+    if version != 2 or flags & ~3 or (kdf, aead) != (1, 2):
+        refuse("version, flags or suite")
+    ident, (size,), (chunk,) = h[14:46], struct.unpack(">Q", h[46:54]), struct.unpack(">I", h[54:58])
+    commitment, count = h[58:90], h[90]
+    if chunk != CHUNK or size > 2**53 - 1 or not 1 <= count <= 16:
+        refuse("chunking or recipient count")
+    at, entries = 91, []
+    for _ in range(count):
+        (kem,) = struct.unpack(">H", h[at:at + 2])
+        key_id = h[at + 2:at + 34]
+        (nenc,) = struct.unpack(">H", h[at + 34:at + 36])
+        if NENC.get(kem) != nenc:
+            refuse("enc_len")
+        enc = h[at + 36:at + 36 + nenc]
+        at += 36 + nenc
+        (nw,) = struct.unpack(">H", h[at:at + 2])
+        if nw != 48:
+            refuse("wrapped_len")
+        entries.append((kem, key_id, enc, h[at + 2:at + 50]))
+        at += 50
+    if at != hlen or len({e[1] for e in entries}) != count:
+        refuse("lengths or duplicate key ids")
+    mixed = len({e[0] == 0x0020 for e in entries}) == 2
+    if bool(flags & 1) != mixed:
+        refuse("mixed-strength flag")
+    return dict(flags=flags, ident=ident, size=size, commitment=commitment, entries=entries,
+                fixed=h[:91], header=h), hlen
+
+
+def hkdf_prk(salt, ikm):
+    return hmac.new(salt, ikm, hashlib.sha256).digest()
+
+
+def hkdf_expand32(prk, info):
+    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
+
+
+def main(argv):
+    hfile, placement, cfile, tenant, bucket, key, version, kem_hex, secret_hex = argv[1:10]
+    raw = open(hfile, "rb").read()
+    if placement == "metadata":
+        header_bytes = base64.b64decode(raw, validate=True)
+        f, hlen = parse(header_bytes)
+        if hlen != len(header_bytes):
+            refuse("bytes after the header")
+        chunks = open(cfile, "rb").read()
+        found_prefix = False
+    else:
+        f, hlen = parse(raw)
+        chunks = raw[hlen:]
+        found_prefix = True
+    if bool(f["flags"] & 2) != found_prefix:
+        refuse("placement flag")
+    ident = identity_hash(tenant, bucket, key, version)
+    if not hmac.compare_digest(ident, f["ident"]):
+        refuse("identity")
+    n = max(1, -(-f["size"] // CHUNK))
+    if len(chunks) != f["size"] + 16 * n:
+        refuse("body length")
+    kem = int(kem_hex, 16)
+    sk = hpke_keys(kem_hex, bytes.fromhex(secret_hex), True)
+    pk = (sk.public_key().public_bytes_raw() if kem != 0x647A else
+          hpke_public_xwing(bytes.fromhex(secret_hex)))
+    key_id = hashlib.sha256(pk).digest()
+    mine = [e for e in f["entries"] if e[0] == kem and e[1] == key_id]
+    if not mine:
+        refuse("not a recipient")
+    _, _, enc, wrapped = mine[0]
+    suite, _ = hpke_suite(kem_hex)
+    info = b"pqbench-envelope/2\0" + ident + key_id
+    try:
+        dk = ro.hpke._decrypt_with_aad(suite, enc + wrapped, sk, info=info,
+                                       aad=hashlib.sha256(f["fixed"]).digest())
+    except Exception:
+        refuse("unwrap")
+    prk = hkdf_prk(ident, dk)
+    if not hmac.compare_digest(hkdf_expand32(prk, b"pqbench-v2 commitment"), f["commitment"]):
+        refuse("commitment")
+    header_hash = hashlib.sha256(f["header"]).digest()
+    k = AESGCM(hkdf_expand32(prk, b"pqbench-v2 data" + header_hash))
+    out, at = b"", 0
+    for j in range(n):
+        plain = f["size"] - j * CHUNK if j == n - 1 else CHUNK
+        ad = header_hash + struct.pack(">QQB", j, plain, int(j == n - 1))
+        try:
+            out += k.decrypt(b"\0" * 4 + struct.pack(">Q", j), chunks[at:at + plain + 16], ad)
+        except Exception:
+            refuse(f"chunk {j}")
+        at += plain + 16
+    return out.hex()
+
+
+def hpke_public_xwing(seed):
+    e = hashlib.shake_256(seed).digest(96)
+    from cryptography.hazmat.primitives.asymmetric import mlkem, x25519
+    return (mlkem.MLKEM768PrivateKey.from_seed_bytes(e[:64]).public_key().public_bytes_raw()
+            + x25519.X25519PrivateKey.from_private_bytes(e[64:]).public_key().public_bytes_raw())
+
+
+if __name__ == "__main__":
+    print(main(sys.argv))
