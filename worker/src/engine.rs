@@ -887,12 +887,7 @@ async fn cleanup(
 ) -> (u64, Vec<String>, f64) {
     let t = Instant::now();
     let (mut deleted, mut failed) = (0, Vec::new());
-    let mut slices = vec![fixtures.to_vec()];
-    let read = crate::spool::written_slices(written, CLEANUP_SLICE, |s| slices.push(s));
-    if let Err(e) = read {
-        failed.push(format!("cleanup: {e}"));
-    }
-    for slice in slices.iter().filter(|s| !s.is_empty()) {
+    let mut delete = async |slice: &[(String, String)], failed: &mut Vec<String>| {
         match store.delete_many(slice).await {
             Ok((d, f)) => {
                 deleted += d;
@@ -901,6 +896,23 @@ async fn cleanup(
             Err(e) => failed.push(format!("cleanup: {e}")),
         }
         failed.truncate(100);
+    };
+    if !fixtures.is_empty() {
+        delete(fixtures, &mut failed).await;
+    }
+    // One slice in memory at a time: a long PUT run wrote millions of objects.
+    match crate::spool::WrittenSlices::open(written, CLEANUP_SLICE) {
+        Ok(mut slices) => loop {
+            match slices.next_slice() {
+                Ok(Some(slice)) => delete(&slice, &mut failed).await,
+                Ok(None) => break,
+                Err(e) => {
+                    failed.push(format!("cleanup: {e}"));
+                    break;
+                }
+            }
+        },
+        Err(e) => failed.push(format!("cleanup: {e}")),
     }
     (deleted, failed, t.elapsed().as_secs_f64())
 }

@@ -9,7 +9,7 @@
 //! Memory is then the writer's buffer, the digest (bounded by the span of latencies, not
 //! their number) and the channel's backlog, whatever the length of the window.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead as _, BufWriter, Write};
 use std::path::Path;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -170,27 +170,37 @@ fn write_all(
     })
 }
 
-/// Reads the objects written back, `slice` at a time (cleanup deletes them slice by slice).
-pub fn written_slices(
-    path: &Path,
+/// The objects written, read back a slice at a time (cleanup deletes each slice before
+/// reading the next, so the keys never sit in memory whole).
+pub struct WrittenSlices {
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    path: std::path::PathBuf,
     slice: usize,
-    mut f: impl FnMut(Vec<(String, String)>),
-) -> Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-    let mut batch = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.map_err(|e| io_err(path, e))?;
-        if let Some((k, v)) = line.split_once('\t') {
-            batch.push((k.to_owned(), v.to_owned()));
-        }
-        if batch.len() >= slice.max(1) {
-            f(std::mem::take(&mut batch));
-        }
+}
+
+impl WrittenSlices {
+    /// Opens the file of written objects, to read `slice` of them at a time.
+    pub fn open(path: &Path, slice: usize) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        Ok(Self {
+            lines: std::io::BufReader::new(file).lines(),
+            path: path.to_path_buf(),
+            slice: slice.max(1),
+        })
     }
-    if !batch.is_empty() {
-        f(batch);
+
+    /// The next slice of (key, version) pairs; `None` at the end.
+    pub fn next_slice(&mut self) -> Result<Option<Vec<(String, String)>>> {
+        let mut batch = Vec::new();
+        while batch.len() < self.slice {
+            let Some(line) = self.lines.next() else { break };
+            let line = line.map_err(|e| io_err(&self.path, e))?;
+            if let Some((k, v)) = line.split_once('\t') {
+                batch.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        Ok((!batch.is_empty()).then_some(batch))
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -272,11 +282,11 @@ measured: 10s
         }
         assert_eq!(s.digest.latency_quantile(0.99), mem.latency_quantile(0.99));
         let mut keys = 0;
-        written_slices(&s.written, 1000, |b| {
+        let mut slices = WrittenSlices::open(&s.written, 1000).unwrap();
+        while let Some(b) = slices.next_slice().unwrap() {
             assert!(b.len() <= 1000);
             keys += b.len();
-        })
-        .unwrap();
+        }
         assert_eq!(keys, n);
     }
 }
