@@ -603,6 +603,13 @@ impl RunSpec {
             .and_then(|s| humantime::parse_rfc3339_weak(s).ok())
     }
 
+    /// The run's measured time: the window, or with turns its own slices within it.
+    pub fn measured_time(&self) -> std::time::Duration {
+        let (warm, window) = (self.warmup.0, self.measured.0);
+        self.turns
+            .map_or(window, |t| t.own_time(warm, warm + window))
+    }
+
     /// Session bounds in force for this run (`None` unless the mode is
     /// `ml-kem-768-session`).
     pub fn session_bounds(&self) -> Option<SessionBounds> {

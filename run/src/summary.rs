@@ -827,10 +827,7 @@ pub fn record_checks(spec: &RunSpec, d: &Digest) -> Vec<Check> {
             )
         },
     });
-    let measured = spec.turns.map_or(spec.measured.0, |t| {
-        t.own_time(spec.warmup.0, spec.warmup.0 + spec.measured.0)
-    });
-    checks.push(drift_check(&drift(spec, d), measured));
+    checks.push(drift_check(&drift(spec, d), spec.measured_time()));
     checks
 }
 
@@ -908,10 +905,7 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         not_started: d.not_started,
     };
     // Interleaved: the run's own slices within the window are its measured time.
-    let w = spec
-        .turns
-        .map_or(window, |t| t.own_time(warm, warm + window))
-        .as_secs_f64();
+    let w = spec.measured_time().as_secs_f64();
     let n_ok = f(counts.ok);
     let mean_us = |sum: f64| if counts.ok == 0 { 0.0 } else { sum / n_ok };
     let [ke, kd, aead, manifest, storage] = d.stage_us_sums;
