@@ -24,6 +24,9 @@ pub const DATA_NAME: &str = "data.enc";
 /// Name of the manifest (the commit record) inside a version directory.
 /// Format constant: changing it breaks existing objects.
 pub const MANIFEST_NAME: &str = "manifest.json";
+/// Name of a format-v2 version's one object (FORMAT-v2.md §2).
+/// Format constant: changing it breaks existing objects.
+pub const OBJECT_V2_NAME: &str = "object.v2";
 
 /// `<key>.pqcs/`: the prefix under which every version of `key` lives.
 pub fn versions_prefix(key: &str) -> String {
@@ -40,6 +43,11 @@ pub fn manifest_key(key: &str, version: &str) -> String {
     format!("{key}{VERSIONS_SUFFIX}/{version}/{MANIFEST_NAME}")
 }
 
+/// `<key>.pqcs/<version>/object.v2` (format v2: the whole version in one object).
+pub fn object_v2_key(key: &str, version: &str) -> String {
+    format!("{key}{VERSIONS_SUFFIX}/{version}/{OBJECT_V2_NAME}")
+}
+
 /// Which file of a version an S3 key names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
@@ -47,6 +55,8 @@ pub enum Part {
     Data,
     /// `manifest.json`.
     Manifest,
+    /// `object.v2` (format v2).
+    ObjectV2,
 }
 
 /// A bucket key of the layout, split into its parts.
@@ -60,13 +70,14 @@ pub struct LayoutKey<'a> {
     pub part: Part,
 }
 
-/// Splits `<key>.pqcs/<version>/{data.enc|manifest.json}`; `None` for any other bucket key
+/// Splits `<key>.pqcs/<version>/{data.enc|manifest.json|object.v2}`; `None` for any other bucket key
 /// (foreign objects, malformed versions), so listings skip what pqbench did not write.
 pub fn parse_key(s3_key: &str) -> Option<LayoutKey<'_>> {
     let (dir, file) = s3_key.rsplit_once('/')?;
     let part = match file {
         DATA_NAME => Part::Data,
         MANIFEST_NAME => Part::Manifest,
+        OBJECT_V2_NAME => Part::ObjectV2,
         _ => return None,
     };
     let (versions, version) = dir.rsplit_once('/')?;
@@ -147,6 +158,9 @@ mod tests {
         let m = manifest_key("a/b.csv", V);
         assert_eq!(parse_key(&m).map(|k| k.part), Some(Part::Manifest));
         assert!(m.starts_with(&versions_prefix("a/b.csv")));
+        let o = object_v2_key("a/b.csv", V);
+        assert_eq!(o, format!("a/b.csv.pqcs/{V}/object.v2"));
+        assert_eq!(parse_key(&o).map(|k| k.part), Some(Part::ObjectV2));
     }
 
     #[test]

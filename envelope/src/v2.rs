@@ -1,20 +1,24 @@
 //! Format v2 (`FORMAT-v2.md`): the binary header, the HPKE-wrapped data key with its
-//! commitment, and the chunks, in memory. Section numbers below are FORMAT-v2.md's.
+//! commitment, and the chunks. Section numbers below are FORMAT-v2.md's.
 //!
-//! [`seal`] gives the header and the chunk ciphertexts for one or more recipients;
-//! [`open`] checks the header against the identity the reader asked for (§4), unwraps the
+//! [`Sealer`] builds the header at once and then seals chunk by chunk (so a store can send
+//! the header first, or put it in the request's metadata, and stream the body); [`Opener`]
+//! checks the header against the identity the reader asked for (§4), unwraps the
 //! data key with the reader's entry (§5), checks the commitment before any chunk (§5), and
-//! opens the chunks (§6). Every failure after parsing is the opaque [`Error::Decrypt`];
+//! opens the chunks one at a time (§6). [`Sender`] and [`Receiver`] hold the keys;
+//! [`seal`] and [`open`] do the same in memory. Every failure after parsing is the opaque [`Error::Decrypt`];
 //! a header that does not parse is [`Error::Manifest`] (public data, says what is wrong).
+
+use std::time::Instant;
 
 use rand_core::CryptoRng;
 use subtle::ConstantTimeEq;
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
-use crate::ctx::ObjectId;
+use crate::ctx::{MAX_PLAINTEXT_SIZE, ObjectId};
 use crate::hpke::{self, AeadId, KdfId, KemId, PrivateKey, Randomness, Suite};
 use crate::symmetric::{Aead, NONCE_LEN, TAG_LEN, sha256};
-use crate::{Backend, Error, Result};
+use crate::{Backend, Error, KeyType, PublicKey, Result, SecretKey, StageTimes};
 
 /// `magic`: ASCII `PQB2`.
 pub const MAGIC: [u8; 4] = *b"PQB2";
@@ -371,19 +375,141 @@ pub struct Sealed {
     pub chunks: Vec<u8>,
 }
 
-/// Seals `plaintext` as version `id` to `to` (1–16 recipients, distinct keys), §5 and §6.
-/// Mixing post-quantum and classical recipients needs `allow_mixed`; placement metadata
-/// refuses a header above [`MAX_METADATA_HEADER`] bytes.
-pub fn seal<R: CryptoRng + ?Sized>(
+/// The KEM v2 wraps to for a key type (`None`: the key type has no v2 suite; v2 wraps to
+/// ML-KEM-768, ML-KEM-1024, X-Wing and X25519 keys, §3).
+pub fn kem_of(key_type: KeyType) -> Option<KemId> {
+    match key_type {
+        KeyType::MlKem768 => Some(KemId::MlKem768),
+        KeyType::MlKem1024 => Some(KemId::MlKem1024),
+        KeyType::XWing => Some(KemId::XWing),
+        KeyType::X25519 => Some(KemId::X25519),
+        _ => None,
+    }
+}
+
+fn v2_kem(key_type: KeyType) -> Result<KemId> {
+    kem_of(key_type).ok_or_else(|| {
+        Error::Key(format!(
+            "a {} key has no format-v2 suite: v2 wraps to ml-kem-768, ml-kem-1024, x-wing or x25519 keys",
+            key_type.name()
+        ))
+    })
+}
+
+/// A writer of v2 objects: the recipients' public keys, the backend, the placement and
+/// whether mixed strengths are allowed. Checks what it can once, at construction.
+#[derive(Clone, Debug)]
+pub struct Sender {
     backend: Backend,
-    id: &ObjectId,
-    to: &[To<'_>],
+    recipients: Vec<(KemId, Vec<u8>)>,
     allow_mixed: bool,
     placement: Placement,
-    plaintext: &[u8],
-    rng: &mut R,
-) -> Result<Sealed> {
-    id.validate()?;
+}
+
+impl Sender {
+    /// A writer to `recipients` (1–16 distinct public keys of a v2 suite).
+    pub fn new(
+        backend: Backend,
+        recipients: &[&PublicKey],
+        allow_mixed: bool,
+        placement: Placement,
+    ) -> Result<Self> {
+        let recipients = recipients
+            .iter()
+            .map(|pk| Ok((v2_kem(pk.key_type())?, pk.as_bytes().to_vec())))
+            .collect::<Result<Vec<_>>>()?;
+        let to: Vec<To<'_>> = recipients
+            .iter()
+            .map(|(kem, public)| To { kem: *kem, public })
+            .collect();
+        check_recipients(backend, &to, allow_mixed)?;
+        let probe = header_len_for(to.iter().map(|t| t.kem));
+        if placement == Placement::Metadata && probe > MAX_METADATA_HEADER {
+            return Err(too_big_for_metadata(probe));
+        }
+        Ok(Self {
+            backend,
+            recipients,
+            allow_mixed,
+            placement,
+        })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The placement.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// The header's length for these recipients.
+    pub fn header_len(&self) -> usize {
+        header_len_for(self.recipients.iter().map(|r| r.0))
+    }
+
+    /// Starts sealing `size` plaintext bytes as version `id`.
+    pub fn seal<R: CryptoRng + ?Sized>(
+        &self,
+        id: &ObjectId,
+        size: u64,
+        rng: &mut R,
+    ) -> Result<Sealer> {
+        let to: Vec<To<'_>> = self
+            .recipients
+            .iter()
+            .map(|(kem, public)| To { kem: *kem, public })
+            .collect();
+        Sealer::new(
+            self.backend,
+            id,
+            &to,
+            self.allow_mixed,
+            self.placement,
+            size,
+            rng,
+        )
+    }
+}
+
+/// A reader of v2 objects: one recipient's private key, loaded once.
+pub struct Receiver {
+    key: PrivateKey,
+}
+
+impl Receiver {
+    /// A reader with `key` (a secret key of a v2 suite) on `backend`.
+    pub fn new(backend: Backend, key: &SecretKey) -> Result<Self> {
+        let kem = v2_kem(key.key_type())?;
+        Ok(Self {
+            key: PrivateKey::new(backend, kem, key.expose_secret())?,
+        })
+    }
+
+    /// The reader's private key.
+    pub fn key(&self) -> &PrivateKey {
+        &self.key
+    }
+
+    /// Starts opening version `id` from its header as `found` (see [`Opener::new`]).
+    pub fn open(&self, id: &ObjectId, header: &[u8], found: Placement) -> Result<Opener> {
+        Opener::new(id, &self.key, header, found)
+    }
+}
+
+fn header_len_for(kems: impl Iterator<Item = KemId>) -> usize {
+    FIXED_LEN + kems.map(|k| 86 + k.enc_len()).sum::<usize>()
+}
+
+fn too_big_for_metadata(len: usize) -> Error {
+    Error::Usage(format!(
+        "the v2 header is {len} bytes; S3's 2 KB of user metadata holds at most {MAX_METADATA_HEADER} (use the prefix placement)"
+    ))
+}
+
+fn check_recipients(backend: Backend, to: &[To<'_>], allow_mixed: bool) -> Result<()> {
     if !(1..=MAX_RECIPIENTS).contains(&to.len()) {
         return Err(Error::Usage(format!(
             "a v2 object has 1 to {MAX_RECIPIENTS} recipients, not {}",
@@ -396,83 +522,386 @@ pub fn seal<R: CryptoRng + ?Sized>(
             "refusing to mix post-quantum and classical recipients: the object would be only as strong as its classical wrap (allow it explicitly to record it in the header)".into(),
         ));
     }
-    let identity_hash = identity_hash(id);
-    let mut dk = Zeroizing::new([0u8; 32]);
-    rng.fill_bytes(dk.as_mut());
-    let prk = prk(&dk, &identity_hash);
-    let commitment = *expand32(&prk, &[b"pqbench-v2 commitment"])?;
-    let mut header = Header {
-        mixed,
-        placement,
-        identity_hash,
-        plaintext_size: u64::try_from(plaintext.len()).unwrap_or(u64::MAX),
-        commitment,
-        recipients: to
-            .iter()
-            .map(|t| Entry {
-                kem: t.kem,
-                key_id: sha256(backend, t.public),
-                enc: vec![0; t.kem.enc_len()],
-                wrapped: vec![0; WRAPPED_LEN],
-            })
-            .collect(),
-    };
-    for (i, e) in header.recipients.iter().enumerate() {
-        if header.recipients[..i].iter().any(|o| o.key_id == e.key_id) {
-            return Err(Error::Usage("a recipient is listed twice".into()));
-        }
+    let ids: Vec<[u8; 32]> = to.iter().map(|t| sha256(backend, t.public)).collect();
+    if ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id)) {
+        return Err(Error::Usage("a recipient is listed twice".into()));
     }
-    if placement == Placement::Metadata && header.len() > MAX_METADATA_HEADER {
-        return Err(Error::Usage(format!(
-            "the v2 header is {} bytes; S3's 2 KB of user metadata holds at most {MAX_METADATA_HEADER} (use the prefix placement)",
-            header.len()
+    Ok(())
+}
+
+/// The length of the header whose first 8 bytes (`magic ‖ header_len`) are `start`: how
+/// many bytes of a prefix-placement body to read before [`Opener::new`] (§4 check 1).
+pub fn announced_len(start: &[u8; 8]) -> Result<usize> {
+    if start[..4] != MAGIC {
+        return Err(bad("magic is not PQB2"));
+    }
+    let n = usize::try_from(u32::from_be_bytes([start[4], start[5], start[6], start[7]]))
+        .unwrap_or(usize::MAX);
+    if !(FIXED_LEN..=MAX_HEADER).contains(&n) {
+        return Err(bad(&format!(
+            "header_len {n} is outside {FIXED_LEN}..={MAX_HEADER}"
         )));
     }
-    let aad = header.fixed_hash();
-    for (e, t) in header.recipients.iter_mut().zip(to) {
+    Ok(n)
+}
+
+/// Which chunk comes next and how long it is, shared by [`Sealer`] and [`Opener`].
+struct Chunks {
+    header_hash: [u8; 32],
+    aead: Aead,
+    plaintext_size: u64,
+    count: u64,
+    next: u64,
+}
+
+impl Chunks {
+    fn new(
+        prk: &hkdf::Hkdf<sha2::Sha256>,
+        backend: Backend,
+        header: &[u8],
+        size: u64,
+    ) -> Result<Self> {
+        let header_hash = sha256(backend, header);
+        let k = expand32(prk, &[b"pqbench-v2 data", &header_hash])?;
+        Ok(Self {
+            header_hash,
+            aead: Aead::new(backend, &k)?,
+            plaintext_size: size,
+            count: chunk_count(size),
+            next: 0,
+        })
+    }
+
+    /// Plaintext length of the next chunk.
+    fn next_len(&self) -> Option<usize> {
+        (self.next < self.count).then(|| {
+            let len = if self.next + 1 == self.count {
+                self.plaintext_size - self.next * u64::from(CHUNK_SIZE)
+            } else {
+                u64::from(CHUNK_SIZE)
+            };
+            usize::try_from(len).unwrap_or(usize::MAX)
+        })
+    }
+
+    fn ad(&self, len: usize) -> Vec<u8> {
+        chunk_ad(
+            &self.header_hash,
+            self.next,
+            len as u64,
+            self.next + 1 == self.count,
+        )
+    }
+}
+
+/// Seals one v2 object chunk by chunk: the header is known at once (§4, §5), so in placement
+/// prefix it is sent first, and in placement metadata it goes with the request's headers.
+pub struct Sealer {
+    header: Vec<u8>,
+    chunks: Chunks,
+    times: StageTimes,
+}
+
+impl Sealer {
+    /// Starts sealing `size` bytes as version `id` to `to` (1–16 recipients, distinct keys),
+    /// §5. Mixing post-quantum and classical recipients needs `allow_mixed`; placement
+    /// metadata refuses a header above [`MAX_METADATA_HEADER`] bytes.
+    pub fn new<R: CryptoRng + ?Sized>(
+        backend: Backend,
+        id: &ObjectId,
+        to: &[To<'_>],
+        allow_mixed: bool,
+        placement: Placement,
+        size: u64,
+        rng: &mut R,
+    ) -> Result<Self> {
+        let t = Instant::now();
+        id.validate()?;
+        check_recipients(backend, to, allow_mixed)?;
+        if size > MAX_PLAINTEXT_SIZE {
+            return Err(Error::Usage(format!(
+                "plaintext of {size} bytes exceeds the largest object, {MAX_PLAINTEXT_SIZE} bytes"
+            )));
+        }
+        let len = header_len_for(to.iter().map(|t| t.kem));
+        if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
+            return Err(too_big_for_metadata(len));
+        }
+        let mixed = strengths(to.iter().map(|t| t.kem)) == Strengths::Mixed;
+        let identity_hash = identity_hash(id);
+        let mut times = StageTimes {
+            manifest: t.elapsed(),
+            ..StageTimes::default()
+        };
+
+        let t = Instant::now();
+        let mut dk = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(dk.as_mut());
+        let prk = prk(&dk, &identity_hash);
+        let commitment = *expand32(&prk, &[b"pqbench-v2 commitment"])?;
+        times.key_derivation += t.elapsed();
+
+        let t = Instant::now();
+        let mut header = Header {
+            mixed,
+            placement,
+            identity_hash,
+            plaintext_size: size,
+            commitment,
+            recipients: to
+                .iter()
+                .map(|t| Entry {
+                    kem: t.kem,
+                    key_id: sha256(backend, t.public),
+                    enc: vec![0; t.kem.enc_len()],
+                    wrapped: vec![0; WRAPPED_LEN],
+                })
+                .collect(),
+        };
+        let aad = header.fixed_hash();
+        times.manifest += t.elapsed();
+
+        let t = Instant::now();
+        for (e, t) in header.recipients.iter_mut().zip(to) {
+            let suite = Suite {
+                kem: t.kem,
+                kdf: KDF,
+                aead: AEAD,
+            };
+            let (enc, mut ctx) = hpke::setup_base_s(
+                backend,
+                suite,
+                t.public,
+                &info(&identity_hash, &e.key_id),
+                Randomness::Rng(&mut *rng),
+            )?;
+            e.enc = enc;
+            e.wrapped = ctx.seal(&aad, &dk[..])?;
+        }
+        times.key_establishment += t.elapsed();
+
+        let t = Instant::now();
+        let bytes = header.encode();
+        times.manifest += t.elapsed();
+        let t = Instant::now();
+        let chunks = Chunks::new(&prk, backend, &bytes, size)?;
+        times.key_derivation += t.elapsed();
+        Ok(Self {
+            header: bytes,
+            chunks,
+            times,
+        })
+    }
+
+    /// The header's bytes.
+    pub fn header(&self) -> &[u8] {
+        &self.header
+    }
+
+    /// `CT_0 ‖ … ‖ CT_{n−1}`'s length once every chunk is sealed.
+    pub fn chunks_size(&self) -> u64 {
+        chunks_len(self.chunks.plaintext_size)
+    }
+
+    /// Plaintext length the next [`Sealer::seal_chunk`] call must get (`None`: all sealed).
+    pub fn next_chunk_len(&self) -> Option<usize> {
+        self.chunks.next_len()
+    }
+
+    /// Encrypts the next chunk in place: `buf` holds exactly [`Sealer::next_chunk_len`]
+    /// plaintext bytes and afterwards the ciphertext and its 16-byte tag.
+    pub fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> Result<()> {
+        let Some(want) = self.chunks.next_len() else {
+            return Err(Error::Usage(
+                "all chunks of this object are already sealed".into(),
+            ));
+        };
+        if buf.len() != want {
+            return Err(Error::Usage(format!(
+                "chunk {} must hold {want} bytes, got {}",
+                self.chunks.next,
+                buf.len()
+            )));
+        }
+        let t = Instant::now();
+        let ad = self.chunks.ad(want);
+        self.chunks
+            .aead
+            .seal_in_place(&chunk_nonce(self.chunks.next), &ad, buf)?;
+        self.times.aead += t.elapsed();
+        self.chunks.next += 1;
+        Ok(())
+    }
+
+    /// Finishes the object (its stage timers); fails if a chunk is missing.
+    pub fn finish(self) -> Result<StageTimes> {
+        if self.chunks.next != self.chunks.count {
+            return Err(Error::Usage(format!(
+                "object not complete: {} of {} chunks sealed",
+                self.chunks.next, self.chunks.count
+            )));
+        }
+        Ok(self.times)
+    }
+}
+
+/// Opens one v2 object chunk by chunk, after every header check of §4 and the commitment
+/// of §5 passed.
+pub struct Opener {
+    header: Header,
+    chunks: Chunks,
+    times: StageTimes,
+}
+
+impl Opener {
+    /// Checks `header` (exactly the header's bytes: the decoded metadata entry, or the
+    /// body's first [`announced_len`] bytes) as found in `found` against the identity `id`
+    /// the reader asked for, unwraps the data key with `key`'s entry and checks the
+    /// commitment (§4, §5). A header that does not parse is [`Error::Manifest`]; every
+    /// later failure is the opaque [`Error::Decrypt`].
+    pub fn new(id: &ObjectId, key: &PrivateKey, header: &[u8], found: Placement) -> Result<Self> {
+        let t = Instant::now();
+        let (h, len) = Header::parse(header)?;
+        if len != header.len() {
+            return Err(bad("bytes follow the header where only the header belongs"));
+        }
+        if h.placement != found {
+            return Err(bad(
+                "the header's placement flag does not say where it was found",
+            ));
+        }
+        let backend = key.backend();
+        if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
+            return Err(Error::Decrypt);
+        }
+        let key_id = sha256(backend, key.public());
+        let entry = h
+            .recipients
+            .iter()
+            .find(|e| e.key_id == key_id && e.kem == key.kem())
+            .ok_or(Error::Decrypt)?;
+        let aad = h.fixed_hash();
+        let mut times = StageTimes {
+            manifest: t.elapsed(),
+            ..StageTimes::default()
+        };
+
+        let t = Instant::now();
         let suite = Suite {
-            kem: t.kem,
+            kem: entry.kem,
             kdf: KDF,
             aead: AEAD,
         };
-        let (enc, mut ctx) = hpke::setup_base_s(
-            backend,
-            suite,
-            t.public,
-            &info(&identity_hash, &e.key_id),
-            Randomness::Rng(&mut *rng),
-        )?;
-        e.enc = enc;
-        e.wrapped = ctx.seal(&aad, &dk[..])?;
+        let mut ctx = hpke::setup_base_r(suite, &entry.enc, key, &info(&h.identity_hash, &key_id))?;
+        let dk_bytes = ctx.open(&aad, &entry.wrapped)?;
+        times.key_establishment += t.elapsed();
+
+        let t = Instant::now();
+        let dk: Zeroizing<[u8; 32]> =
+            Zeroizing::new(dk_bytes.as_slice().try_into().map_err(|_| Error::Decrypt)?);
+        let prk = prk(&dk, &h.identity_hash);
+        let commitment = expand32(&prk, &[b"pqbench-v2 commitment"])?;
+        if !bool::from(commitment.ct_eq(&h.commitment)) {
+            return Err(Error::Decrypt);
+        }
+        let chunks = Chunks::new(&prk, backend, header, h.plaintext_size)?;
+        times.key_derivation += t.elapsed();
+        Ok(Self {
+            header: h,
+            chunks,
+            times,
+        })
     }
-    let bytes = header.encode();
-    let header_hash = sha256(backend, &bytes);
-    let k = expand32(&prk, &[b"pqbench-v2 data", &header_hash])?;
-    let aead = Aead::new(backend, &k)?;
-    let n = chunk_count(header.plaintext_size);
-    let mut chunks =
-        Vec::with_capacity(plaintext.len() + TAG_LEN * usize::try_from(n).unwrap_or(1));
-    let size = usize::try_from(CHUNK_SIZE).unwrap_or(usize::MAX);
-    for j in 0..n {
-        let from = usize::try_from(j)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(size);
-        let part =
-            &plaintext[from.min(plaintext.len())..(from.saturating_add(size)).min(plaintext.len())];
-        let mut buf = part.to_vec();
-        let ad = chunk_ad(&header_hash, j, part.len() as u64, j + 1 == n);
-        aead.seal_in_place(&chunk_nonce(j), &ad, &mut buf)?;
-        chunks.extend_from_slice(&buf);
+
+    /// The checked header.
+    pub fn header(&self) -> &Header {
+        &self.header
     }
-    Ok(Sealed {
-        header: bytes,
-        chunks,
-    })
+
+    /// `CT_0 ‖ … ‖ CT_{n−1}`'s expected length (the body after the header).
+    pub fn chunks_size(&self) -> u64 {
+        chunks_len(self.header.plaintext_size)
+    }
+
+    /// Ciphertext length (chunk and tag) the next [`Opener::open_chunk`] call must get
+    /// (`None`: all chunks opened).
+    pub fn next_chunk_len(&self) -> Option<usize> {
+        self.chunks.next_len().map(|n| n + TAG_LEN)
+    }
+
+    /// Verifies and decrypts the next chunk in place: `buf` holds exactly
+    /// [`Opener::next_chunk_len`] bytes, afterwards the plaintext. On failure `buf` is
+    /// wiped and the error is the opaque [`Error::Decrypt`].
+    pub fn open_chunk(&mut self, buf: &mut Vec<u8>) -> Result<()> {
+        let (Some(want), Some(plain)) = (self.next_chunk_len(), self.chunks.next_len()) else {
+            buf.clear();
+            return Err(Error::Decrypt);
+        };
+        if buf.len() != want {
+            buf.clear();
+            return Err(Error::Decrypt);
+        }
+        let t = Instant::now();
+        let ad = self.chunks.ad(plain);
+        let r = self
+            .chunks
+            .aead
+            .open_in_place(&chunk_nonce(self.chunks.next), &ad, buf);
+        self.times.aead += t.elapsed();
+        if r.is_err() {
+            buf.zeroize();
+            buf.clear();
+            return Err(Error::Decrypt);
+        }
+        self.chunks.next += 1;
+        Ok(())
+    }
+
+    /// Finishes: succeeds (with the stage timers) only if every chunk, the final one
+    /// included, was opened.
+    pub fn finish(self) -> Result<StageTimes> {
+        if self.chunks.next != self.chunks.count {
+            return Err(Error::Decrypt);
+        }
+        Ok(self.times)
+    }
 }
 
-/// Opens version `id` with `key` (its key id is `SHA-256` of its public key): `header` as
-/// found in `found` (the metadata entry, decoded, or the body's start), `chunks` the chunk
-/// ciphertexts. The plaintext only if every check of §4-§6 passed.
+/// Seals `plaintext` as version `id` to `to` in memory ([`Sealer`] over the whole buffer).
+pub fn seal<R: CryptoRng + ?Sized>(
+    backend: Backend,
+    id: &ObjectId,
+    to: &[To<'_>],
+    allow_mixed: bool,
+    placement: Placement,
+    plaintext: &[u8],
+    rng: &mut R,
+) -> Result<Sealed> {
+    let mut sealer = Sealer::new(
+        backend,
+        id,
+        to,
+        allow_mixed,
+        placement,
+        plaintext.len() as u64,
+        rng,
+    )?;
+    let mut chunks = Vec::with_capacity(usize::try_from(sealer.chunks_size()).unwrap_or(0));
+    let mut at = 0;
+    while let Some(n) = sealer.next_chunk_len() {
+        let mut buf = plaintext[at..at + n].to_vec();
+        at += n;
+        sealer.seal_chunk(&mut buf)?;
+        chunks.extend_from_slice(&buf);
+    }
+    let header = sealer.header.clone();
+    sealer.finish()?;
+    Ok(Sealed { header, chunks })
+}
+
+/// Opens version `id` with `key` in memory: `header` as found in `found` (the metadata
+/// entry, decoded, or the body's start), `chunks` the chunk ciphertexts. The plaintext only
+/// if every check of §4-§6 passed.
 pub fn open(
     id: &ObjectId,
     key: &PrivateKey,
@@ -480,69 +909,24 @@ pub fn open(
     found: Placement,
     chunks: &[u8],
 ) -> Result<Zeroizing<Vec<u8>>> {
-    let (h, len) = Header::parse(header)?;
+    let (_, len) = Header::parse(header)?;
     if found == Placement::Metadata && len != header.len() {
         return Err(bad("the metadata entry holds bytes after the header"));
     }
-    if h.placement != found {
-        return Err(bad(
-            "the header's placement flag does not say where it was found",
-        ));
-    }
-    let backend = key.backend();
-    if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
+    let mut opener = Opener::new(id, key, &header[..len], found)?;
+    if chunks.len() as u64 != opener.chunks_size() {
         return Err(Error::Decrypt);
     }
-    if chunks.len() as u64 != chunks_len(h.plaintext_size) {
-        return Err(Error::Decrypt);
-    }
-    let key_id = sha256(backend, key.public());
-    let entry = h
-        .recipients
-        .iter()
-        .find(|e| e.key_id == key_id && e.kem == key.kem())
-        .ok_or(Error::Decrypt)?;
-    let suite = Suite {
-        kem: entry.kem,
-        kdf: KDF,
-        aead: AEAD,
-    };
-    let mut ctx = hpke::setup_base_r(suite, &entry.enc, key, &info(&h.identity_hash, &key_id))?;
-    let dk_bytes = ctx.open(&h.fixed_hash(), &entry.wrapped)?;
-    let mut dk = Zeroizing::new([0u8; 32]);
-    if dk_bytes.len() != 32 {
-        return Err(Error::Decrypt);
-    }
-    dk.copy_from_slice(&dk_bytes);
-    let prk = prk(&dk, &h.identity_hash);
-    let commitment = expand32(&prk, &[b"pqbench-v2 commitment"])?;
-    if !bool::from(commitment.ct_eq(&h.commitment)) {
-        return Err(Error::Decrypt);
-    }
-    let header_hash = sha256(backend, &header[..len]);
-    let k = expand32(&prk, &[b"pqbench-v2 data", &header_hash])?;
-    let aead = Aead::new(backend, &k)?;
-    let n = chunk_count(h.plaintext_size);
     let mut out = Zeroizing::new(Vec::with_capacity(
-        usize::try_from(h.plaintext_size).unwrap_or(0),
+        usize::try_from(opener.header.plaintext_size).unwrap_or(0),
     ));
-    let size = u64::from(CHUNK_SIZE);
-    let mut at = 0usize;
-    for j in 0..n {
-        let plain = if j + 1 == n {
-            h.plaintext_size - j * size
-        } else {
-            size
-        };
-        let ct_len = usize::try_from(plain).map_err(|_| Error::Decrypt)? + TAG_LEN;
-        let mut buf = chunks[at..at + ct_len].to_vec();
-        at += ct_len;
-        aead.open_in_place(
-            &chunk_nonce(j),
-            &chunk_ad(&header_hash, j, plain, j + 1 == n),
-            &mut buf,
-        )?;
+    let mut at = 0;
+    while let Some(n) = opener.next_chunk_len() {
+        let mut buf = chunks[at..at + n].to_vec();
+        at += n;
+        opener.open_chunk(&mut buf)?;
         out.extend_from_slice(&buf);
     }
+    opener.finish()?;
     Ok(out)
 }

@@ -453,3 +453,123 @@ fn the_commitment_stops_the_splitting_attack() {
         );
     }
 }
+
+/// The streaming writer and reader over pqbench key files' keys: a [`v2::Sender`] built
+/// from public keys seals chunk by chunk (here 3 chunks: 4 MiB, 4 MiB, 7 bytes), the
+/// in-memory [`v2::open`] opens it; [`v2::seal`] output opens chunk by chunk through a
+/// [`v2::Receiver`] built from the secret key; a key type without a v2 suite is refused.
+#[test]
+fn streaming_sender_and_receiver_agree_with_the_in_memory_functions() {
+    use envelope::{KeyType, SecretKey};
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    let size = 2 * v2::CHUNK_SIZE as usize + 7;
+    let plaintext: Vec<u8> = (0..size).map(|i| u8::try_from(i % 251).unwrap()).collect();
+    for kt in [
+        KeyType::MlKem768,
+        KeyType::MlKem1024,
+        KeyType::XWing,
+        KeyType::X25519,
+    ] {
+        let sk = SecretKey::generate(kt, &mut rng).unwrap();
+        let pk = sk.public_key().unwrap().unwrap();
+        for b in [Backend::AwsLc, Backend::RustCrypto] {
+            let sender = v2::Sender::new(b, &[&pk], false, Placement::Prefix).unwrap();
+            let mut sealer = sender.seal(&id(), size as u64, &mut rng).unwrap();
+            assert_eq!(sealer.header().len(), sender.header_len());
+            let header = sealer.header().to_vec();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            let mut lens = Vec::new();
+            while let Some(n) = sealer.next_chunk_len() {
+                lens.push(n);
+                let mut buf = plaintext[at..at + n].to_vec();
+                at += n;
+                sealer.seal_chunk(&mut buf).unwrap();
+                chunks.extend_from_slice(&buf);
+            }
+            assert_eq!(lens, [4_194_304, 4_194_304, 7]);
+            assert_eq!(chunks.len() as u64, sealer.chunks_size());
+            sealer.finish().unwrap();
+            let other = if b == Backend::AwsLc {
+                Backend::RustCrypto
+            } else {
+                Backend::AwsLc
+            };
+            let receiver = v2::Receiver::new(other, &sk).unwrap();
+            let out = v2::open(&id(), receiver.key(), &header, Placement::Prefix, &chunks).unwrap();
+            assert!(out.as_slice() == plaintext.as_slice(), "{kt:?} {b:?}");
+
+            // ML-KEM-1024's header (1,745 bytes) does not fit in metadata (§8).
+            let placement = if kt == KeyType::MlKem1024 {
+                Placement::Prefix
+            } else {
+                Placement::Metadata
+            };
+            let sealed = v2::seal(
+                b,
+                &id(),
+                &[To {
+                    kem: receiver.key().kem(),
+                    public: pk.as_bytes(),
+                }],
+                false,
+                placement,
+                &plaintext,
+                &mut rng,
+            )
+            .unwrap();
+            let mut opener = receiver.open(&id(), &sealed.header, placement).unwrap();
+            let mut got = Vec::new();
+            let mut at = 0;
+            while let Some(n) = opener.next_chunk_len() {
+                let mut buf = sealed.chunks[at..at + n].to_vec();
+                at += n;
+                opener.open_chunk(&mut buf).unwrap();
+                got.extend_from_slice(&buf);
+            }
+            let times = opener.finish().unwrap();
+            assert!(got == plaintext);
+            assert!(times.key_establishment > std::time::Duration::ZERO);
+        }
+    }
+    let rsa = SecretKey::generate(KeyType::Psk, &mut rng).unwrap();
+    assert!(
+        matches!(v2::Receiver::new(Backend::AwsLc, &rsa), Err(Error::Key(m)) if m.contains("no format-v2 suite"))
+    );
+}
+
+/// An opener given more than the header's bytes, or stopped before the final chunk,
+/// releases nothing complete: `finish` fails.
+#[test]
+fn an_opener_refuses_trailing_header_bytes_and_a_missing_final_chunk() {
+    let mut rng = ChaCha20Rng::seed_from_u64(22);
+    let k = key(KemId::MlKem768, 9);
+    let pt = vec![5u8; v2::CHUNK_SIZE as usize + 1];
+    let sealed = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&k]),
+        false,
+        Placement::Prefix,
+        &pt,
+        &mut rng,
+    )
+    .unwrap();
+    let sk = private(Backend::AwsLc, &k);
+    let mut longer = sealed.header.clone();
+    longer.push(0);
+    assert!(matches!(
+        v2::Opener::new(&id(), &sk, &longer, Placement::Prefix),
+        Err(Error::Manifest(_))
+    ));
+    let mut opener = v2::Opener::new(&id(), &sk, &sealed.header, Placement::Prefix).unwrap();
+    let n = opener.next_chunk_len().unwrap();
+    let mut buf = sealed.chunks[..n].to_vec();
+    opener.open_chunk(&mut buf).unwrap();
+    assert!(matches!(opener.finish(), Err(Error::Decrypt)));
+    let start: [u8; 8] = sealed.header[..8].try_into().unwrap();
+    assert_eq!(v2::announced_len(&start).unwrap(), sealed.header.len());
+    let mut bad = start;
+    bad[4..8].copy_from_slice(&70_000u32.to_be_bytes());
+    assert!(v2::announced_len(&bad).is_err());
+}
