@@ -90,6 +90,45 @@ pub use session::{CacheStats, SessionInfo};
 pub use stream::{open_stream, seal_stream};
 pub use symmetric::{NONCE_LEN, TAG_LEN};
 
+/// The object format a version is written in: v1 (`data.enc` and `manifest.json`,
+/// `FORMAT.md`) or v2 (one `object.v2` with a binary HPKE header, `FORMAT-v2.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Two objects per version, the JSON manifest written last.
+    #[default]
+    V1,
+    /// One object per version, the header in metadata or before the chunks.
+    V2,
+}
+
+impl Format {
+    /// `v1` or `v2`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::V1 => "v1",
+            Format::V2 => "v2",
+        }
+    }
+
+    /// Parses `v1` or `v2`.
+    pub fn from_name(s: &str) -> Result<Self> {
+        match s {
+            "v1" => Ok(Format::V1),
+            "v2" => Ok(Format::V2),
+            other => Err(Error::Usage(format!(
+                "unknown format {other:?}: expected v1 or v2"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Errors of the envelope crate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -545,6 +545,24 @@ pub fn announced_len(start: &[u8; 8]) -> Result<usize> {
     Ok(n)
 }
 
+/// The metadata entry's value for `header` (placement metadata, §2): `b64(header)`.
+pub fn encode_metadata(header: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(header)
+}
+
+/// The header in a metadata entry's value: canonical padded base64 (v1's rule) of at most
+/// [`MAX_HEADER`] bytes (§4 check 1); anything else is [`Error::Manifest`].
+pub fn decode_metadata(value: &str) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    if value.len() > MAX_HEADER.div_ceil(3) * 4 {
+        return Err(bad("the metadata entry is longer than any header"));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .map_err(|_| bad("the metadata entry is not canonical base64"))
+}
+
 /// Which chunk comes next and how long it is, shared by [`Sealer`] and [`Opener`].
 struct Chunks {
     header_hash: [u8; 32],

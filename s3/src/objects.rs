@@ -3,6 +3,7 @@
 //! the same arguments, results and error classes on both, so the commit protocol in
 //! [`crate::Store`] is written once and a test of it tests both clients.
 
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -12,6 +13,12 @@ use serde::Deserialize;
 
 use crate::lean::{self, Call, Lean};
 use crate::{Error, Result, S3Class, S3ClientKind, S3Settings};
+
+/// The metadata entry's name in a full `x-amz-meta-<name>` header name (the SDK adds the
+/// prefix itself).
+fn meta_name(header: &str) -> &str {
+    header.strip_prefix("x-amz-meta-").unwrap_or(header)
+}
 
 /// An S3 client of either kind, bound to one endpoint.
 #[derive(Clone, Debug)]
@@ -75,6 +82,8 @@ pub struct Body {
     key: String,
     /// `Content-Length`, if announced.
     pub content_length: Option<u64>,
+    /// The object's user metadata: names without `x-amz-meta-`, lowercase.
+    pub metadata: BTreeMap<String, String>,
 }
 
 enum BodyInner {
@@ -303,24 +312,29 @@ impl ObjectClient {
         }
     }
 
-    /// PutObject of `body` at `key`.
+    /// PutObject of `body` at `key`, with user metadata `meta` (full header names,
+    /// `x-amz-meta-<name>`, and ASCII values).
     pub async fn put_object(
         &self,
         bucket: &str,
         key: &str,
         body: Bytes,
         content_type: Option<&'static str>,
+        meta: &[(&'static str, String)],
     ) -> Result<()> {
         match &self.inner {
             Inner::Sdk { client, unsigned } => {
                 let len = i64::try_from(body.len()).unwrap_or(i64::MAX);
-                let b = client
+                let mut b = client
                     .put_object()
                     .bucket(bucket)
                     .key(key)
                     .content_length(len)
                     .set_content_type(content_type.map(str::to_owned))
                     .body(ByteStream::from(body));
+                for (name, value) in meta {
+                    b = b.metadata(meta_name(name), value);
+                }
                 let r = if *unsigned {
                     b.customize().disable_payload_signing().send().await
                 } else {
@@ -333,6 +347,7 @@ impl ObjectClient {
                 let headers: Vec<(&'static str, String)> = content_type
                     .map(|t| ("content-type", t.to_owned()))
                     .into_iter()
+                    .chain(meta.iter().cloned())
                     .collect();
                 l.send(
                     Call::new("PutObject", Method::PUT, bucket, key)
@@ -347,7 +362,7 @@ impl ObjectClient {
 
     /// GetObject of `key`: the response head, with the body still to be read.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Body> {
-        let (inner, content_length) = match &self.inner {
+        let (inner, content_length, metadata) = match &self.inner {
             Inner::Sdk { client, .. } => {
                 let out = client
                     .get_object()
@@ -357,14 +372,30 @@ impl ObjectClient {
                     .await
                     .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
                 let n = out.content_length().and_then(|n| u64::try_from(n).ok());
-                (BodyInner::Sdk(out.body), n)
+                let meta = out
+                    .metadata()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (BodyInner::Sdk(out.body), n, meta)
             }
             Inner::Lean(l) => {
                 let r = l
                     .send(Call::new("GetObject", Method::GET, bucket, key))
                     .await?;
                 let n = r.content_length();
-                (BodyInner::Lean(r), n)
+                let meta = r
+                    .headers
+                    .iter()
+                    .filter_map(|(name, value)| {
+                        let name = name.as_str().strip_prefix("x-amz-meta-")?;
+                        Some((name.to_owned(), value.to_str().ok()?.to_owned()))
+                    })
+                    .collect();
+                (BodyInner::Lean(r), n, meta)
             }
         };
         Ok(Body {
@@ -372,6 +403,7 @@ impl ObjectClient {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
             content_length,
+            metadata,
         })
     }
 
@@ -472,23 +504,33 @@ impl ObjectClient {
         }
     }
 
-    /// CreateMultipartUpload of `key`: the upload id.
-    pub async fn create_multipart(&self, bucket: &str, key: &str) -> Result<String> {
+    /// CreateMultipartUpload of `key` with user metadata `meta` (as [`Self::put_object`]):
+    /// the upload id.
+    pub async fn create_multipart(
+        &self,
+        bucket: &str,
+        key: &str,
+        meta: &[(&'static str, String)],
+    ) -> Result<String> {
         const OP: &str = "CreateMultipartUpload";
         let id = match &self.inner {
             Inner::Sdk { client, .. } => {
-                client
-                    .create_multipart_upload()
-                    .bucket(bucket)
-                    .key(key)
-                    .send()
+                let mut b = client.create_multipart_upload().bucket(bucket).key(key);
+                for (name, value) in meta {
+                    b = b.metadata(meta_name(name), value);
+                }
+                b.send()
                     .await
                     .map_err(|e| Error::s3(OP, bucket, key, e))?
                     .upload_id
             }
             Inner::Lean(l) => {
                 let r = l
-                    .send(Call::new(OP, Method::POST, bucket, key).query(&[("uploads", "")]))
+                    .send(
+                        Call::new(OP, Method::POST, bucket, key)
+                            .query(&[("uploads", "")])
+                            .headers(meta),
+                    )
                     .await?;
                 xml::<InitiateResult>(r, OP, bucket, key).await?.upload_id
             }

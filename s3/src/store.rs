@@ -25,7 +25,8 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use envelope::layout::{self, Part};
-use envelope::{ObjectId, Receiver, Sender, SessionInfo};
+use envelope::v2::{self, Placement};
+use envelope::{Format, ObjectId, Receiver, Sender, SessionInfo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::objects::Body;
@@ -90,11 +91,15 @@ pub struct GetOutcome {
 pub struct VersionInfo {
     /// The UUIDv7 version.
     pub version: String,
-    /// Size of `data.enc` (`None`: the data is missing, the version is broken).
+    /// Its format.
+    pub format: Format,
+    /// Size of `data.enc` (v1) or `object.v2` (v2) (`None`: the data is missing, the
+    /// version is broken).
     pub data_size: Option<u64>,
-    /// Size of `manifest.json`.
+    /// Size of `manifest.json` (v1); 0 in v2, whose header is in `object.v2` or its
+    /// metadata.
     pub manifest_size: u64,
-    /// When the manifest was stored (server clock).
+    /// When the commit record (`manifest.json`, or `object.v2`) was stored (server clock).
     pub committed_at: Option<SystemTime>,
     /// The version's UUIDv7 time is more than [`envelope::layout::MAX_VERSION_SKEW`] after
     /// `committed_at` (or `committed_at` is unknown): it is never chosen as the latest
@@ -130,7 +135,7 @@ pub struct KeyListing {
     pub key: String,
     /// Committed versions, in UUIDv7 order.
     pub versions: Vec<VersionInfo>,
-    /// `data.enc` objects without a manifest.
+    /// `data.enc` objects without a manifest (v2 has no uncommitted state).
     pub uncommitted: usize,
 }
 
@@ -151,6 +156,19 @@ pub fn latest_of(versions: &[VersionInfo]) -> Option<&VersionInfo> {
 struct Entry {
     data: Option<(u64, Option<SystemTime>)>,
     manifest: Option<(u64, Option<SystemTime>)>,
+    v2: Option<(u64, Option<SystemTime>)>,
+}
+
+impl Entry {
+    /// The version's format and its commit record's (size, time): `manifest.json` (v1) or
+    /// `object.v2` (v2); `None`: not committed.
+    fn committed(&self) -> Option<(Format, u64, Option<SystemTime>)> {
+        match (self.manifest, self.v2) {
+            (Some((n, at)), _) => Some((Format::V1, n, at)),
+            (None, Some((n, at))) => Some((Format::V2, n, at)),
+            (None, None) => None,
+        }
+    }
 }
 
 /// The commit protocol over one bucket of one S3 endpoint, for one tenant.
@@ -248,37 +266,14 @@ impl Store {
         })?;
         let total = sealer.ciphertext_size();
         let data_key = layout::data_key(key, &id.version);
-        let mut chunk = Vec::new();
-
-        if total <= MULTIPART_THRESHOLD {
-            let mut body = Vec::new();
-            while seal_next(&mut sealer, &mut src, &mut chunk, &mut st).await? {
-                if body.is_empty() && sealer.next_chunk_len().is_none() {
-                    // A one-chunk object: the sealed chunk is the body, not a copy of it.
-                    body = std::mem::take(&mut chunk);
-                } else {
-                    body.reserve_exact(
-                        usize::try_from(total)
-                            .unwrap_or(0)
-                            .saturating_sub(body.len()),
-                    );
-                    body.extend_from_slice(&chunk);
-                }
-            }
-            st.bytes_sent += len_u64(body.len());
-            timed(
-                &mut st,
-                "PutObject",
-                self.s3
-                    .put_object(&self.bucket, &data_key, Bytes::from(body), None),
-            )
+        let target = Target {
+            key: &data_key,
+            total,
+            head: &[],
+            meta: &[],
+        };
+        self.upload(&mut sealer, &mut src, &target, &mut st, on)
             .await?;
-            on(Event::Sent { done: total, total });
-            st.outside();
-        } else {
-            self.put_multipart(&mut sealer, &mut src, &data_key, total, &mut st, on)
-                .await?;
-        }
         on(Event::DataStored);
         st.outside();
 
@@ -296,6 +291,7 @@ impl Store {
                 &manifest_key,
                 manifest.clone(),
                 Some("application/json"),
+                &[],
             ),
         )
         .await;
@@ -316,57 +312,163 @@ impl Store {
         })
     }
 
-    async fn put_multipart<R>(
+    /// Encrypts `size` bytes read from `src` as a new format-v2 version of `key`: one
+    /// `object.v2`, the header in its metadata or before the chunks ([`v2::Sender`]'s
+    /// placement), written with one PutObject, or a multipart upload above
+    /// [`MULTIPART_THRESHOLD`] (FORMAT-v2.md §2: the object exists whole, or not at all, so
+    /// its existence is the commit). On a failed upload it aborts it once; [`Store::gc`]
+    /// aborts what remains. [`PutOutcome::manifest`] holds the header.
+    pub async fn put_v2<R>(
         &self,
-        sealer: &mut envelope::Sealer,
+        sender: &v2::Sender,
+        key: &str,
+        size: u64,
+        mut src: R,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<PutOutcome>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let mut st = OpStats::begin();
+        let id = ObjectId::new_version(&self.tenant, &self.bucket, key)?;
+        st.manifest_lap();
+        let mut sealer = cpu(&mut st, Call::Object, || {
+            sender.seal(&id, size, &mut envelope::os_rng())
+        })?;
+        let header = Bytes::copy_from_slice(sealer.header());
+        let (head, meta) = match sender.placement() {
+            Placement::Prefix => (header.clone(), Vec::new()),
+            Placement::Metadata => (
+                Bytes::new(),
+                vec![(META_HEADER, v2::encode_metadata(&header))],
+            ),
+        };
+        st.bytes_sent += meta.iter().map(|(_, v)| len_u64(v.len())).sum::<u64>();
+        st.manifest_bytes = len_u64(header.len());
+        let total = len_u64(head.len()) + sealer.chunks_size();
+        let object_key = layout::object_v2_key(key, &id.version);
+        let target = Target {
+            key: &object_key,
+            total,
+            head: &head,
+            meta: &meta,
+        };
+        self.upload(&mut sealer, &mut src, &target, &mut st, on)
+            .await?;
+        let times = cpu(&mut st, Call::Object, || sealer.finish())?;
+        st.add_envelope(&times);
+        on(Event::Committed);
+        st.outside();
+        st.finish();
+        Ok(PutOutcome {
+            id,
+            manifest: header,
+            ciphertext_size: total,
+            session: None,
+            stats: st,
+        })
+    }
+
+    /// Uploads `target.head` followed by every chunk `sealer` seals from `src`: one
+    /// PutObject up to [`MULTIPART_THRESHOLD`] bytes, a multipart upload above.
+    async fn upload<S, R>(
+        &self,
+        sealer: &mut S,
         src: &mut R,
-        data_key: &str,
-        total: u64,
+        target: &Target<'_>,
         st: &mut OpStats,
         on: &mut (dyn FnMut(Event) + Send),
     ) -> Result<()>
     where
+        S: ChunkSeal + Send,
+        R: AsyncRead + Unpin + Send,
+    {
+        if target.total > MULTIPART_THRESHOLD {
+            return self.put_multipart(sealer, src, target, st, on).await;
+        }
+        let total = target.total;
+        let mut body = target.head.to_vec();
+        let mut chunk = Vec::new();
+        while seal_next(sealer, src, &mut chunk, st).await? {
+            if body.is_empty() && sealer.next_chunk_len().is_none() {
+                // A one-chunk object: the sealed chunk is the body, not a copy of it.
+                body = std::mem::take(&mut chunk);
+            } else {
+                body.reserve_exact(
+                    usize::try_from(total)
+                        .unwrap_or(0)
+                        .saturating_sub(body.len()),
+                );
+                body.extend_from_slice(&chunk);
+            }
+        }
+        st.bytes_sent += len_u64(body.len());
+        timed(
+            st,
+            "PutObject",
+            self.s3.put_object(
+                &self.bucket,
+                target.key,
+                Bytes::from(body),
+                None,
+                target.meta,
+            ),
+        )
+        .await?;
+        on(Event::Sent { done: total, total });
+        st.outside();
+        Ok(())
+    }
+
+    async fn put_multipart<S, R>(
+        &self,
+        sealer: &mut S,
+        src: &mut R,
+        target: &Target<'_>,
+        st: &mut OpStats,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<()>
+    where
+        S: ChunkSeal + Send,
         R: AsyncRead + Unpin + Send,
     {
         let upload_id = timed(
             st,
             "CreateMultipartUpload",
-            self.s3.create_multipart(&self.bucket, data_key),
+            self.s3
+                .create_multipart(&self.bucket, target.key, target.meta),
         )
         .await?;
 
         let result = self
-            .upload_parts(sealer, src, data_key, &upload_id, total, st, on)
+            .upload_parts(sealer, src, target, &upload_id, st, on)
             .await;
         if result.is_err() {
             // Best effort; abandoned uploads are collected by gc otherwise.
             let _ = self
                 .s3
-                .abort_multipart(&self.bucket, data_key, &upload_id)
+                .abort_multipart(&self.bucket, target.key, &upload_id)
                 .await;
         }
         result
     }
 
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one private step of put_multipart"
-    )]
-    async fn upload_parts<R>(
+    async fn upload_parts<S, R>(
         &self,
-        sealer: &mut envelope::Sealer,
+        sealer: &mut S,
         src: &mut R,
-        data_key: &str,
+        target: &Target<'_>,
         upload_id: &str,
-        total: u64,
         st: &mut OpStats,
         on: &mut (dyn FnMut(Event) + Send),
     ) -> Result<()>
     where
+        S: ChunkSeal + Send,
         R: AsyncRead + Unpin + Send,
     {
         let part_size = usize::try_from(PART_SIZE).unwrap_or(usize::MAX);
         let mut buf = BytesMut::with_capacity(part_size.saturating_mul(2));
+        buf.extend_from_slice(target.head);
         let mut chunk = Vec::new();
         let mut parts = Vec::new();
         let mut done = 0u64;
@@ -384,12 +486,15 @@ impl Store {
                     st,
                     "UploadPart",
                     self.s3
-                        .upload_part(&self.bucket, data_key, upload_id, number, body),
+                        .upload_part(&self.bucket, target.key, upload_id, number, body),
                 )
                 .await?;
                 parts.push((number, e_tag));
                 done += len_u64(take);
-                on(Event::Sent { done, total });
+                on(Event::Sent {
+                    done,
+                    total: target.total,
+                });
                 st.outside();
             }
             if !more {
@@ -400,7 +505,7 @@ impl Store {
             st,
             "CompleteMultipartUpload",
             self.s3
-                .complete_multipart(&self.bucket, data_key, upload_id, &parts),
+                .complete_multipart(&self.bucket, target.key, upload_id, &parts),
         )
         .await
     }
@@ -430,55 +535,90 @@ impl Store {
         let total = opener.ciphertext_size();
 
         let data_key = layout::data_key(key, version);
-        let mut body = timed(
+        let body = timed(
             &mut st,
             "GetObject",
             self.s3.get_object(&self.bucket, &data_key),
         )
         .await?;
-
-        let mut buf = Vec::new();
-        let mut pending = Bytes::new();
-        let mut done = 0u64;
-        let mut plaintext_size = 0u64;
-        while let Some(want) = opener.next_chunk_len() {
-            // Receiving the chunk, copy into the buffer included, is storage time.
-            buf.clear();
-            while buf.len() < want {
-                if pending.is_empty() {
-                    match body.next().await? {
-                        Some(b) => pending = b,
-                        None => break,
-                    }
-                }
-                let n = (want - buf.len()).min(pending.len());
-                buf.extend_from_slice(&pending.split_to(n));
-            }
-            st.storage_lap();
-            st.bytes_received += len_u64(buf.len());
-            // A short chunk (truncated data) fails here, as an authentication failure.
-            cpu(&mut st, Call::Chunk, || opener.open_chunk(&mut buf))?;
-            done += len_u64(want);
-            plaintext_size += len_u64(buf.len());
-            sink.write_all(&buf).await.map_err(Error::Sink)?;
-            on(Event::Received { done, total });
-            st.outside();
-        }
-        // Bytes after the final chunk (an extended object) fail authentication too.
-        while pending.is_empty() {
-            match body.next().await? {
-                Some(b) => pending = b,
-                None => break,
-            }
-        }
-        if !pending.is_empty() {
-            return Err(envelope::Error::Decrypt.into());
-        }
-        // Releasing the response (its connection back to the pool) is storage work too.
-        drop(body);
-        st.storage_lap();
+        let stream = Stream {
+            body,
+            pending: Bytes::new(),
+        };
+        let plaintext_size =
+            read_chunks(&mut opener, stream, total, &mut st, &mut sink, on).await?;
         let opened = cpu(&mut st, Call::Object, || opener.finish())?;
         st.add_envelope(&opened.times);
+        sink.flush().await.map_err(Error::Sink)?;
+        st.outside();
+        st.finish();
+        Ok(GetOutcome {
+            plaintext_size,
+            stats: st,
+        })
+    }
+
+    /// Reads format-v2 version `version` of `key` with one GetObject of `object.v2`: the
+    /// header from the metadata entry, or else from the body's start (FORMAT-v2.md §2, §4),
+    /// checked with the commitment before any chunk; then the chunks into `sink`, each only
+    /// after it authenticated. `Ok` only when the whole object authenticated; on any error
+    /// the sink holds an incomplete prefix that the caller must discard.
+    pub async fn get_v2<W>(
+        &self,
+        receiver: &v2::Receiver,
+        key: &str,
+        version: &str,
+        mut sink: W,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<GetOutcome>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
+        let mut st = OpStats::begin();
+        let id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
+        st.manifest_lap();
+        let object_key = layout::object_v2_key(key, version);
+        let body = timed(&mut st, "GetObject", async {
+            self.s3
+                .get_object(&self.bucket, &object_key)
+                .await
+                .map_err(|err| {
+                    if err.s3_class() == Some(S3Class::NotFound) {
+                        self.not_committed(key, version)
+                    } else {
+                        err
+                    }
+                })
+        })
+        .await?;
+        let mut stream = Stream {
+            body,
+            pending: Bytes::new(),
+        };
+        let (header, found) = match stream.body.metadata.get(v2::METADATA_KEY) {
+            Some(value) => (v2::decode_metadata(value)?, Placement::Metadata),
+            None => {
+                let mut header = Vec::new();
+                stream.fill(&mut header, 8).await?;
+                let start: [u8; 8] = header.as_slice().try_into().map_err(|_| {
+                    envelope::Error::Manifest(
+                        "v2 header: the object is shorter than a header".into(),
+                    )
+                })?;
+                let n = v2::announced_len(&start)?;
+                stream.fill(&mut header, n).await?;
+                st.bytes_received += len_u64(header.len());
+                (header, Placement::Prefix)
+            }
+        };
+        st.storage_lap();
+        st.manifest_bytes = len_u64(header.len());
+        let mut opener = cpu(&mut st, Call::Object, || receiver.open(&id, &header, found))?;
+        let total = opener.chunks_size();
+        let plaintext_size =
+            read_chunks(&mut opener, stream, total, &mut st, &mut sink, on).await?;
+        let times = cpu(&mut st, Call::Object, || opener.finish())?;
+        st.add_envelope(&times);
         sink.flush().await.map_err(Error::Sink)?;
         st.outside();
         st.finish();
@@ -546,6 +686,7 @@ impl Store {
                 match lk.part {
                     Part::Data => e.data = v,
                     Part::Manifest => e.manifest = v,
+                    Part::ObjectV2 => e.v2 = v,
                 }
             }
             match page.next {
@@ -586,12 +727,16 @@ impl Store {
                 });
             }
             let Some(last) = out.last_mut() else { continue };
-            match e.manifest {
-                Some((manifest_size, committed_at)) => last.versions.push(VersionInfo {
+            match e.committed() {
+                Some((format, size, committed_at)) => last.versions.push(VersionInfo {
                     future_dated: layout::is_future_dated(&version, committed_at),
                     version,
-                    data_size: e.data.map(|d| d.0),
-                    manifest_size,
+                    format,
+                    data_size: match format {
+                        Format::V1 => e.data.map(|d| d.0),
+                        Format::V2 => Some(size),
+                    },
+                    manifest_size: if format == Format::V1 { size } else { 0 },
                     committed_at,
                 }),
                 None => last.uncommitted += 1,
@@ -633,16 +778,18 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes a version: the manifest first (the version disappears at once), then the
-    /// data. Fails with [`Error::NotCommitted`] if neither exists.
+    /// Deletes a version: v1's manifest first (the version disappears at once), then its
+    /// data; v2's one object. Fails with [`Error::NotCommitted`] if none of them exists.
     pub async fn delete_version(&self, key: &str, version: &str) -> Result<()> {
         envelope::ObjectId::new(&self.tenant, &self.bucket, key, version)?;
-        let manifest_key = layout::manifest_key(key, version);
-        let data_key = layout::data_key(key, version);
-        let mut found = false;
-        for k in [&manifest_key, &data_key] {
-            match self.s3.head_object(&self.bucket, k).await {
-                Ok(_) => found = true,
+        let mut found = Vec::new();
+        for k in [
+            layout::manifest_key(key, version),
+            layout::data_key(key, version),
+            layout::object_v2_key(key, version),
+        ] {
+            match self.s3.head_object(&self.bucket, &k).await {
+                Ok(_) => found.push(k),
                 Err(err) => {
                     if err.s3_class() != Some(S3Class::NotFound) {
                         return Err(err);
@@ -650,32 +797,31 @@ impl Store {
                 }
             }
         }
-        if !found {
+        if found.is_empty() {
             return Err(self.not_committed(key, version));
         }
-        for k in [&manifest_key, &data_key] {
+        for k in &found {
             self.s3.delete_object(&self.bucket, k).await?;
         }
         Ok(())
     }
 
-    /// Deletes many committed versions with batched DeleteObjects calls (up to 1,000 keys
-    /// each): every manifest first, so no version stays readable with its data gone, then
-    /// the data. Returns how many versions were deleted and the keys that could not be
+    /// Deletes many committed versions of `format` with batched DeleteObjects calls (up to
+    /// 1,000 keys each): in v1 every manifest first, so no version stays readable with its
+    /// data gone, then the data; in v2 the objects. Returns how many versions were deleted and the keys that could not be
     /// (the run engine's cleanup, outside the timed window).
-    pub async fn delete_many(&self, versions: &[(String, String)]) -> Result<(u64, Vec<String>)> {
+    pub async fn delete_many(
+        &self,
+        versions: &[(String, String)],
+        format: Format,
+    ) -> Result<(u64, Vec<String>)> {
         let mut failed = Vec::new();
-        for pass in 0..2 {
-            let keys: Vec<String> = versions
-                .iter()
-                .map(|(k, v)| {
-                    if pass == 0 {
-                        layout::manifest_key(k, v)
-                    } else {
-                        layout::data_key(k, v)
-                    }
-                })
-                .collect();
+        let passes: &[fn(&str, &str) -> String] = match format {
+            Format::V1 => &[layout::manifest_key, layout::data_key],
+            Format::V2 => &[layout::object_v2_key],
+        };
+        for name in passes {
+            let keys: Vec<String> = versions.iter().map(|(k, v)| name(k, v)).collect();
             for batch in keys.chunks(1000) {
                 failed.extend(self.s3.delete_objects(&self.bucket, batch).await?);
             }
@@ -685,9 +831,11 @@ impl Store {
     }
 
     /// Garbage-collects uncommitted data under `prefix` (a key prefix; `""` for the whole
-    /// bucket): `data.enc` without a manifest and multipart uploads of `data.enc`, both
-    /// older than `grace` by the server's clock. With `dry_run` nothing is deleted.
-    /// Objects that are not in pqbench's layout are never touched.
+    /// bucket): `data.enc` without a manifest and multipart uploads of `data.enc` or
+    /// `object.v2`, all older than `grace` by the server's clock (FORMAT-v2.md §2: a v2
+    /// version has no other partial state, and `object.v2` is never deleted). With
+    /// `dry_run` nothing is deleted. Objects that are not in pqbench's layout are never
+    /// touched.
     pub async fn gc(&self, prefix: &str, grace: Duration, dry_run: bool) -> Result<GcReport> {
         let now = SystemTime::now();
         let old = |t: Option<SystemTime>| {
@@ -709,12 +857,13 @@ impl Store {
                     .push(layout::manifest_key(&key, &version)),
                 _ => {}
             }
-            if let Some((_, committed_at)) = e.manifest
+            if let Some((format, _, committed_at)) = e.committed()
                 && layout::is_future_dated(&version, committed_at)
             {
-                report
-                    .future_dated
-                    .push(layout::manifest_key(&key, &version));
+                report.future_dated.push(match format {
+                    Format::V1 => layout::manifest_key(&key, &version),
+                    Format::V2 => layout::object_v2_key(&key, &version),
+                });
             }
         }
 
@@ -725,7 +874,11 @@ impl Store {
             };
             report.uploads_listed = true;
             for u in page.uploads {
-                if layout::parse_key(&u.key).map(|l| l.part) != Some(Part::Data) {
+                // Uploads of data.enc (v1) and of object.v2 (v2: invisible until Complete).
+                if !matches!(
+                    layout::parse_key(&u.key).map(|l| l.part),
+                    Some(Part::Data | Part::ObjectV2)
+                ) {
                     continue;
                 }
                 if !old(u.initiated) {
@@ -748,14 +901,151 @@ impl Store {
     }
 }
 
+/// The full header name of v2's metadata entry (FORMAT-v2.md §2).
+const META_HEADER: &str = "x-amz-meta-pqbench-v2";
+
+/// Where an upload goes: the object key, its total size, the bytes before the first chunk
+/// (v2's header in placement prefix) and its user metadata (v2's header in placement
+/// metadata).
+struct Target<'a> {
+    key: &'a str,
+    total: u64,
+    head: &'a [u8],
+    meta: &'a [(&'static str, String)],
+}
+
+/// What the store needs of a chunk sealer, v1's or v2's.
+trait ChunkSeal {
+    fn next_chunk_len(&self) -> Option<usize>;
+    fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()>;
+}
+
+impl ChunkSeal for envelope::Sealer {
+    fn next_chunk_len(&self) -> Option<usize> {
+        envelope::Sealer::next_chunk_len(self)
+    }
+    fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()> {
+        envelope::Sealer::seal_chunk(self, buf)
+    }
+}
+
+impl ChunkSeal for v2::Sealer {
+    fn next_chunk_len(&self) -> Option<usize> {
+        v2::Sealer::next_chunk_len(self)
+    }
+    fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()> {
+        v2::Sealer::seal_chunk(self, buf)
+    }
+}
+
+/// What the store needs of a chunk opener, v1's or v2's.
+trait ChunkOpen {
+    fn next_chunk_len(&self) -> Option<usize>;
+    fn open_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()>;
+}
+
+impl ChunkOpen for envelope::Opener {
+    fn next_chunk_len(&self) -> Option<usize> {
+        envelope::Opener::next_chunk_len(self)
+    }
+    fn open_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()> {
+        envelope::Opener::open_chunk(self, buf)
+    }
+}
+
+impl ChunkOpen for v2::Opener {
+    fn next_chunk_len(&self) -> Option<usize> {
+        v2::Opener::next_chunk_len(self)
+    }
+    fn open_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()> {
+        v2::Opener::open_chunk(self, buf)
+    }
+}
+
+/// A response body read in exact amounts.
+struct Stream {
+    body: Body,
+    pending: Bytes,
+}
+
+impl Stream {
+    /// Appends to `buf` until it holds `want` bytes or the body ends.
+    async fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
+        while buf.len() < want {
+            if self.pending.is_empty() {
+                match self.body.next().await? {
+                    Some(b) => self.pending = b,
+                    None => break,
+                }
+            }
+            let n = (want - buf.len()).min(self.pending.len());
+            buf.extend_from_slice(&self.pending.split_to(n));
+        }
+        Ok(())
+    }
+
+    /// True if the body has bytes left.
+    async fn has_more(&mut self) -> Result<bool> {
+        while self.pending.is_empty() {
+            match self.body.next().await? {
+                Some(b) => self.pending = b,
+                None => break,
+            }
+        }
+        Ok(!self.pending.is_empty())
+    }
+}
+
+/// Reads, authenticates and writes to `sink` every chunk `opener` expects from `stream`
+/// (`total` bytes in all); refuses bytes after the final chunk. Returns the plaintext size.
+async fn read_chunks<O, W>(
+    opener: &mut O,
+    mut stream: Stream,
+    total: u64,
+    st: &mut OpStats,
+    sink: &mut W,
+    on: &mut (dyn FnMut(Event) + Send),
+) -> Result<u64>
+where
+    O: ChunkOpen + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    let mut buf = Vec::new();
+    let mut done = 0u64;
+    let mut plaintext_size = 0u64;
+    while let Some(want) = opener.next_chunk_len() {
+        // Receiving the chunk, copy into the buffer included, is storage time.
+        buf.clear();
+        stream.fill(&mut buf, want).await?;
+        st.storage_lap();
+        st.bytes_received += len_u64(buf.len());
+        // A short chunk (truncated data) fails here, as an authentication failure.
+        cpu(st, Call::Chunk, || opener.open_chunk(&mut buf))?;
+        done += len_u64(want);
+        plaintext_size += len_u64(buf.len());
+        sink.write_all(&buf).await.map_err(Error::Sink)?;
+        on(Event::Received { done, total });
+        st.outside();
+    }
+    // Bytes after the final chunk (an extended object) fail authentication too.
+    if stream.has_more().await? {
+        return Err(envelope::Error::Decrypt.into());
+    }
+    // Releasing the response (its connection back to the pool) is storage work too.
+    drop(stream);
+    st.storage_lap();
+    Ok(plaintext_size)
+}
+
 /// Reads and seals the next chunk into `chunk`; `false` when every chunk is sealed.
-async fn seal_next<R>(
-    sealer: &mut envelope::Sealer,
+async fn seal_next<S, R>(
+    sealer: &mut S,
     src: &mut R,
     chunk: &mut Vec<u8>,
     st: &mut OpStats,
 ) -> Result<bool>
 where
+    S: ChunkSeal,
     R: AsyncRead + Unpin + Send,
 {
     let Some(n) = sealer.next_chunk_len() else {

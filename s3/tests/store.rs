@@ -102,7 +102,7 @@ async fn get(store: &Store, keys: &Keys, key: &str, version: &str) -> Result<Vec
 async fn raw_put(store: &Store, key: &str, body: Vec<u8>) {
     store
         .objects()
-        .put_object(BUCKET, key, body.into(), None)
+        .put_object(BUCKET, key, body.into(), None, &[])
         .await
         .expect("raw put");
 }
@@ -565,7 +565,10 @@ fn listing_follows_continuation_pages((kind, client): (Kind, S3ClientKind)) {
         let listed = store.keys("page/").await.expect("keys");
         assert_eq!(listed.len(), 1003, "every page followed");
         assert_eq!(listed[1002].key, "page/k1002");
-        let (deleted, failed) = store.delete_many(&planted).await.expect("delete_many");
+        let (deleted, failed) = store
+            .delete_many(&planted, envelope::Format::V1)
+            .await
+            .expect("delete_many");
         assert!(failed.is_empty(), "{failed:?}");
         assert_eq!(deleted, 1003);
         assert!(store.keys("page/").await.expect("keys").is_empty());

@@ -888,7 +888,7 @@ async fn cleanup(
     let t = Instant::now();
     let (mut deleted, mut failed) = (0, Vec::new());
     let mut delete = async |slice: &[(String, String)], failed: &mut Vec<String>| {
-        match store.delete_many(slice).await {
+        match store.delete_many(slice, envelope::Format::V1).await {
             Ok((d, f)) => {
                 deleted += d;
                 failed.extend(f);
@@ -959,7 +959,7 @@ pub async fn execute(
     let start = match start_gate(&mut spec, prep_t0).await {
         Ok(s) => s,
         Err(e) => {
-            let _ = store.delete_many(&fixtures).await;
+            let _ = store.delete_many(&fixtures, envelope::Format::V1).await;
             return Err(e);
         }
     };
