@@ -7,22 +7,56 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
+use envelope::v2::{self, Placement};
 use envelope::{
-    Backend, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds,
+    Backend, Format, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds,
 };
 
-/// The writer's mode and key, shared by `seal` and `put`.
+/// Where a v2 header goes (`--header`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HeaderPlacement {
+    /// In the object's user metadata (`x-amz-meta-pqbench-v2`), at most 1,527 bytes.
+    Metadata,
+    /// At the start of the object's body (no size limit).
+    Prefix,
+}
+
+impl From<HeaderPlacement> for Placement {
+    fn from(h: HeaderPlacement) -> Self {
+        match h {
+            HeaderPlacement::Metadata => Placement::Metadata,
+            HeaderPlacement::Prefix => Placement::Prefix,
+        }
+    }
+}
+
+pub(crate) fn parse_format(s: &str) -> Result<Format, String> {
+    Format::from_name(s).map_err(|e| e.to_string())
+}
+
+/// The writer's format, mode and keys, shared by `seal` and `put`.
 #[derive(Args, Debug)]
 pub(crate) struct SenderArgs {
-    /// Mode (name or study code).
+    /// Object format: v1 (data.enc + manifest.json) or v2 (one object.v2, HPKE header).
+    #[arg(long, default_value = "v1", value_parser = parse_format)]
+    format: Format,
+    /// Mode (name or study code); v1 only: a v2 object's KEMs are its recipients' keys'.
     #[arg(long)]
-    mode: Mode,
+    mode: Option<Mode>,
     /// Crypto backend: aws-lc (default) or rustcrypto.
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
-    /// Recipient public key file (every public-key mode).
+    /// Recipient public key file (every public-key mode). v2: repeat it for up to 16
+    /// recipients (ml-kem-768, ml-kem-1024, x-wing or x25519 keys); any one opens.
     #[arg(long)]
-    recipient: Option<PathBuf>,
+    recipient: Vec<PathBuf>,
+    /// v2: where the header goes (default: metadata for `put`, prefix for `seal`).
+    #[arg(long, value_enum)]
+    header: Option<HeaderPlacement>,
+    /// v2: allow post-quantum and classical recipients in one object (recorded in its
+    /// header; the object is then only as strong as its classical wrap).
+    #[arg(long)]
+    allow_mixed: bool,
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
@@ -34,12 +68,15 @@ pub(crate) struct SenderArgs {
     session_max_age: f64,
 }
 
-/// The reader's expected mode and key, shared by `open` and `get`.
+/// The reader's format, expected mode and key, shared by `open` and `get`.
 #[derive(Args, Debug)]
 pub(crate) struct ReceiverArgs {
-    /// The mode the object must be in (a different one is refused: no downgrade).
+    /// Object format: v1 or v2.
+    #[arg(long, default_value = "v1", value_parser = parse_format)]
+    format: Format,
+    /// v1: the mode the object must be in (a different one is refused: no downgrade).
     #[arg(long)]
-    expect_mode: Mode,
+    expect_mode: Option<Mode>,
     /// Crypto backend: aws-lc (default) or rustcrypto.
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
@@ -49,6 +86,22 @@ pub(crate) struct ReceiverArgs {
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
+}
+
+/// A writer of either format.
+pub(crate) enum Writer {
+    /// Format v1.
+    V1(Sender),
+    /// Format v2.
+    V2(v2::Sender),
+}
+
+/// A reader of either format.
+pub(crate) enum Reader {
+    /// Format v1.
+    V1(Receiver),
+    /// Format v2.
+    V2(v2::Receiver),
 }
 
 fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
@@ -65,10 +118,53 @@ fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
 }
 
 impl SenderArgs {
-    /// The sender: reads the recipient public key or the pre-shared key, and sets the
+    /// The writer of `--format`; `default_header` is the command's v2 placement when
+    /// `--header` is not given.
+    pub(crate) fn writer(&self, default_header: HeaderPlacement) -> Result<Writer> {
+        match self.format {
+            Format::V1 => {
+                if self.header.is_some() || self.allow_mixed {
+                    bail!("--header and --allow-mixed are format v2 options; add --format v2");
+                }
+                Ok(Writer::V1(self.sender()?))
+            }
+            Format::V2 => {
+                if let Some(m) = self.mode {
+                    bail!(
+                        "--mode {m} is a format v1 option: a v2 object's KEMs are those of its \
+                         --recipient keys; drop --mode"
+                    );
+                }
+                if self.recipient.is_empty() {
+                    bail!(
+                        "format v2 needs at least one --recipient FILE (an ml-kem-768, \
+                         ml-kem-1024, x-wing or x25519 public key; repeat it for up to 16)"
+                    );
+                }
+                let keys = self
+                    .recipient
+                    .iter()
+                    .map(|p| {
+                        PublicKey::read_file(p)
+                            .with_context(|| format!("--recipient {}", p.display()))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&PublicKey> = keys.iter().collect();
+                let placement = self.header.unwrap_or(default_header).into();
+                Ok(Writer::V2(
+                    v2::Sender::new(self.backend, &refs, self.allow_mixed, placement)
+                        .context("format v2")?,
+                ))
+            }
+        }
+    }
+
+    /// The v1 sender: reads the recipient public key or the pre-shared key, and sets the
     /// session bounds of `ml-kem-768-session`.
-    pub(crate) fn sender(&self) -> Result<Sender> {
-        let mode = self.mode;
+    fn sender(&self) -> Result<Sender> {
+        let mode = self
+            .mode
+            .context("format v1 needs --mode (a name or a study code)")?;
         let mut sender = match mode.key_type() {
             KeyType::None => Sender::new(mode, self.backend, SealKey::None)?,
             KeyType::Psk => Sender::new(
@@ -77,9 +173,13 @@ impl SenderArgs {
                 SealKey::Psk(&read_psk(self.psk.as_deref())?),
             )?,
             kt => {
-                let p = self.recipient.as_deref().with_context(|| {
-                    format!("mode {mode} needs --recipient FILE (a {kt} public key)")
-                })?;
+                let p = match self.recipient.as_slice() {
+                    [p] => p,
+                    [] => bail!("mode {mode} needs --recipient FILE (a {kt} public key)"),
+                    _ => bail!(
+                        "format v1 seals to one recipient; several --recipient need --format v2"
+                    ),
+                };
                 Sender::new(
                     mode,
                     self.backend,
@@ -101,9 +201,34 @@ impl SenderArgs {
 }
 
 impl ReceiverArgs {
-    /// The receiver: reads the recipient secret key (0600) or the pre-shared key.
-    pub(crate) fn receiver(&self) -> Result<Receiver> {
-        let mode = self.expect_mode;
+    /// The reader of `--format`: reads the recipient secret key (0600) or the pre-shared
+    /// key.
+    pub(crate) fn reader(&self) -> Result<Reader> {
+        match self.format {
+            Format::V1 => Ok(Reader::V1(self.receiver()?)),
+            Format::V2 => {
+                if let Some(m) = self.expect_mode {
+                    bail!(
+                        "--expect-mode {m} is a format v1 option: a v2 object names its KEMs in \
+                         its header; drop --expect-mode"
+                    );
+                }
+                let p = self.secret.as_deref().context(
+                    "format v2 needs --secret FILE (the secret key of one of the object's recipients)",
+                )?;
+                let sk = SecretKey::read_file(p)?;
+                Ok(Reader::V2(
+                    v2::Receiver::new(self.backend, &sk)
+                        .with_context(|| format!("--secret {}", p.display()))?,
+                ))
+            }
+        }
+    }
+
+    fn receiver(&self) -> Result<Receiver> {
+        let mode = self
+            .expect_mode
+            .context("format v1 needs --expect-mode (the mode the object must be in)")?;
         let sk = match mode.key_type() {
             KeyType::None => None,
             KeyType::Psk => Some(read_psk(self.psk.as_deref())?),

@@ -234,9 +234,15 @@ async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -
                 ("control/data", body.len()),
                 ("control/manifest", *manifest_len),
             ] {
-                s3.put_object(BUCKET, k, body[..len.min(body.len())].to_vec().into(), None, &[])
-                    .await
-                    .with_context(|| format!("control PutObject {k}"))?;
+                s3.put_object(
+                    BUCKET,
+                    k,
+                    body[..len.min(body.len())].to_vec().into(),
+                    None,
+                    &[],
+                )
+                .await
+                .with_context(|| format!("control PutObject {k}"))?;
             }
         }
         Work::ControlGet => {

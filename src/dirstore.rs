@@ -15,6 +15,8 @@ use anyhow::{Context as _, Result, bail};
 pub(crate) const DATA: &str = envelope::layout::DATA_NAME;
 /// File name of the manifest.
 pub(crate) const MANIFEST: &str = envelope::layout::MANIFEST_NAME;
+/// File name of a format-v2 version (placement prefix: header, then chunks).
+pub(crate) const OBJECT_V2: &str = envelope::layout::OBJECT_V2_NAME;
 
 /// `root/<key>.pqcs/<version>`, refusing keys that would escape `root`.
 pub(crate) fn version_dir(root: &Path, key: &str, version: &str) -> Result<PathBuf> {

@@ -1,18 +1,21 @@
 //! The envelope commands: `keygen`, `seal`, `open`, `inspect`, `modes` (README "Commands").
 
 use std::fs;
-use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::io::{BufReader, BufWriter, Read, Write as _};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
+use envelope::v2::{self, Placement};
 use envelope::{
-    Backend, KeyType, Manifest, Mode, ObjectId, SecretKey, keys, open_stream, seal_stream,
+    Backend, Format, KeyType, Manifest, Mode, ObjectId, SecretKey, keys, open_stream, seal_stream,
 };
 
-use crate::args::{FreshKeys, ReceiverArgs, SenderArgs, parse_size};
-use crate::dirstore::{self, DATA, MANIFEST, Staged};
+use crate::args::{
+    FreshKeys, HeaderPlacement, Reader, ReceiverArgs, SenderArgs, Writer, parse_format, parse_size,
+};
+use crate::dirstore::{self, DATA, MANIFEST, OBJECT_V2, Staged};
 
 #[derive(Args, Debug)]
 pub(crate) struct KeygenArgs {
@@ -75,6 +78,10 @@ pub(crate) struct OpenArgs {
 pub(crate) struct InspectArgs {
     /// A version directory `<root>/<key>.pqcs/<version>`.
     path: PathBuf,
+    /// Which format to read: v1 (manifest.json) or v2 (object.v2); by default the one the
+    /// directory holds.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<Format>,
 }
 
 #[derive(Args, Debug)]
@@ -129,7 +136,7 @@ pub(crate) fn keygen(a: KeygenArgs) -> Result<()> {
 pub(crate) fn seal(a: SealArgs) -> Result<()> {
     let version = a.version.unwrap_or_else(envelope::new_version);
     let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &version)?;
-    let sender = a.sender.sender()?;
+    let writer = a.sender.writer(HeaderPlacement::Prefix)?;
     let input = fs::File::open(&a.input)
         .with_context(|| format!("cannot open --in {}", a.input.display()))?;
     let size = input
@@ -137,7 +144,7 @@ pub(crate) fn seal(a: SealArgs) -> Result<()> {
         .with_context(|| format!("cannot stat {}", a.input.display()))?
         .len();
     let dir = dirstore::version_dir(&a.out, &id.key, &id.version)?;
-    if dir.join(MANIFEST).exists() {
+    if dir.join(MANIFEST).exists() || dir.join(OBJECT_V2).exists() {
         bail!(
             "version {} of {:?} already exists in {}",
             id.version,
@@ -145,28 +152,90 @@ pub(crate) fn seal(a: SealArgs) -> Result<()> {
             a.out.display()
         );
     }
-    let mut data = Staged::create(&dir.join(DATA))?;
-    let sealed = seal_stream(
-        &sender,
-        &id,
-        size,
-        BufReader::new(input),
-        BufWriter::new(data.file()),
-        &mut envelope::os_rng(),
-    )
-    .with_context(|| format!("sealing {}", a.input.display()))?;
-    data.commit()?;
-    let mut manifest = Staged::create(&dir.join(MANIFEST))?;
-    std::io::Write::write_all(manifest.file(), &sealed.manifest).context("writing manifest")?;
-    manifest.commit()?;
+    match writer {
+        Writer::V1(sender) => {
+            let mut data = Staged::create(&dir.join(DATA))?;
+            let sealed = seal_stream(
+                &sender,
+                &id,
+                size,
+                BufReader::new(input),
+                BufWriter::new(data.file()),
+                &mut envelope::os_rng(),
+            )
+            .with_context(|| format!("sealing {}", a.input.display()))?;
+            data.commit()?;
+            let mut manifest = Staged::create(&dir.join(MANIFEST))?;
+            std::io::Write::write_all(manifest.file(), &sealed.manifest)
+                .context("writing manifest")?;
+            manifest.commit()?;
+        }
+        Writer::V2(sender) => {
+            if sender.placement() == Placement::Metadata {
+                bail!(
+                    "a local directory has no object metadata to hold a v2 header: use \
+                     --header prefix (the default for seal), or `pqbench put` for S3"
+                );
+            }
+            let mut object = Staged::create(&dir.join(OBJECT_V2))?;
+            seal_v2(&sender, &id, size, input, object.file())
+                .with_context(|| format!("sealing {}", a.input.display()))?;
+            object.commit()?;
+        }
+    }
     println!("{version}");
+    Ok(())
+}
+
+/// Writes `header ‖ CT_0 ‖ … ‖ CT_{n−1}` (placement prefix) of `size` bytes of `input`.
+fn seal_v2(
+    sender: &v2::Sender,
+    id: &ObjectId,
+    size: u64,
+    input: fs::File,
+    out: &fs::File,
+) -> Result<()> {
+    let mut sealer = sender.seal(id, size, &mut envelope::os_rng())?;
+    let mut input = BufReader::new(input);
+    let mut out = BufWriter::new(out);
+    out.write_all(sealer.header())?;
+    let mut buf = Vec::new();
+    while let Some(n) = sealer.next_chunk_len() {
+        buf.resize(n, 0);
+        input
+            .read_exact(&mut buf)
+            .context("the input ended before its announced size")?;
+        sealer.seal_chunk(&mut buf)?;
+        out.write_all(&buf)?;
+    }
+    sealer.finish()?;
+    out.flush()?;
     Ok(())
 }
 
 pub(crate) fn open(a: OpenArgs) -> Result<()> {
     let id = ObjectId::new(&a.id.tenant, &a.id.bucket, &a.id.key, &a.version)?;
-    let receiver = a.receiver.receiver()?;
+    let reader = a.receiver.reader()?;
     let dir = dirstore::version_dir(&a.input, &id.key, &id.version)?;
+    let receiver = match reader {
+        Reader::V1(r) => r,
+        Reader::V2(r) => {
+            let path = dir.join(OBJECT_V2);
+            let file = fs::File::open(&path).with_context(|| {
+                format!(
+                    "version {} of {:?} is not committed in format v2 (no {})",
+                    id.version,
+                    id.key,
+                    path.display()
+                )
+            })?;
+            let mut out = Staged::create(&a.out)?;
+            open_v2(&r, &id, file, out.file())
+                .with_context(|| format!("opening {}", path.display()))?;
+            out.commit()?;
+            return Ok(());
+        }
+    };
     let manifest_path = dir.join(MANIFEST);
     let manifest = fs::File::open(&manifest_path)
         .with_context(|| {
@@ -197,7 +266,108 @@ pub(crate) fn open(a: OpenArgs) -> Result<()> {
     Ok(())
 }
 
+/// Reads a prefix-placement header from `r`: its first 8 bytes, then the rest.
+fn read_v2_header(r: &mut impl Read) -> Result<Vec<u8>> {
+    let mut start = [0u8; 8];
+    r.read_exact(&mut start)
+        .context("shorter than a v2 header")?;
+    let n = v2::announced_len(&start)?;
+    let mut header = start.to_vec();
+    header.resize(n, 0);
+    r.read_exact(&mut header[8..])
+        .context("the v2 header is truncated")?;
+    Ok(header)
+}
+
+/// Opens a prefix-placement `object.v2` into `out`, chunk by chunk; any byte after the
+/// final chunk is refused (the caller keeps `out` only on success).
+fn open_v2(r: &v2::Receiver, id: &ObjectId, file: fs::File, out: &fs::File) -> Result<()> {
+    let mut input = BufReader::new(file);
+    let header = read_v2_header(&mut input)?;
+    let mut opener = r.open(id, &header, Placement::Prefix)?;
+    let mut out = BufWriter::new(out);
+    let mut buf = Vec::new();
+    while let Some(n) = opener.next_chunk_len() {
+        buf.resize(n, 0);
+        input
+            .read_exact(&mut buf)
+            .map_err(|_| envelope::Error::Decrypt)?;
+        opener.open_chunk(&mut buf)?;
+        out.write_all(&buf)?;
+    }
+    if input.read(&mut [0u8; 1])? != 0 {
+        return Err(envelope::Error::Decrypt.into());
+    }
+    opener.finish()?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `inspect` of a v2 version directory: the header's fields (public data only).
+fn inspect_v2(dir: &Path) -> Result<()> {
+    let path = dir.join(OBJECT_V2);
+    let mut file =
+        fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let bytes = read_v2_header(&mut file)
+        .with_context(|| format!("{} does not start with a v2 header", path.display()))?;
+    let (h, _) = v2::Header::parse(&bytes)
+        .with_context(|| format!("{} has no valid v2 header", path.display()))?;
+    println!("object          {}", path.display());
+    println!(
+        "format          v2, header {} bytes at the start of the body (placement {})",
+        bytes.len(),
+        match h.placement {
+            Placement::Metadata => "metadata: the header's flag disagrees with where it is",
+            Placement::Prefix => "prefix",
+        }
+    );
+    println!("identity hash   {}", hex::encode(h.identity_hash));
+    println!(
+        "plaintext       {} bytes in {} chunk(s) of {} bytes",
+        h.plaintext_size,
+        h.plaintext_size.div_ceil(u64::from(v2::CHUNK_SIZE)).max(1),
+        v2::CHUNK_SIZE
+    );
+    println!("commitment      {}", hex::encode(h.commitment));
+    println!(
+        "recipients      {}{}",
+        h.recipients.len(),
+        if h.mixed {
+            " (post-quantum and classical mixed, allowed by the writer)"
+        } else {
+            ""
+        }
+    );
+    for e in &h.recipients {
+        println!(
+            "  {:<13} key id {}  enc {} B  wrapped {} B",
+            e.kem.name(),
+            hex::encode(e.key_id),
+            e.enc.len(),
+            e.wrapped.len()
+        );
+    }
+    let expect = bytes.len() as u64 + v2::chunks_len(h.plaintext_size);
+    if len == expect {
+        println!("object.v2       {len} bytes (as the header says)");
+    } else {
+        println!(
+            "object.v2       {len} bytes, but the header says {expect}: truncated or extended"
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn inspect(a: InspectArgs) -> Result<()> {
+    let format = match a.format {
+        Some(f) => f,
+        None if a.path.join(OBJECT_V2).exists() && !a.path.join(MANIFEST).exists() => Format::V2,
+        None => Format::V1,
+    };
+    if format == Format::V2 {
+        return inspect_v2(&a.path);
+    }
     let manifest_path = a.path.join(MANIFEST);
     let bytes = fs::File::open(&manifest_path)
         .map_err(envelope::Error::Io)

@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3ClientKind, S3Settings, Store};
 
-use crate::args::{ReceiverArgs, SenderArgs, parse_duration};
+use crate::args::{HeaderPlacement, Reader, ReceiverArgs, SenderArgs, Writer, parse_duration};
 use worker::progress::{Progress, Unit};
 
 use crate::dirstore::Staged;
@@ -247,7 +247,7 @@ fn print_stats(st: &s3::OpStats) {
 
 pub(crate) fn put(a: PutArgs) -> Result<()> {
     let settings = a.s3.settings("put")?;
-    let sender = a.sender.sender()?;
+    let writer = a.sender.writer(HeaderPlacement::Metadata)?;
     let file = std::fs::File::open(&a.input)
         .with_context(|| format!("cannot open --in {}", a.input.display()))?;
     let size = file
@@ -260,24 +260,38 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
             store.create_bucket().await?;
         }
         let src = tokio::io::BufReader::with_capacity(1 << 20, tokio::fs::File::from_std(file));
-        let out = store
-            .put(&sender, &a.object.key, size, src, &mut progress("uploaded"))
-            .await
-            .with_context(|| format!("put {} ({size} bytes)", a.input.display()))?;
-        if a.verify {
-            store
-                .verify(
-                    &a.object.key,
-                    &out.id.version,
-                    &out.manifest,
-                    out.ciphertext_size,
-                )
-                .await?;
+        let key = &a.object.key;
+        let mut on = progress("uploaded");
+        let out = match &writer {
+            Writer::V1(sender) => store.put(sender, key, size, src, &mut on).await,
+            Writer::V2(sender) => store.put_v2(sender, key, size, src, &mut on).await,
         }
-        println!("{}", out.id.version);
+        .with_context(|| format!("put {} ({size} bytes)", a.input.display()))?;
+        let version = &out.id.version;
+        if a.verify {
+            match &writer {
+                Writer::V1(_) => {
+                    store
+                        .verify(key, version, &out.manifest, out.ciphertext_size)
+                        .await?
+                }
+                Writer::V2(_) => {
+                    store
+                        .verify_v2(key, version, &out.manifest, out.ciphertext_size)
+                        .await?
+                }
+            }
+        }
+        println!("{version}");
         print_stats(&out.stats);
         if a.verify {
-            println!("verified        manifest and data.enc size read back");
+            println!(
+                "verified        {} read back",
+                match writer {
+                    Writer::V1(_) => "manifest and data.enc size",
+                    Writer::V2(_) => "object.v2 size and header",
+                }
+            );
         }
         Ok(())
     })
@@ -285,7 +299,7 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
 
 pub(crate) fn get(a: GetArgs) -> Result<()> {
     let settings = a.s3.settings("get")?;
-    let receiver = a.receiver.receiver()?;
+    let reader = a.receiver.reader()?;
     let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
     runtime()?.block_on(async {
         let version = match a.version {
@@ -312,16 +326,13 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
         let mut out = Staged::create(&a.out)?;
         let file = tokio::fs::File::from_std(out.file().try_clone().context("output file")?);
         let sink = tokio::io::BufWriter::with_capacity(1 << 20, file);
-        let got = store
-            .get(
-                &receiver,
-                &a.object.key,
-                &version,
-                sink,
-                &mut progress("downloaded"),
-            )
-            .await
-            .with_context(|| format!("get version {version}; {} not written", a.out.display()))?;
+        let key = &a.object.key;
+        let mut on = progress("downloaded");
+        let got = match &reader {
+            Reader::V1(r) => store.get(r, key, &version, sink, &mut on).await,
+            Reader::V2(r) => store.get_v2(r, key, &version, sink, &mut on).await,
+        }
+        .with_context(|| format!("get version {version}; {} not written", a.out.display()))?;
         out.commit()?;
         println!(
             "{version}: {} bytes to {}",
@@ -354,7 +365,13 @@ pub(crate) fn ls(a: LsArgs) -> Result<()> {
                 } else {
                     String::new()
                 };
-                println!("{}  {data}  manifest {} B{mark}", v.version, v.manifest_size);
+                match v.format {
+                    envelope::Format::V1 => println!(
+                        "{}  v1  {data}  manifest {} B{mark}",
+                        v.version, v.manifest_size
+                    ),
+                    envelope::Format::V2 => println!("{}  v2  object {data}{mark}", v.version),
+                }
             }
             return Ok(());
         }

@@ -706,6 +706,207 @@ fn s3_commands_against_serve_s3() {
     assert!(ls.contains("no pqbench objects"), "{ls}");
 }
 
+/// Format v2 as a user drives it (issue 21): `put --format v2` with the header in metadata
+/// (one ML-KEM-768 recipient: two post-quantum wraps do not fit in 2 KB) and as a prefix
+/// (two recipients, ML-KEM-768 and X-Wing); `ls` shows one object; `get` opens with each
+/// recipient's secret key and refuses a third; the errors for flags of the other format;
+/// then `seal`/`open`/`inspect` of a v2 version in a directory.
+#[test]
+fn format_v2_put_get_seal_open_inspect() {
+    let _one_at_a_time = one_at_a_time();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let srv = serve(&t.join("s3"), &t.join("s3.env"));
+    let a = keys(&t.join("ka"), "ml-kem-768");
+    let b = keys(&t.join("kb"), "x-wing");
+    let stranger = keys(&t.join("kc"), "ml-kem-768");
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let input = t.join("in.bin");
+    std::fs::write(&input, &data).expect("write");
+
+    for (header, recipients) in [("metadata", vec![&a]), ("prefix", vec![&a, &b])] {
+        let key = format!("v2/{header}");
+        let mut put = vec![
+            "put",
+            "--bucket",
+            "cli-bucket",
+            "--key",
+            &key,
+            "--format",
+            "v2",
+        ];
+        put.extend(["--header", header, "--verify"]);
+        for r in &recipients {
+            put.extend(r.seal.iter().map(String::as_str));
+        }
+        put.extend(["--in", s(&input)]);
+        let out = ok(&with_env(&srv, &put), "put v2");
+        let version = out.lines().next().expect("version").to_owned();
+        assert!(out.contains("1 S3 requests"), "one PutObject: {out}");
+        assert!(out.contains("object.v2 size and header"), "{out}");
+        let ls = ok(
+            &with_env(&srv, &["ls", "--bucket", "cli-bucket", "--key", &key]),
+            "ls",
+        );
+        assert!(ls.contains(&format!("{version}  v2  object")), "{ls}");
+        for (who, k) in recipients.iter().enumerate() {
+            let dest = t.join(format!("out-{header}-{who}.bin"));
+            let mut get = vec![
+                "get",
+                "--bucket",
+                "cli-bucket",
+                "--key",
+                &key,
+                "--format",
+                "v2",
+            ];
+            get.extend(k.open.iter().map(String::as_str));
+            get.extend(["--out", s(&dest)]);
+            let out = ok(&with_env(&srv, &get), "get v2");
+            assert!(out.contains("1 S3 requests"), "one GetObject: {out}");
+            assert!(std::fs::read(&dest).expect("out") == data);
+        }
+        let dest = t.join("stranger.bin");
+        let mut get = vec![
+            "get",
+            "--bucket",
+            "cli-bucket",
+            "--key",
+            &key,
+            "--format",
+            "v2",
+        ];
+        get.extend(stranger.open.iter().map(String::as_str));
+        get.extend(["--out", s(&dest)]);
+        let e = err(&with_env(&srv, &get), "get v2 by a stranger");
+        assert!(e.contains("decryption failed"), "{e}");
+        assert!(!dest.exists(), "nothing written");
+    }
+
+    // Flags of the other format say what to do.
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--format",
+        "v2",
+    ];
+    bad.extend(["--mode", "ml-kem-768", "--in", s(&input)]);
+    bad.extend(a.seal.iter().map(String::as_str));
+    assert!(err(&with_env(&srv, &bad), "v2 with --mode").contains("drop --mode"));
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--mode",
+        "P1",
+    ];
+    bad.extend(["--header", "prefix", "--in", s(&input)]);
+    bad.extend(a.seal.iter().map(String::as_str));
+    assert!(err(&with_env(&srv, &bad), "v1 with --header").contains("add --format v2"));
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--mode",
+        "P1",
+    ];
+    bad.extend(["--in", s(&input)]);
+    bad.extend(a.seal.iter().map(String::as_str));
+    bad.extend(b.seal.iter().map(String::as_str));
+    assert!(err(&with_env(&srv, &bad), "v1, two recipients").contains("need --format v2"));
+    let c = keys(&t.join("kx"), "x25519");
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--format",
+        "v2",
+    ];
+    bad.extend(["--in", s(&input)]);
+    bad.extend(a.seal.iter().map(String::as_str));
+    bad.extend(c.seal.iter().map(String::as_str));
+    assert!(err(&with_env(&srv, &bad), "mixed").contains("refusing to mix"));
+    let big = keys(&t.join("k1024"), "ml-kem-1024");
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--format",
+        "v2",
+    ];
+    bad.extend(["--in", s(&input)]);
+    bad.extend(big.seal.iter().map(String::as_str));
+    let e = err(&with_env(&srv, &bad), "ml-kem-1024 in metadata");
+    assert!(
+        e.contains("1745 bytes") && e.contains("prefix placement"),
+        "{e}"
+    );
+    let mut bad = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "x",
+        "--format",
+        "v2",
+    ];
+    bad.extend(["--in", s(&input)]);
+    bad.extend(a.seal.iter().map(String::as_str));
+    bad.extend(b.seal.iter().map(String::as_str));
+    let e = err(&with_env(&srv, &bad), "two PQ recipients in metadata");
+    assert!(e.contains("2471 bytes"), "{e}");
+
+    // Locally: seal (prefix by default), inspect, open.
+    let root = t.join("local");
+    let mut seal = vec!["seal", "--format", "v2", "--tenant", "t1", "--bucket", "b1"];
+    seal.extend(["--key", "doc", "--in", s(&input), "--out", s(&root)]);
+    seal.extend(a.seal.iter().map(String::as_str));
+    let version = ok(&pqbench(&seal), "seal v2").trim().to_owned();
+    let dir = root.join(format!("doc.pqcs/{version}"));
+    assert!(dir.join("object.v2").exists() && !dir.join("manifest.json").exists());
+    let ins = ok(&pqbench(&["inspect", s(&dir)]), "inspect v2");
+    assert!(
+        ins.contains("format          v2, header 1265 bytes"),
+        "{ins}"
+    );
+    assert!(ins.contains("ml-kem-768"), "{ins}");
+    assert!(ins.contains("(as the header says)"), "{ins}");
+    let dest = t.join("opened.bin");
+    let mut open = vec!["open", "--format", "v2", "--tenant", "t1", "--bucket", "b1"];
+    open.extend(["--key", "doc", "--version", &version, "--in", s(&root)]);
+    open.extend(["--out", s(&dest)]);
+    open.extend(a.open.iter().map(String::as_str));
+    ok(&pqbench(&open), "open v2");
+    assert!(std::fs::read(&dest).expect("opened") == data);
+    // A flipped chunk byte: refused, nothing written.
+    let obj = dir.join("object.v2");
+    let mut bytes = std::fs::read(&obj).expect("object");
+    let n = bytes.len();
+    bytes[n - 20] ^= 1;
+    std::fs::write(&obj, &bytes).expect("tamper");
+    let dest2 = t.join("opened2.bin");
+    let n = open.len();
+    open[n - 3] = s(&dest2);
+    let e = err(&pqbench(&open), "open tampered v2");
+    assert!(e.contains("decryption failed"), "{e}");
+    assert!(!dest2.exists());
+    let mut seal_meta = seal.clone();
+    seal_meta.extend(["--header", "metadata"]);
+    let e = err(&pqbench(&seal_meta), "seal v2 metadata");
+    assert!(e.contains("no object metadata"), "{e}");
+}
+
 /// Issue 16 item 6: latest was the largest writer-chosen UUIDv7, so a version
 /// `ffffffff-ffff-7fff-bfff-ffffffffffff` (a valid object sealed to the public key) planted
 /// by anyone who can write the bucket stayed newest forever, and `get` returned it with

@@ -63,6 +63,16 @@ pub enum AeadId {
 }
 
 impl KemId {
+    /// pqbench's name of the KEM (as its key files' key types).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::X25519 => "x25519",
+            Self::MlKem768 => "ml-kem-768",
+            Self::MlKem1024 => "ml-kem-1024",
+            Self::XWing => "x-wing",
+        }
+    }
+
     /// The registry value.
     pub const fn id(self) -> u16 {
         self as u16

@@ -92,7 +92,9 @@ pub use symmetric::{NONCE_LEN, TAG_LEN};
 
 /// The object format a version is written in: v1 (`data.enc` and `manifest.json`,
 /// `FORMAT.md`) or v2 (one `object.v2` with a binary HPKE header, `FORMAT-v2.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Two objects per version, the JSON manifest written last.

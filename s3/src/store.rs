@@ -778,6 +778,52 @@ impl Store {
         Ok(())
     }
 
+    /// Reads a v2 version back and checks it is the one written: `object.v2` has `size`
+    /// bytes and its header (in the metadata entry or at the body's start) equals `header`
+    /// byte for byte. One GetObject, of which at most the header's bytes are read.
+    pub async fn verify_v2(
+        &self,
+        key: &str,
+        version: &str,
+        header: &[u8],
+        size: u64,
+    ) -> Result<()> {
+        let fail = |reason: String| Error::Verify {
+            bucket: self.bucket.clone(),
+            key: key.into(),
+            version: version.into(),
+            reason,
+        };
+        let body = self
+            .s3
+            .get_object(&self.bucket, &layout::object_v2_key(key, version))
+            .await?;
+        if body.content_length != Some(size) {
+            return Err(fail(format!(
+                "object.v2 has {:?} bytes, {size} written",
+                body.content_length
+            )));
+        }
+        let mut stream = Stream {
+            body,
+            pending: Bytes::new(),
+        };
+        let stored = match stream.body.metadata.get(v2::METADATA_KEY) {
+            Some(v) => v2::decode_metadata(v)?,
+            None => {
+                let mut b = Vec::new();
+                stream.fill(&mut b, header.len()).await?;
+                b
+            }
+        };
+        if stored != header {
+            return Err(fail(
+                "the stored v2 header differs from the one written".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Deletes a version: v1's manifest first (the version disappears at once), then its
     /// data; v2's one object. Fails with [`Error::NotCommitted`] if none of them exists.
     pub async fn delete_version(&self, key: &str, version: &str) -> Result<()> {
