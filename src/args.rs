@@ -11,6 +11,7 @@ use envelope::v2::{self, Placement};
 use envelope::{
     Backend, Format, KeyType, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender, SessionBounds,
 };
+pub(crate) use s3::{Reader, Writer};
 
 /// Where a v2 header goes (`--header`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -86,22 +87,6 @@ pub(crate) struct ReceiverArgs {
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
-}
-
-/// A writer of either format.
-pub(crate) enum Writer {
-    /// Format v1.
-    V1(Sender),
-    /// Format v2.
-    V2(v2::Sender),
-}
-
-/// A reader of either format.
-pub(crate) enum Reader {
-    /// Format v1.
-    V1(Receiver),
-    /// Format v2.
-    V2(v2::Receiver),
 }
 
 fn read_psk(path: Option<&Path>) -> Result<SecretKey> {

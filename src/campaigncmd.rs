@@ -196,11 +196,12 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     println!("arms ({}, every one in every block):", plan.arms.len());
     for x in &plan.arms {
         println!(
-            "  {:<32} {} on {}, S3 client {}{}",
+            "  {:<32} {} on {}, S3 client {}, format {}{}",
             x.label,
             x.mode,
             x.backend.name(),
             x.client,
+            x.format,
             if x.control { "  (A/A control)" } else { "" }
         );
     }

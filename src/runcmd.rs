@@ -45,6 +45,10 @@ pub(crate) struct RunOneArgs {
     /// Crypto backend.
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
+    /// Object format: v1 (data.enc + manifest.json), v2 (one object.v2, header in
+    /// metadata) or v2-prefix (header before the chunks).
+    #[arg(long, default_value = "v1")]
+    format: run::runspec::ObjectFormat,
     /// Closed loop (back to back) or open loop (Poisson arrivals at --rate).
     #[arg(long = "loop", value_enum, default_value = "closed")]
     arrival: LoopKind,
@@ -151,6 +155,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
         object_size: Size(a.size),
         concurrency: a.concurrency,
         arrival,
+        format: a.format,
     };
     let run_id = a.run_id.clone().unwrap_or_else(|| {
         let t = SystemTime::now()

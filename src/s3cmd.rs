@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use s3::{ChecksumPolicy, EmbeddedS3, Event, PayloadSigning, S3ClientKind, S3Settings, Store};
 
-use crate::args::{HeaderPlacement, Reader, ReceiverArgs, SenderArgs, Writer, parse_duration};
+use crate::args::{HeaderPlacement, ReceiverArgs, SenderArgs, Writer, parse_duration};
 use worker::progress::{Progress, Unit};
 
 use crate::dirstore::Staged;
@@ -262,11 +262,10 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
         let src = tokio::io::BufReader::with_capacity(1 << 20, tokio::fs::File::from_std(file));
         let key = &a.object.key;
         let mut on = progress("uploaded");
-        let out = match &writer {
-            Writer::V1(sender) => store.put(sender, key, size, src, &mut on).await,
-            Writer::V2(sender) => store.put_v2(sender, key, size, src, &mut on).await,
-        }
-        .with_context(|| format!("put {} ({size} bytes)", a.input.display()))?;
+        let out = store
+            .put_with(&writer, key, size, src, &mut on)
+            .await
+            .with_context(|| format!("put {} ({size} bytes)", a.input.display()))?;
         let version = &out.id.version;
         if a.verify {
             match &writer {
@@ -328,11 +327,10 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
         let sink = tokio::io::BufWriter::with_capacity(1 << 20, file);
         let key = &a.object.key;
         let mut on = progress("downloaded");
-        let got = match &reader {
-            Reader::V1(r) => store.get(r, key, &version, sink, &mut on).await,
-            Reader::V2(r) => store.get_v2(r, key, &version, sink, &mut on).await,
-        }
-        .with_context(|| format!("get version {version}; {} not written", a.out.display()))?;
+        let got = store
+            .get_with(&reader, key, &version, sink, &mut on)
+            .await
+            .with_context(|| format!("get version {version}; {} not written", a.out.display()))?;
         out.commit()?;
         println!(
             "{version}: {} bytes to {}",

@@ -609,6 +609,10 @@ impl Entry {
 pub struct StorageRow {
     /// Arm label.
     pub mode: String,
+    /// The arm's object format (`v1` when unknown): v1's figures are the JSON manifest's,
+    /// v2's the binary header's.
+    #[serde(default, skip_serializing_if = "crate::spec::ObjectFormat::is_default")]
+    pub format: crate::spec::ObjectFormat,
     /// Object size in bytes, if known.
     pub object_size: Option<u64>,
     /// The figures.
@@ -1169,6 +1173,7 @@ fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, crate::design::A
                     mode,
                     backend: envelope::Backend::default(),
                     client: crate::spec::S3ClientKind::default(),
+                    format: crate::spec::ObjectFormat::default(),
                     session: None,
                     control: false,
                 },
@@ -1390,13 +1395,26 @@ fn storage(
     for ((size, mode), v) in &acc {
         let base = acc.get(&(*size, baseline)).map_or(0, bytes);
         let m = bytes(v);
+        let arm = arms.get(*mode);
+        let format = arm.map(|a| a.format).unwrap_or_default();
+        let c_len = |a: &crate::design::Arm| u64::try_from(a.mode.ciphertext_len()).unwrap_or(0);
+        let (overhead, breakdown) = if format.format() == envelope::Format::V2 {
+            (
+                stats::storage::overhead_v2(m, base),
+                arm.map(|a| stats::storage::breakdown_v2(m, c_len(a))),
+            )
+        } else {
+            (
+                stats::storage::overhead(m, base),
+                arm.map(|a| stats::storage::breakdown(m, c_len(a))),
+            )
+        };
         out.push(StorageRow {
             mode: (*mode).to_owned(),
+            format,
             object_size: *size,
-            overhead: stats::storage::overhead(m, base),
-            breakdown: arms.get(*mode).map(|a| {
-                stats::storage::breakdown(m, u64::try_from(a.mode.ciphertext_len()).unwrap_or(0))
-            }),
+            overhead,
+            breakdown,
         });
     }
     out

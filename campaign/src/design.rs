@@ -32,7 +32,9 @@ use rand_core::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::spec::{CampaignSpec, ComparisonSpec, LoopGrid, Manifest, Operation, S3ClientKind};
+use crate::spec::{
+    CampaignSpec, ComparisonSpec, LoopGrid, Manifest, ObjectFormat, Operation, S3ClientKind,
+};
 use crate::units::{Dur, Size, format_duration};
 
 /// How requests arrive in one cell.
@@ -82,6 +84,9 @@ pub struct Arm {
     /// The S3 client.
     #[serde(default, skip_serializing_if = "S3ClientKind::is_default")]
     pub client: S3ClientKind,
+    /// The object format.
+    #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
+    pub format: ObjectFormat,
     /// `(maxObjects, maxAge)` for a session arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<(u64, Dur)>,
@@ -156,11 +161,17 @@ impl Plan {
     }
 }
 
-/// The baseline mode's arm on `on`'s backend and S3 client (any when `None`): the first such arm that
-/// is neither a session arm with bounds nor the A/A control.
-fn baseline_arm(arms: &[Arm], baseline: Mode, on: Option<(Backend, S3ClientKind)>) -> Option<&Arm> {
+/// The baseline mode's arm on `on`'s backend, S3 client and format (any when `None`): the
+/// first such arm that is neither a session arm with bounds nor the A/A control.
+fn baseline_arm(
+    arms: &[Arm],
+    baseline: Mode,
+    on: Option<(Backend, S3ClientKind, ObjectFormat)>,
+) -> Option<&Arm> {
     arms.iter().find(|a| {
-        a.mode == baseline && !a.control && on.is_none_or(|on| (a.backend, a.client) == on)
+        a.mode == baseline
+            && !a.control
+            && on.is_none_or(|on| (a.backend, a.client, a.format) == on)
     })
 }
 
@@ -243,6 +254,7 @@ struct ArmDef {
     mode: Mode,
     backend: Backend,
     client: S3ClientKind,
+    format: ObjectFormat,
     name: Option<String>,
 }
 
@@ -258,6 +270,7 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
                     mode,
                     backend,
                     client,
+                    format: ObjectFormat::V1,
                     name: None,
                 })
             })
@@ -269,6 +282,7 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
                 mode: a.mode,
                 backend: a.backend,
                 client: a.s3_client.unwrap_or(client),
+                format: a.format,
                 name: a.name.clone(),
             })
             .collect()
@@ -293,6 +307,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
         mode,
         backend,
         client,
+        format,
         name,
     } in defs
     {
@@ -314,6 +329,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                             mode,
                             backend,
                             client,
+                            format,
                             session: Some((b, t)),
                             control: false,
                         });
@@ -325,6 +341,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                 mode,
                 backend,
                 client,
+                format,
                 session: None,
                 control: false,
             }),
@@ -343,7 +360,8 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
 }
 
 /// The comparisons of the spec: `analysis.comparisons`, or by default every arm against
-/// the baseline mode's arm on its backend and S3 client (arms without one are not compared)
+/// the baseline mode's arm on its backend, S3 client and format (arms without one are not
+/// compared)
 /// and the A/A control against the arm it repeats.
 pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
     if !spec.analysis.comparisons.is_empty() {
@@ -351,7 +369,7 @@ pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
     }
     let mut out = Vec::new();
     for a in arms {
-        let on = (!a.control).then_some((a.backend, a.client));
+        let on = (!a.control).then_some((a.backend, a.client, a.format));
         let Some(base) = baseline_arm(arms, spec.baseline, on) else {
             continue;
         };

@@ -347,16 +347,17 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     }
 
     if !r.storage.is_empty() {
-        s.push_str("\n## Storage overhead (section V-E)\n\nManifest bytes split into the key-establishment ciphertext, what its base64 encoding adds, and the fixed fields. S3 counts a metadata-carried manifest as the key `pqbench-manifest` plus the value, in UTF-8 bytes, against its 2 KB (2,048-byte) limit.\n\n| object size | mode | manifest bytes | ciphertext + encoding + fixed | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | S3 metadata bytes | over S3's 2 KB limit |\n|---|---|---:|---|---:|---:|---:|---:|---|\n");
+        s.push_str("\n## Storage overhead (section V-E)\n\nManifest bytes (format v1: the JSON `manifest.json`) or header bytes (format v2: the binary header, in metadata or before the chunks) split into the key-establishment ciphertext, what its encoding adds (base64 in v1, none in v2's binary header), and the fixed fields. S3 counts a metadata-carried manifest as the key `pqbench-manifest` plus the value, and a v2 header as the key `pqbench-v2` plus its base64, in UTF-8 bytes, against its 2 KB (2,048-byte) limit.\n\n| object size | mode | format | manifest / header bytes | ciphertext + encoding + fixed | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | S3 metadata bytes | over S3's 2 KB limit |\n|---|---|---|---:|---|---:|---:|---:|---:|---|\n");
         for st in &r.storage {
             let o = &st.overhead;
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {:+} | {:.3} | {:.3} / {:.3} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:+} | {:.3} | {:.3} / {:.3} | {} | {} |",
                 st.object_size
                     .map(|b| crate::units::Size(b).to_string())
                     .unwrap_or_else(|| "–".into()),
                 st.mode,
+                st.format,
                 o.manifest_bytes,
                 st.breakdown.map_or_else(
                     || "–".into(),

@@ -394,6 +394,91 @@ impl std::str::FromStr for S3ClientKind {
     }
 }
 
+/// The object format an arm writes and reads (issue 21): `v1` (the study's: `data.enc` and
+/// a JSON `manifest.json`, two S3 objects per version), `v2` (one `object.v2`, the binary
+/// HPKE header in user metadata) or `v2-prefix` (one `object.v2`, the header before the
+/// chunks). v2 takes the modes `x25519`, `ml-kem-768`, `ml-kem-1024` (prefix only: its
+/// header exceeds S3's 2 KB of metadata) and `x-wing`.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectFormat {
+    /// Format v1.
+    #[default]
+    V1,
+    /// Format v2, the header in metadata.
+    V2,
+    /// Format v2, the header before the chunks.
+    V2Prefix,
+}
+
+impl ObjectFormat {
+    /// The name used in files and labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "v1",
+            Self::V2 => "v2",
+            Self::V2Prefix => "v2-prefix",
+        }
+    }
+
+    /// Whether this is the default (`v1`), for `skip_serializing_if`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::V1
+    }
+
+    /// The envelope format.
+    pub fn format(self) -> envelope::Format {
+        match self {
+            Self::V1 => envelope::Format::V1,
+            Self::V2 | Self::V2Prefix => envelope::Format::V2,
+        }
+    }
+
+    /// Where a v2 header goes (`None` in v1).
+    pub fn placement(self) -> Option<envelope::v2::Placement> {
+        match self {
+            Self::V1 => None,
+            Self::V2 => Some(envelope::v2::Placement::Metadata),
+            Self::V2Prefix => Some(envelope::v2::Placement::Prefix),
+        }
+    }
+
+    /// Why `mode` cannot be written in this format, if it cannot.
+    pub fn refuses(self, mode: Mode) -> Option<String> {
+        let v2_modes = [Mode::X25519, Mode::MlKem768, Mode::MlKem1024, Mode::XWing];
+        match self {
+            Self::V1 => None,
+            _ if !v2_modes.contains(&mode) => Some(format!(
+                "format {} wraps with HPKE to x25519, ml-kem-768, ml-kem-1024 or x-wing keys; mode {mode} has no v2 suite (use format v1)",
+                self.as_str()
+            )),
+            Self::V2 if mode == Mode::MlKem1024 => Some(
+                "format v2 puts the header in S3 user metadata, and ML-KEM-1024's (1,745 bytes) exceeds its 2 KB; use format v2-prefix".into(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for ObjectFormat {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        [Self::V1, Self::V2, Self::V2Prefix]
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("unknown format {s:?}: expected v1, v2 or v2-prefix"))
+    }
+}
+
+impl std::fmt::Display for ObjectFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One arm of `arms`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -414,6 +499,10 @@ pub struct ArmSpec {
     /// arms of one mode on two clients measure what the client costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub s3_client: Option<S3ClientKind>,
+    /// The object format (`v1`, the default; `v2`; `v2-prefix`): two arms of one mode in
+    /// two formats measure what the format costs.
+    #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
+    pub format: ObjectFormat,
 }
 
 fn default_backend() -> Backend {
@@ -1222,6 +1311,9 @@ impl CampaignSpec {
                 return Err(format!(
                     "arms[{i}].name: {n:?} must be 1-40 lower-case letters, digits or '-'"
                 ));
+            }
+            if let Some(why) = a.format.refuses(a.mode) {
+                return Err(format!("arms[{i}].format: {why}"));
             }
         }
         let mut modes = self.arm_modes();

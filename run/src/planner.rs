@@ -107,6 +107,7 @@ pub fn run_specs(
                     Arrival::Closed => Loop::Closed,
                     Arrival::Open { rate } => Loop::Open { rate },
                 },
+                format: arm.format,
             },
             block: run.block,
             position: run.position,

@@ -17,6 +17,7 @@ use crate::units::{Dur, Size};
 use crate::{Error, Result};
 
 pub use campaign::Operation;
+pub use campaign::spec::ObjectFormat;
 
 /// How requests arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,6 +60,9 @@ pub struct Cell {
     /// Closed or open loop.
     #[serde(rename = "loop", default = "closed")]
     pub arrival: Loop,
+    /// The object format (`v1`, the default; `v2`; `v2-prefix`).
+    #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
+    pub format: ObjectFormat,
 }
 
 fn closed() -> Loop {
@@ -501,6 +505,9 @@ impl RunSpec {
         let c = &self.cell;
         if c.concurrency == 0 {
             return Err(Error::Spec("cell.concurrency must be at least 1".into()));
+        }
+        if let Some(why) = c.format.refuses(c.mode) {
+            return Err(Error::Spec(format!("cell.format: {why}")));
         }
         if c.object_size.0 > envelope::MAX_PLAINTEXT_SIZE {
             return Err(Error::Spec(format!(

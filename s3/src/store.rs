@@ -947,6 +947,70 @@ impl Store {
     }
 }
 
+/// A writer of either format, for callers that choose the format at run time.
+pub enum Writer {
+    /// Format v1 ([`Store::put`]).
+    V1(Sender),
+    /// Format v2 ([`Store::put_v2`]).
+    V2(v2::Sender),
+}
+
+/// A reader of either format.
+pub enum Reader {
+    /// Format v1 ([`Store::get`]).
+    V1(Receiver),
+    /// Format v2 ([`Store::get_v2`]).
+    V2(v2::Receiver),
+}
+
+impl Writer {
+    /// The format it writes.
+    pub fn format(&self) -> Format {
+        match self {
+            Self::V1(_) => Format::V1,
+            Self::V2(_) => Format::V2,
+        }
+    }
+}
+
+impl Store {
+    /// [`Store::put`] or [`Store::put_v2`], as `writer` says.
+    pub async fn put_with<R>(
+        &self,
+        writer: &Writer,
+        key: &str,
+        size: u64,
+        src: R,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<PutOutcome>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        match writer {
+            Writer::V1(s) => self.put(s, key, size, src, on).await,
+            Writer::V2(s) => self.put_v2(s, key, size, src, on).await,
+        }
+    }
+
+    /// [`Store::get`] or [`Store::get_v2`], as `reader` says.
+    pub async fn get_with<W>(
+        &self,
+        reader: &Reader,
+        key: &str,
+        version: &str,
+        sink: W,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<GetOutcome>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
+        match reader {
+            Reader::V1(r) => self.get(r, key, version, sink, on).await,
+            Reader::V2(r) => self.get_v2(r, key, version, sink, on).await,
+        }
+    }
+}
+
 /// The full header name of v2's metadata entry (FORMAT-v2.md §2).
 const META_HEADER: &str = "x-amz-meta-pqbench-v2";
 

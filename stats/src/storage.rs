@@ -22,6 +22,10 @@ pub const S3_USER_METADATA_LIMIT: u64 = 2048;
 /// The user-metadata key a metadata-carried manifest would use (`x-amz-meta-pqbench-manifest`).
 pub const MANIFEST_METADATA_KEY: &str = "pqbench-manifest";
 
+/// The user-metadata key of a format-v2 header in placement metadata (`x-amz-meta-pqbench-v2`,
+/// `envelope/FORMAT-v2.md` §2): its value is the base64 of the binary header.
+pub const V2_METADATA_KEY: &str = "pqbench-v2";
+
 /// The bytes S3 counts against its user-metadata limit for `entries` (key without the
 /// `x-amz-meta-` prefix, value length in UTF-8 bytes).
 pub fn s3_user_metadata_bytes(entries: &[(&str, u64)]) -> u64 {
@@ -79,6 +83,28 @@ pub struct Overhead {
     pub over_s3_metadata_limit: bool,
 }
 
+/// Splits a format-v2 header of `header_bytes` with one recipient whose `enc` is
+/// `ciphertext_len` bytes: binary, so no encoding; the rest is the fixed part and the
+/// entry's key id, lengths and wrapped data key.
+pub fn breakdown_v2(header_bytes: u64, ciphertext_len: u64) -> Breakdown {
+    Breakdown {
+        ciphertext: ciphertext_len,
+        encoding: 0,
+        fixed: header_bytes.saturating_sub(ciphertext_len),
+    }
+}
+
+/// The overhead of a format-v2 header of `header_bytes` against a baseline of
+/// `baseline_bytes`: as [`overhead`], with S3's count that of the entry
+/// [`V2_METADATA_KEY`] holding `b64(header)`, `10 + 4·⌈h/3⌉`.
+pub fn overhead_v2(header_bytes: u64, baseline_bytes: u64) -> Overhead {
+    let mut o = overhead(header_bytes, baseline_bytes);
+    o.s3_metadata_bytes =
+        s3_user_metadata_bytes(&[(V2_METADATA_KEY, header_bytes.div_ceil(3) * 4)]);
+    o.over_s3_metadata_limit = o.s3_metadata_bytes > S3_USER_METADATA_LIMIT;
+    o
+}
+
 /// The overhead of a manifest of `manifest_bytes` against a baseline of `baseline_bytes`.
 pub fn overhead(manifest_bytes: u64, baseline_bytes: u64) -> Overhead {
     const BILLION: f64 = 1e9;
@@ -104,6 +130,21 @@ pub fn overhead(manifest_bytes: u64, baseline_bytes: u64) -> Overhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v2_headers_as_s3_counts_them() {
+        // FORMAT-v2.md §8: ML-KEM-768, one recipient: 91 + 86 + 1,088 = 1,265 bytes,
+        // base64 1,688, plus the 10-byte key: 1,698 ≤ 2,048. ML-KEM-1024: 1,745 bytes,
+        // 2,338 > 2,048. The largest header that fits is 1,527 bytes.
+        let o = overhead_v2(1265, 0);
+        assert_eq!(o.s3_metadata_bytes, 1698);
+        assert!(!o.over_s3_metadata_limit);
+        assert!(overhead_v2(1745, 0).over_s3_metadata_limit);
+        assert!(!overhead_v2(1527, 0).over_s3_metadata_limit);
+        assert!(overhead_v2(1528, 0).over_s3_metadata_limit);
+        let b = breakdown_v2(1265, 1088);
+        assert_eq!((b.ciphertext, b.encoding, b.fixed), (1088, 0, 177));
+    }
 
     #[test]
     fn study_figures() {

@@ -27,9 +27,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use envelope::v2;
 use envelope::{Backend, Manifest, Mode, PublicKey, Receiver, SealKey, SecretKey, Sender};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng as _, SeedableRng};
+use s3::{Reader, Writer};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::Mutex;
 
@@ -188,8 +190,8 @@ fn prefix(spec: &RunSpec) -> String {
 
 struct Ctx {
     store: Store,
-    sender: Sender,
-    receiver: Receiver,
+    sender: Writer,
+    receiver: Reader,
     op: Operation,
     size: u64,
     body: Arc<Vec<u8>>,
@@ -306,7 +308,7 @@ async fn one(
             let key = format!("{}/w{worker}-{seq}", ctx.prefix);
             match ctx
                 .store
-                .put(&ctx.sender, &key, ctx.size, &ctx.body[..], &mut |_| {})
+                .put_with(&ctx.sender, &key, ctx.size, &ctx.body[..], &mut |_| {})
                 .await
             {
                 Ok(out) => {
@@ -321,7 +323,7 @@ async fn one(
                 % ctx.fixtures.len().max(1);
             let (key, version) = &ctx.fixtures[i];
             ctx.store
-                .get(&ctx.receiver, key, version, tokio::io::sink(), &mut |_| {})
+                .get_with(&ctx.receiver, key, version, tokio::io::sink(), &mut |_| {})
                 .await
                 .map(|o| (o.stats, None))
                 .map_err(Error::from)
@@ -549,8 +551,20 @@ fn endpoints(
     spec: &RunSpec,
     sk: Option<&SecretKey>,
     pk: Option<&PublicKey>,
-) -> Result<(Sender, Receiver)> {
+) -> Result<(Writer, Reader)> {
     let (mode, backend): (Mode, Backend) = (spec.cell.mode, spec.cell.backend);
+    if let Some(placement) = spec.cell.format.placement() {
+        let (Some(sk), Some(pk)) = (sk, pk) else {
+            return Err(Error::RecipientKey(format!(
+                "format {} needs the {mode} key pair",
+                spec.cell.format
+            )));
+        };
+        return Ok((
+            Writer::V2(v2::Sender::new(backend, &[pk], false, placement)?),
+            Reader::V2(v2::Receiver::new(backend, sk)?),
+        ));
+    }
     let key = match (pk, sk) {
         (Some(p), _) => SealKey::Public(p),
         (None, Some(s)) => SealKey::Psk(s),
@@ -561,7 +575,15 @@ fn endpoints(
         sender = sender.with_session_bounds(b)?;
     }
     let receiver = Receiver::new(mode, backend, sk)?;
-    Ok((sender, receiver))
+    Ok((Writer::V1(sender), Reader::V1(receiver)))
+}
+
+/// The session-root cache of a v1 `ml-kem-768-session` receiver (v2 has no sessions).
+fn session_cache_stats(r: &Reader) -> Option<envelope::CacheStats> {
+    match r {
+        Reader::V1(r) => r.session_cache_stats(),
+        Reader::V2(_) => None,
+    }
 }
 
 /// The recipient key of a run and the sender and receiver made with it.
@@ -571,7 +593,7 @@ struct Keys {
 }
 
 impl Keys {
-    fn endpoints(&self, spec: &RunSpec) -> Result<(Sender, Receiver)> {
+    fn endpoints(&self, spec: &RunSpec) -> Result<(Writer, Reader)> {
         endpoints(spec, self.sk.as_ref(), self.pk.as_ref())
     }
 }
@@ -654,20 +676,22 @@ async fn warm_up_round_trip(
     let warm_key = format!("{}/warmup", prefix(spec));
     let size = spec.cell.object_size.0;
     let put = store
-        .put(&sender, &warm_key, size, &body[..], &mut |_| {})
+        .put_with(&sender, &warm_key, size, &body[..], &mut |_| {})
         .await?;
     let check = async {
-        let m = Manifest::parse(&put.manifest, mode)?;
-        if m.c.len() != mode.ciphertext_len() {
+        let c_len = match sender {
+            Writer::V1(_) => Manifest::parse(&put.manifest, mode)?.c.len(),
+            Writer::V2(_) => v2::Header::parse(&put.manifest)?.0.recipients[0].enc.len(),
+        };
+        if c_len != mode.ciphertext_len() {
             return Err(Error::Gate(format!(
-                "warm-up object's C is {} bytes; {mode} specifies {}",
-                m.c.len(),
+                "warm-up object's C is {c_len} bytes; {mode} specifies {}",
                 mode.ciphertext_len()
             )));
         }
         let mut back = Vec::with_capacity(body.len());
         store
-            .get(
+            .get_with(
                 &receiver,
                 &warm_key,
                 &put.id.version,
@@ -717,7 +741,7 @@ async fn write_fixtures(
             for j in (t..n).step_by(par as usize) {
                 let key = format!("{pre}/fixture-{j}");
                 let o = store
-                    .put(&sender, &key, size, &body[..], &mut |_| {})
+                    .put_with(&sender, &key, size, &body[..], &mut |_| {})
                     .await?;
                 out.push((j, key, o.id.version));
             }
@@ -795,11 +819,11 @@ async fn measure(
     let window = tokio::spawn(async move {
         tokio::time::sleep_until(measure_from.into()).await;
         let c0 = cpu_time::ProcessTime::try_now().ok();
-        let r0 = cache.receiver.session_cache_stats();
+        let r0 = session_cache_stats(&cache.receiver);
         let t0 = Instant::now();
         tokio::time::sleep_until(end.into()).await;
         let cpu = c0.map_or(0.0, |c| c.elapsed().as_secs_f64());
-        let roots = r0.zip(cache.receiver.session_cache_stats()).map(|(a, b)| {
+        let roots = r0.zip(session_cache_stats(&cache.receiver)).map(|(a, b)| {
             run::summary::RootCacheFigures {
                 hits: b.hits.saturating_sub(a.hits),
                 misses: b.misses.saturating_sub(a.misses),
@@ -882,13 +906,14 @@ const CLEANUP_SLICE: usize = 1000;
 /// and how long it took.
 async fn cleanup(
     store: &Store,
+    format: envelope::Format,
     fixtures: &[(String, String)],
     written: &Path,
 ) -> (u64, Vec<String>, f64) {
     let t = Instant::now();
     let (mut deleted, mut failed) = (0, Vec::new());
     let mut delete = async |slice: &[(String, String)], failed: &mut Vec<String>| {
-        match store.delete_many(slice, envelope::Format::V1).await {
+        match store.delete_many(slice, format).await {
             Ok((d, f)) => {
                 deleted += d;
                 failed.extend(f);
@@ -959,7 +984,9 @@ pub async fn execute(
     let start = match start_gate(&mut spec, prep_t0).await {
         Ok(s) => s,
         Err(e) => {
-            let _ = store.delete_many(&fixtures, envelope::Format::V1).await;
+            let _ = store
+                .delete_many(&fixtures, spec.cell.format.format())
+                .await;
             return Err(e);
         }
     };
@@ -992,8 +1019,13 @@ pub async fn execute(
     });
     let m = measure(&spec, ctx.clone(), &workers, &sources, traces).await?;
 
-    let (cleanup_deleted, cleanup_failed, cleanup_s) =
-        cleanup(&store, &ctx.fixtures, &m.spooled.written).await;
+    let (cleanup_deleted, cleanup_failed, cleanup_s) = cleanup(
+        &store,
+        spec.cell.format.format(),
+        &ctx.fixtures,
+        &m.spooled.written,
+    )
+    .await;
 
     let info = ProcessInfo {
         index: spec.processes.index,

@@ -65,6 +65,7 @@ impl Env {
             object_size: Size(16 * 1024),
             concurrency,
             arrival: Loop::Closed,
+            format: Default::default(),
         };
         let mut spec = RunSpec::local(
             run_id,

@@ -88,6 +88,7 @@ impl Env {
             object_size: Size(4096),
             concurrency,
             arrival,
+            format: Default::default(),
         };
         let mut spec = RunSpec::local(run_id, cell, &s.endpoint, BUCKET, &self.out());
         spec.s3.region = s.region.clone();
