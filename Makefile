@@ -128,6 +128,7 @@ soak:
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:
 	PQBENCH_BLESS=1 cargo test -p envelope --test format golden
+	PQBENCH_BLESS=1 cargo test -p envelope --test golden_v2
 
 # The main job for now: every mode, its sizes and its seal/open cost.
 modes:

@@ -767,6 +767,181 @@ fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
     }
 }
 
+/// The golden v2 objects (`envelope/tests/golden/v2-*.json`) open in the Python reader
+/// written from FORMAT-v2.md, in their placement, to the plaintext they record.
+#[test]
+fn python_v2_reader_opens_the_golden_v2_objects() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("envelope/tests/golden");
+    let mut seen = 0;
+    for e in std::fs::read_dir(&golden).expect("golden dir") {
+        let p = e.expect("entry").path();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_owned();
+        if !name.starts_with("v2-") {
+            continue;
+        }
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).expect("read")).expect("json");
+        let f = |k: &str| doc[k].as_str().expect(k).to_owned();
+        let (header, chunks) = (dir.path().join("header"), dir.path().join("chunks"));
+        let placement = f("placement");
+        let body = [unhex(&f("header_hex")), unhex(&f("chunks_hex"))].concat();
+        if placement == "metadata" {
+            std::fs::write(&header, f("metadata_entry")).expect("write");
+            std::fs::write(&chunks, unhex(&f("chunks_hex"))).expect("write");
+        } else {
+            std::fs::write(&header, &body).expect("write");
+        }
+        let o = Command::new(python())
+            .arg(interop_dir().join("pqreader2.py"))
+            .arg(&header)
+            .arg(&placement)
+            .arg(&chunks)
+            .args([f("tenant"), f("bucket"), f("key"), f("version")])
+            .args([f("kem_id"), f("secret_key_hex")])
+            .output()
+            .expect("run pqreader2.py");
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            f("plaintext_hex"),
+            "{name}"
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 7, "every golden v2 object");
+}
+
+/// Format v2 objects written to S3 by `pqbench put --format v2` (header in metadata and as
+/// a prefix; one PutObject and a multipart upload) are ordinary S3 objects: boto3 lists and
+/// downloads each `object.v2` with its `pqbench-v2` metadata entry, and the Python reader
+/// written from FORMAT-v2.md opens them with each recipient's key.
+#[test]
+fn boto3_downloads_v2_objects_and_the_python_v2_reader_opens_them() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let server = s3::EmbeddedS3::start(&t.join("s3"), 0).expect("server");
+    server.create_bucket("interop").expect("bucket");
+    let small: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let large: Vec<u8> = (0..(9 * 1024 * 1024 + 5) as u32)
+        .map(|i| (i % 253) as u8)
+        .collect();
+    std::fs::write(t.join("small.bin"), &small).expect("write");
+    std::fs::write(t.join("large.bin"), &large).expect("write");
+    let env = [
+        ("AWS_ENDPOINT_URL", server.endpoint()),
+        ("AWS_ACCESS_KEY_ID", server.access_key()),
+        ("AWS_SECRET_ACCESS_KEY", server.secret_key()),
+    ];
+    let path = |p: &std::path::Path| p.to_str().expect("utf8").to_owned();
+    let mut recipients = Vec::new();
+    for mode in ["ml-kem-768", "x-wing"] {
+        let kdir = t.join(format!("keys-{mode}"));
+        let o = pqbench(&["keygen", "--mode", mode, "--out", &path(&kdir)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let sk = envelope::SecretKey::read_file(&kdir.join("recipient.key")).expect("key");
+        let kem = envelope::v2::kem_of(sk.key_type()).expect("v2 kem");
+        recipients.push((
+            path(&kdir.join("recipient.pub")),
+            format!("{:04x}", kem.id()),
+            hex::encode(sk.expose_secret()),
+        ));
+    }
+    // (key, header placement, recipients used, plaintext)
+    let mut written = Vec::new();
+    for (header, n) in [("metadata", 1), ("prefix", 2)] {
+        for (name, data) in [("small.bin", &small), ("large.bin", &large)] {
+            let key = format!("interop/{header}/{name}");
+            let mut args = vec!["put", "--format", "v2", "--header", header];
+            args.extend(["--tenant", "tenant", "--bucket", "interop", "--key", &key]);
+            let inp = path(&t.join(name));
+            args.extend(["--in", &inp]);
+            for r in &recipients[..n] {
+                args.extend(["--recipient", &r.0]);
+            }
+            let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+                .args(&args)
+                .envs(env)
+                .output()
+                .expect("pqbench put");
+            assert!(
+                o.status.success(),
+                "put {key}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let version = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .expect("version line")
+                .trim()
+                .to_owned();
+            written.push((key, version, header, n, data.clone()));
+        }
+    }
+
+    let root = t.join("downloaded");
+    let o = Command::new(python())
+        .arg(interop_dir().join("s3_fetch.py"))
+        .args(["--endpoint", server.endpoint(), "--bucket", "interop"])
+        .args(["--prefix", "interop/", "--out", &path(&root)])
+        .envs(env)
+        .output()
+        .expect("run s3_fetch.py (needs boto3: pip install -r tests/interop/requirements.txt)");
+    assert!(
+        o.status.success(),
+        "boto3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let listed: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("s3_fetch.py prints JSON");
+    assert_eq!(
+        listed["keys"].as_array().expect("keys").len(),
+        written.len(),
+        "one object per version: {listed}"
+    );
+    for (key, version, header, n, data) in &written {
+        let object = root.join(format!("{key}.pqcs/{version}/object.v2"));
+        let meta = object.with_extension("v2.meta");
+        assert_eq!(
+            meta.exists(),
+            *header == "metadata",
+            "{key}: the metadata entry"
+        );
+        let header_file = if *header == "metadata" {
+            &meta
+        } else {
+            &object
+        };
+        for (_, kem, secret) in &recipients[..*n] {
+            let o = Command::new(python())
+                .arg(interop_dir().join("pqreader2.py"))
+                .arg(header_file)
+                .arg(header)
+                .arg(&object)
+                .args(["tenant", "interop", key, version, kem, secret])
+                .output()
+                .expect("run pqreader2.py");
+            assert!(
+                o.status.success(),
+                "pqreader2 {key} with {kem}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(
+                unhex(String::from_utf8_lossy(&o.stdout).trim()) == **data,
+                "{key} with {kem}: plaintext differs"
+            );
+        }
+    }
+}
+
 /// A run's records and samples open in three independent Parquet readers (pyarrow, polars,
 /// DuckDB) with the documented columns and types, and they count what the summary counts.
 #[test]

@@ -85,6 +85,15 @@ pub struct RunRow {
     /// Mean manifest bytes per object (storage table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest_bytes: Option<f64>,
+    /// S3 requests per logical request ([`crate::wire`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3_requests: Option<f64>,
+    /// Bytes sent per logical request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent: Option<f64>,
+    /// Bytes received per logical request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_received: Option<f64>,
     /// Median latency of successful requests, ms (second endpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_p50_ms: Option<f64>,
@@ -174,7 +183,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 19] = [
+pub const CSV_OPTIONAL: [&str; 22] = [
     "operation",
     "object_size",
     "concurrency",
@@ -194,6 +203,9 @@ pub const CSV_OPTIONAL: [&str; 19] = [
     "started_unix_s",
     "drift_throughput_change",
     "drift_latency_change",
+    "s3_requests",
+    "bytes_sent",
+    "bytes_received",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -321,6 +333,9 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
             started_unix_s: opt_num("started_unix_s")?,
             drift_throughput_change: opt_signed("drift_throughput_change")?,
             drift_latency_change: opt_signed("drift_latency_change")?,
+            s3_requests: opt_num("s3_requests")?,
+            bytes_sent: opt_num("bytes_sent")?,
+            bytes_received: opt_num("bytes_received")?,
             drift_bins: None,
             session: None,
         });
@@ -362,6 +377,9 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.push(o(r.started_unix_s));
         f.push(o(r.drift_throughput_change));
         f.push(o(r.drift_latency_change));
+        f.push(o(r.s3_requests));
+        f.push(o(r.bytes_sent));
+        f.push(o(r.bytes_received));
         s.push_str(&f.join(","));
         s.push('\n');
     }
@@ -719,6 +737,12 @@ pub struct Report {
     /// Bounded sessions of each session arm, beside its comparisons (study section V-F).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sessions: Vec<crate::longrun::SessionSummary>,
+    /// Per cell and arm: S3 requests, bytes, client CPU and latency per logical request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire: Vec<crate::wire::WireRow>,
+    /// The comparisons across object formats, arm ÷ against on those figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub format_ratios: Vec<crate::wire::FormatRatio>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
@@ -1100,6 +1124,8 @@ pub fn analyze_full(
     deviations.extend(crate::order::deviations(&order));
     let arm_modes = arm_modes(cfg, rows);
     let sessions = crate::longrun::session_rows(rows, &entries);
+    let wire = crate::wire::wire_rows(rows, &arm_modes);
+    let format_ratios = crate::wire::format_ratios(&wire, &comparisons);
     Ok(Report {
         config: cfg.clone(),
         runs: rows.len(),
@@ -1117,6 +1143,8 @@ pub fn analyze_full(
         order,
         drift: crate::longrun::drift_rows(rows),
         sessions,
+        wire,
+        format_ratios,
         dropped_blocks,
         warnings,
     })

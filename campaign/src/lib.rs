@@ -34,6 +34,7 @@ pub mod report;
 mod schema;
 pub mod spec;
 pub mod units;
+pub mod wire;
 
 pub use design::Plan;
 pub use spec::{CampaignFile, CampaignSpec, Manifest, Operation};

@@ -346,6 +346,44 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         }
     }
 
+    if r.wire.iter().any(|w| !w.format.is_default()) {
+        s.push_str("\n## Per logical request: S3 requests, bytes, client CPU and latency\n\nWhat one logical GET or PUT cost, per cell and arm: S3 requests and bytes on the wire (v1 writes and reads `data.enc` and `manifest.json`, v2 one `object.v2`; a v2 header in metadata travels in the request's headers), client CPU per request and the median over runs of the median latency. Then, for every comparison across formats, the arm over its counterpart.\n\n| cell | arm | format | runs | S3 requests | bytes sent | bytes received | client CPU µs | p50 ms | throughput req/s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for w in &r.wire {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.2} | {:.0} | {:.0} | {:.1} | {:.3} | {:.0} |",
+                w.cell,
+                w.arm,
+                w.format,
+                w.runs,
+                w.s3_requests,
+                w.bytes_sent,
+                w.bytes_received,
+                w.cpu_per_request_us,
+                w.latency_p50_ms,
+                w.throughput_rps
+            );
+        }
+        if !r.format_ratios.is_empty() {
+            s.push_str("\n| cell | arm ÷ against | formats | S3 requests | client CPU | p50 latency | throughput |\n|---|---|---|---:|---:|---:|---:|\n");
+            for f in &r.format_ratios {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} ÷ {} | {} ÷ {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    f.cell,
+                    f.arm,
+                    f.against,
+                    f.formats.0,
+                    f.formats.1,
+                    f.s3_requests,
+                    f.cpu_per_request,
+                    f.latency_p50,
+                    f.throughput
+                );
+            }
+        }
+    }
+
     if !r.storage.is_empty() {
         s.push_str("\n## Storage overhead (section V-E)\n\nManifest bytes (format v1: the JSON `manifest.json`) or header bytes (format v2: the binary header, in metadata or before the chunks) split into the key-establishment ciphertext, what its encoding adds (base64 in v1, none in v2's binary header), and the fixed fields. S3 counts a metadata-carried manifest as the key `pqbench-manifest` plus the value, and a v2 header as the key `pqbench-v2` plus its base64, in UTF-8 bytes, against its 2 KB (2,048-byte) limit.\n\n| object size | mode | format | manifest / header bytes | ciphertext + encoding + fixed | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | S3 metadata bytes | over S3's 2 KB limit |\n|---|---|---|---:|---|---:|---:|---:|---:|---|\n");
         for st in &r.storage {

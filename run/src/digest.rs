@@ -211,6 +211,9 @@ pub struct Digest {
     pub unaccounted_s_sum: f64,
     /// Their manifest bytes summed.
     pub manifest_bytes_sum: f64,
+    /// Their S3 requests, bytes sent and bytes received, summed (per logical request:
+    /// what a format costs on the wire).
+    pub wire_sums: [f64; 3],
     /// Successful requests whose stage timers sum above their total.
     pub stage_sum_over: Offenders,
     /// Objects outside the session bounds.
@@ -322,6 +325,13 @@ impl Digest {
         self.total_s_sum += r.total.as_secs_f64();
         self.crypto_cpu_us_sum += us(r.crypto_cpu);
         self.manifest_bytes_sum += f(r.manifest_bytes);
+        for (sum, v) in self.wire_sums.iter_mut().zip([
+            f64::from(r.s3_requests),
+            f(r.bytes_sent),
+            f(r.bytes_received),
+        ]) {
+            *sum += v;
+        }
         if let Some(i) = self.bin_of(r.offset) {
             self.bins[i].ok += 1;
             self.bins[i].latency_ms_sum += total_ms;
@@ -394,6 +404,9 @@ impl Digest {
         self.total_s_sum += o.total_s_sum;
         self.unaccounted_s_sum += o.unaccounted_s_sum;
         self.manifest_bytes_sum += o.manifest_bytes_sum;
+        for (a, b) in self.wire_sums.iter_mut().zip(o.wire_sums) {
+            *a += b;
+        }
         self.stage_sum_over.merge(&o.stage_sum_over);
         self.session_outside.merge(&o.session_outside);
         self.session_missing += o.session_missing;

@@ -598,6 +598,18 @@ impl Software {
     }
 }
 
+/// What one successful measured request cost on the wire, on average.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireFigures {
+    /// S3 requests per logical request.
+    pub s3_requests_mean: f64,
+    /// Bytes sent (bodies, and v2's metadata entry) per logical request.
+    pub bytes_sent_mean: f64,
+    /// Bytes received (bodies) per logical request.
+    pub bytes_received_mean: f64,
+}
+
 /// The run summary (`summary.json`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -633,6 +645,10 @@ pub struct RunSummary {
     /// object; section V-E).
     #[serde(default)]
     pub manifest_bytes_mean: f64,
+    /// Per successful measured request: S3 requests, bytes sent and bytes received (what
+    /// one logical GET or PUT costs on the wire; v1 is two S3 requests, v2 one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<WireFigures>,
     /// Failed measured requests by error class.
     pub failures_by_class: BTreeMap<String, u64>,
     /// Latency of successful measured requests, ms.
@@ -1042,6 +1058,11 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         } else {
             d.manifest_bytes_sum / n_ok
         },
+        wire: (counts.ok > 0).then(|| WireFigures {
+            s3_requests_mean: d.wire_sums[0] / n_ok,
+            bytes_sent_mean: d.wire_sums[1] / n_ok,
+            bytes_received_mean: d.wire_sums[2] / n_ok,
+        }),
         failures_by_class: d.failures.clone(),
         latency_ms: Dist {
             mean: d.latency_ms.mean(),
