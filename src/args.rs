@@ -265,6 +265,17 @@ impl FreshKeys {
     pub(crate) fn receiver(&self, backend: Backend) -> Result<Receiver> {
         Ok(Receiver::new(self.mode, backend, self.sk.as_ref())?)
     }
+
+    /// A format-v2 writer to this key and a reader holding it.
+    pub(crate) fn v2(&self, backend: Backend, placement: Placement) -> Result<(Writer, Reader)> {
+        let (Some(sk), Some(pk)) = (&self.sk, &self.pk) else {
+            bail!("mode {} has no key pair for format v2", self.mode);
+        };
+        Ok((
+            Writer::V2(v2::Sender::new(backend, &[pk], false, placement)?),
+            Reader::V2(v2::Receiver::new(backend, sk)?),
+        ))
+    }
 }
 
 /// Parses `123`, `64KiB`, `1MiB`, `2GiB`, `10kB`.

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
 use cpu_time::ProcessTime;
-use envelope::{Backend, Mode, Receiver, Sender};
-use s3::{OpStats, S3ClientKind, S3Settings, SdkKnobs, Store};
+use envelope::{Backend, Mode};
+use s3::{OpStats, Reader, S3ClientKind, S3Settings, SdkKnobs, Store, Writer};
 use serde::Serialize;
 
 use worker::progress::{Progress, Unit};
@@ -53,6 +53,11 @@ pub(crate) struct BenchArgs {
     /// Rounds (cells interleaved; medians reported).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Object formats to measure each mode in (comma-separated: v1, v2, v2-prefix); a v2
+    /// cell is labelled `<mode>/v2`. The S3-only control stays v1's (two objects), so the
+    /// "rest" column of a v2 row is not comparable; its CPU µs/req is.
+    #[arg(long, value_delimiter = ',', default_value = "v1")]
+    formats: Vec<run::runspec::ObjectFormat>,
     /// Operations to measure (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "put,get")]
     ops: Vec<Op>,
@@ -161,15 +166,22 @@ struct Row {
 }
 
 struct Keys {
-    sender: Arc<Sender>,
-    receiver: Arc<Receiver>,
+    sender: Arc<Writer>,
+    receiver: Arc<Reader>,
 }
 
-fn keys(mode: Mode, backend: Backend) -> Result<Keys> {
+fn keys(mode: Mode, backend: Backend, format: run::runspec::ObjectFormat) -> Result<Keys> {
+    if let Some(why) = format.refuses(mode) {
+        bail!("--formats {format} with mode {mode}: {why}");
+    }
     let k = FreshKeys::generate(mode)?;
+    let (sender, receiver) = match format.placement() {
+        None => (Writer::V1(k.sender(backend)?), Reader::V1(k.receiver(backend)?)),
+        Some(p) => k.v2(backend, p)?,
+    };
     Ok(Keys {
-        sender: Arc::new(k.sender(backend)?),
-        receiver: Arc::new(k.receiver(backend)?),
+        sender: Arc::new(sender),
+        receiver: Arc::new(receiver),
     })
 }
 
@@ -201,8 +213,8 @@ impl Acc {
 /// What one request does.
 #[derive(Clone)]
 enum Work {
-    Put(Arc<Sender>),
-    Get(Arc<Receiver>, Arc<Vec<(String, String)>>),
+    Put(Arc<Writer>),
+    Get(Arc<Reader>, Arc<Vec<(String, String)>>),
     /// The S3-only control of a PUT: data and manifest bodies of the same sizes.
     ControlPut(usize),
     /// The S3-only control of a GET: two reads of objects of the same sizes.
@@ -214,7 +226,7 @@ async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -
         Work::Put(sender) => {
             let key = "bench/put";
             let out = store
-                .put(sender, key, body.len() as u64, body, &mut |_| {})
+                .put_with(sender, key, body.len() as u64, body, &mut |_| {})
                 .await?;
             acc.add(&out.stats);
             acc.written.push((key.to_owned(), out.id.version));
@@ -222,7 +234,7 @@ async fn one(store: &Store, work: &Work, i: usize, body: &[u8], acc: &mut Acc) -
         Work::Get(receiver, fixtures) => {
             let (key, version) = &fixtures[i % fixtures.len()];
             let st = store
-                .get(receiver, key, version, tokio::io::sink(), &mut |_| {})
+                .get_with(receiver, key, version, tokio::io::sink(), &mut |_| {})
                 .await?
                 .stats;
             acc.add(&st);
@@ -413,7 +425,14 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
         });
         let mut mode_keys = Vec::new();
         for &m in &a.modes {
-            mode_keys.push((m, keys(m, a.backend)?));
+            for &f in &a.formats {
+                let label = if f.is_default() {
+                    m.name().to_owned()
+                } else {
+                    format!("{}/{f}", m.name())
+                };
+                mode_keys.push((label, keys(m, a.backend, f)?));
+            }
         }
         // (op, concurrency, client, mode index); None = the S3-only control.
         let mut cells: Vec<(Op, usize, ClientChoice, Option<usize>)> = Vec::new();
@@ -434,7 +453,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             let st = Store::new(&settings, BUCKET, "bench")?;
             let k = &mode_keys.last().context("--modes is empty")?.1;
             let out = st
-                .put(&k.sender, "bench/probe", a.size, &body[..], &mut |_| {})
+                .put_with(&k.sender, "bench/probe", a.size, &body[..], &mut |_| {})
                 .await?;
             st.delete_version("bench/probe", &out.id.version).await?;
             anyhow::Ok(usize::try_from(out.stats.manifest_bytes).unwrap_or(1200))
@@ -475,7 +494,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
                             for j in 0..c.max(8) {
                                 let key = format!("bench/fixture-{j}");
                                 let out = store
-                                    .put(&k.sender, &key, a.size, &body[..], &mut |_| {})
+                                    .put_with(&k.sender, &key, a.size, &body[..], &mut |_| {})
                                     .await?;
                                 fixtures.push((key, out.id.version));
                             }
@@ -593,7 +612,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             println!(
                 "{:<4} {:<12} {:<16} {:>4} | {:>9.0} {:>10.1} {:>9.1} {:>12.1} {:>8.1} | {:>9.1} {:>11.1}",
                 format!("{op:?}").to_lowercase(),
-                mode_keys[mi].0.name(),
+                mode_keys[mi].0,
                 client.label,
                 c,
                 median_sample.requests_per_s,
@@ -622,7 +641,7 @@ pub(crate) fn run(a: BenchArgs) -> Result<()> {
             );
             rows.push(Row {
                 op,
-                mode: mode_keys[mi].0.name().to_owned(),
+                mode: mode_keys[mi].0.clone(),
                 client,
                 concurrency: c,
                 median: median_sample,

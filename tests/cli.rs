@@ -455,6 +455,14 @@ fn modes_table_lists_every_mode() {
             "{m}: {out}"
         );
     }
+    // Format v2's header table (FORMAT-v2.md §8): bytes, S3's count, what fits.
+    for row in [
+        "  x25519                209 (290)",
+        "  ml-kem-768          1265 (1698)     2439 (3262)*",
+        "  ml-kem-1024        1745 (2338)*",
+    ] {
+        assert!(out.contains(row), "{row}: {out}");
+    }
 }
 
 /// A `pqbench serve-s3` child process, stopped with SIGTERM-equivalent kill on drop.
