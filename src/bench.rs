@@ -176,7 +176,10 @@ fn keys(mode: Mode, backend: Backend, format: run::runspec::ObjectFormat) -> Res
     }
     let k = FreshKeys::generate(mode)?;
     let (sender, receiver) = match format.placement() {
-        None => (Writer::V1(k.sender(backend)?), Reader::V1(k.receiver(backend)?)),
+        None => (
+            Writer::V1(k.sender(backend)?),
+            Reader::V1(k.receiver(backend)?),
+        ),
         Some(p) => k.v2(backend, p)?,
     };
     Ok(Keys {

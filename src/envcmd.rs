@@ -540,18 +540,29 @@ fn print_v2_headers() {
     use envelope::hpke::KemId;
     const COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
     println!();
-    println!("format v2 header bytes by recipients (S3 metadata bytes; * = over the 2 KB limit, prefix only)");
+    println!(
+        "format v2 header bytes by recipients (S3 metadata bytes; * = over the 2 KB limit, prefix only)"
+    );
     print!("  {:<14}", "kem");
     for n in COUNTS {
         print!(" {:>16}", format!("{n} recipient(s)"));
     }
     println!(" {:>22}", "most in metadata");
-    for kem in [KemId::X25519, KemId::MlKem768, KemId::XWing, KemId::MlKem1024] {
+    for kem in [
+        KemId::X25519,
+        KemId::MlKem768,
+        KemId::XWing,
+        KemId::MlKem1024,
+    ] {
         let len = |n: usize| v2::FIXED_LEN + n * (86 + kem.enc_len());
         let meta = |n: usize| 10 + len(n).div_ceil(3) * 4;
         print!("  {:<14}", kem.name());
         for n in COUNTS {
-            let mark = if len(n) > v2::MAX_METADATA_HEADER { "*" } else { "" };
+            let mark = if len(n) > v2::MAX_METADATA_HEADER {
+                "*"
+            } else {
+                ""
+            };
             print!(" {:>16}", format!("{} ({}){mark}", len(n), meta(n)));
         }
         let most = (0..=v2::MAX_RECIPIENTS)
