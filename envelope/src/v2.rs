@@ -402,7 +402,7 @@ fn v2_kem(key_type: KeyType) -> Result<KemId> {
 pub struct Sender {
     backend: Backend,
     recipients: Vec<(KemId, Vec<u8>)>,
-    allow_mixed: bool,
+    checked: Checked,
     placement: Placement,
 }
 
@@ -422,15 +422,11 @@ impl Sender {
             .iter()
             .map(|(kem, public)| To { kem: *kem, public })
             .collect();
-        check_recipients(backend, &to, allow_mixed)?;
-        let probe = header_len_for(to.iter().map(|t| t.kem));
-        if placement == Placement::Metadata && probe > MAX_METADATA_HEADER {
-            return Err(too_big_for_metadata(probe));
-        }
+        let checked = check_recipients(backend, &to, allow_mixed, placement)?;
         Ok(Self {
             backend,
             recipients,
-            allow_mixed,
+            checked,
             placement,
         })
     }
@@ -450,7 +446,8 @@ impl Sender {
         header_len_for(self.recipients.iter().map(|r| r.0))
     }
 
-    /// Starts sealing `size` plaintext bytes as version `id`.
+    /// Starts sealing `size` plaintext bytes as version `id` (the recipients were checked,
+    /// and their key ids computed, once in [`Sender::new`]).
     pub fn seal<R: CryptoRng + ?Sized>(
         &self,
         id: &ObjectId,
@@ -462,11 +459,11 @@ impl Sender {
             .iter()
             .map(|(kem, public)| To { kem: *kem, public })
             .collect();
-        Sealer::new(
+        Sealer::build(
             self.backend,
             id,
             &to,
-            self.allow_mixed,
+            &self.checked,
             self.placement,
             size,
             rng,
@@ -477,14 +474,17 @@ impl Sender {
 /// A reader of v2 objects: one recipient's private key, loaded once.
 pub struct Receiver {
     key: PrivateKey,
+    key_id: [u8; 32],
 }
 
 impl Receiver {
     /// A reader with `key` (a secret key of a v2 suite) on `backend`.
     pub fn new(backend: Backend, key: &SecretKey) -> Result<Self> {
         let kem = v2_kem(key.key_type())?;
+        let key = PrivateKey::new(backend, kem, key.expose_secret())?;
         Ok(Self {
-            key: PrivateKey::new(backend, kem, key.expose_secret())?,
+            key_id: sha256(backend, key.public()),
+            key,
         })
     }
 
@@ -495,7 +495,7 @@ impl Receiver {
 
     /// Starts opening version `id` from its header as `found` (see [`Opener::new`]).
     pub fn open(&self, id: &ObjectId, header: &[u8], found: Placement) -> Result<Opener> {
-        Opener::new(id, &self.key, header, found)
+        Opener::with_key_id(id, &self.key, &self.key_id, header, found)
     }
 }
 
@@ -509,7 +509,22 @@ fn too_big_for_metadata(len: usize) -> Error {
     ))
 }
 
-fn check_recipients(backend: Backend, to: &[To<'_>], allow_mixed: bool) -> Result<()> {
+/// What checking a recipient list established: each recipient's key id and whether their
+/// strengths are mixed.
+#[derive(Clone, Debug)]
+struct Checked {
+    key_ids: Vec<[u8; 32]>,
+    mixed: bool,
+}
+
+/// The writer's checks of §4-§5 on a recipient list: 1-16 recipients, mixed strengths only
+/// when allowed, distinct keys, and a header that fits its placement.
+fn check_recipients(
+    backend: Backend,
+    to: &[To<'_>],
+    allow_mixed: bool,
+    placement: Placement,
+) -> Result<Checked> {
     if !(1..=MAX_RECIPIENTS).contains(&to.len()) {
         return Err(Error::Usage(format!(
             "a v2 object has 1 to {MAX_RECIPIENTS} recipients, not {}",
@@ -522,11 +537,19 @@ fn check_recipients(backend: Backend, to: &[To<'_>], allow_mixed: bool) -> Resul
             "refusing to mix post-quantum and classical recipients: the object would be only as strong as its classical wrap (allow it explicitly to record it in the header)".into(),
         ));
     }
-    let ids: Vec<[u8; 32]> = to.iter().map(|t| sha256(backend, t.public)).collect();
-    if ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id)) {
+    let key_ids: Vec<[u8; 32]> = to.iter().map(|t| sha256(backend, t.public)).collect();
+    if key_ids
+        .iter()
+        .enumerate()
+        .any(|(i, id)| key_ids[..i].contains(id))
+    {
         return Err(Error::Usage("a recipient is listed twice".into()));
     }
-    Ok(())
+    let len = header_len_for(to.iter().map(|t| t.kem));
+    if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
+        return Err(too_big_for_metadata(len));
+    }
+    Ok(Checked { key_ids, mixed })
 }
 
 /// The length of the header whose first 8 bytes (`magic ‖ header_len`) are `start`: how
@@ -633,19 +656,27 @@ impl Sealer {
         size: u64,
         rng: &mut R,
     ) -> Result<Self> {
+        let checked = check_recipients(backend, to, allow_mixed, placement)?;
+        Self::build(backend, id, to, &checked, placement, size, rng)
+    }
+
+    /// [`Sealer::new`] for recipients already checked.
+    fn build<R: CryptoRng + ?Sized>(
+        backend: Backend,
+        id: &ObjectId,
+        to: &[To<'_>],
+        checked: &Checked,
+        placement: Placement,
+        size: u64,
+        rng: &mut R,
+    ) -> Result<Self> {
         let t = Instant::now();
         id.validate()?;
-        check_recipients(backend, to, allow_mixed)?;
         if size > MAX_PLAINTEXT_SIZE {
             return Err(Error::Usage(format!(
                 "plaintext of {size} bytes exceeds the largest object, {MAX_PLAINTEXT_SIZE} bytes"
             )));
         }
-        let len = header_len_for(to.iter().map(|t| t.kem));
-        if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
-            return Err(too_big_for_metadata(len));
-        }
-        let mixed = strengths(to.iter().map(|t| t.kem)) == Strengths::Mixed;
         let identity_hash = identity_hash(id);
         let mut times = StageTimes {
             manifest: t.elapsed(),
@@ -661,16 +692,17 @@ impl Sealer {
 
         let t = Instant::now();
         let mut header = Header {
-            mixed,
+            mixed: checked.mixed,
             placement,
             identity_hash,
             plaintext_size: size,
             commitment,
             recipients: to
                 .iter()
-                .map(|t| Entry {
+                .zip(&checked.key_ids)
+                .map(|(t, &key_id)| Entry {
                     kem: t.kem,
-                    key_id: sha256(backend, t.public),
+                    key_id,
                     enc: vec![0; t.kem.enc_len()],
                     wrapped: vec![0; WRAPPED_LEN],
                 })
@@ -778,6 +810,18 @@ impl Opener {
     /// commitment (§4, §5). A header that does not parse is [`Error::Manifest`]; every
     /// later failure is the opaque [`Error::Decrypt`].
     pub fn new(id: &ObjectId, key: &PrivateKey, header: &[u8], found: Placement) -> Result<Self> {
+        let key_id = sha256(key.backend(), key.public());
+        Self::with_key_id(id, key, &key_id, header, found)
+    }
+
+    /// [`Opener::new`] with `key`'s key id already computed (a [`Receiver`] keeps it).
+    fn with_key_id(
+        id: &ObjectId,
+        key: &PrivateKey,
+        key_id: &[u8; 32],
+        header: &[u8],
+        found: Placement,
+    ) -> Result<Self> {
         let t = Instant::now();
         let (h, len) = Header::parse(header)?;
         if len != header.len() {
@@ -792,11 +836,10 @@ impl Opener {
         if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
             return Err(Error::Decrypt);
         }
-        let key_id = sha256(backend, key.public());
         let entry = h
             .recipients
             .iter()
-            .find(|e| e.key_id == key_id && e.kem == key.kem())
+            .find(|e| e.key_id == *key_id && e.kem == key.kem())
             .ok_or(Error::Decrypt)?;
         let aad = h.fixed_hash();
         let mut times = StageTimes {
@@ -810,7 +853,7 @@ impl Opener {
             kdf: KDF,
             aead: AEAD,
         };
-        let mut ctx = hpke::setup_base_r(suite, &entry.enc, key, &info(&h.identity_hash, &key_id))?;
+        let mut ctx = hpke::setup_base_r(suite, &entry.enc, key, &info(&h.identity_hash, key_id))?;
         let dk_bytes = ctx.open(&aad, &entry.wrapped)?;
         times.key_establishment += t.elapsed();
 
