@@ -228,6 +228,17 @@ impl Store {
         &self.s3
     }
 
+    /// `r`, with S3's NotFound for a version's commit record said as [`Error::NotCommitted`].
+    fn committed<T>(&self, r: Result<T>, key: &str, version: &str) -> Result<T> {
+        r.map_err(|err| {
+            if err.s3_class() == Some(S3Class::NotFound) {
+                self.not_committed(key, version)
+            } else {
+                err
+            }
+        })
+    }
+
     fn not_committed(&self, key: &str, version: &str) -> Error {
         Error::NotCommitted {
             bucket: self.bucket.clone(),
@@ -579,38 +590,18 @@ impl Store {
         st.manifest_lap();
         let object_key = layout::object_v2_key(key, version);
         let body = timed(&mut st, "GetObject", async {
-            self.s3
-                .get_object(&self.bucket, &object_key)
-                .await
-                .map_err(|err| {
-                    if err.s3_class() == Some(S3Class::NotFound) {
-                        self.not_committed(key, version)
-                    } else {
-                        err
-                    }
-                })
+            let r = self.s3.get_object(&self.bucket, &object_key).await;
+            self.committed(r, key, version)
         })
         .await?;
         let mut stream = Stream {
             body,
             pending: Bytes::new(),
         };
-        let (header, found) = match stream.body.metadata.get(v2::METADATA_KEY) {
-            Some(value) => (v2::decode_metadata(value)?, Placement::Metadata),
-            None => {
-                let mut header = Vec::new();
-                stream.fill(&mut header, 8).await?;
-                let start: [u8; 8] = header.as_slice().try_into().map_err(|_| {
-                    envelope::Error::Manifest(
-                        "v2 header: the object is shorter than a header".into(),
-                    )
-                })?;
-                let n = v2::announced_len(&start)?;
-                stream.fill(&mut header, n).await?;
-                st.bytes_received += len_u64(header.len());
-                (header, Placement::Prefix)
-            }
-        };
+        let (header, found) = stream.v2_header().await?;
+        if found == Placement::Prefix {
+            st.bytes_received += len_u64(header.len());
+        }
         st.storage_lap();
         st.manifest_bytes = len_u64(header.len());
         let mut opener = cpu(&mut st, Call::Object, || receiver.open(&id, &header, found))?;
@@ -635,17 +626,9 @@ impl Store {
     async fn read_manifest(&self, key: &str, version: &str, st: &mut OpStats) -> Result<Bytes> {
         let manifest_key = layout::manifest_key(key, version);
         let limit = len_u64(envelope::MAX_MANIFEST_LEN);
-        let r = timed(st, "GetObject", async {
-            let mut body: Body = match self.s3.get_object(&self.bucket, &manifest_key).await {
-                Ok(body) => body,
-                Err(err) => {
-                    return Err(if err.s3_class() == Some(S3Class::NotFound) {
-                        self.not_committed(key, version)
-                    } else {
-                        err
-                    });
-                }
-            };
+        let r: Result<Bytes> = timed(st, "GetObject", async {
+            let r = self.s3.get_object(&self.bucket, &manifest_key).await;
+            let mut body: Body = self.committed(r, key, version)?;
             let announced = body.content_length;
             if let Some(n) = announced.filter(|&n| n > limit) {
                 return Err(envelope::Manifest::too_large(n).into());
@@ -808,13 +791,10 @@ impl Store {
             body,
             pending: Bytes::new(),
         };
-        let stored = match stream.body.metadata.get(v2::METADATA_KEY) {
-            Some(v) => v2::decode_metadata(v)?,
-            None => {
-                let mut b = Vec::new();
-                stream.fill(&mut b, header.len()).await?;
-                b
-            }
+        let stored = match stream.v2_header().await {
+            Ok((stored, _)) => stored,
+            Err(Error::Envelope(e)) => return Err(fail(format!("the stored v2 header: {e}"))),
+            Err(e) => return Err(e),
         };
         if stored != header {
             return Err(fail(
@@ -1079,22 +1059,7 @@ struct Stream {
 }
 
 impl Stream {
-    /// Appends to `buf` until it holds `want` bytes or the body ends.
-    async fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
-        while buf.len() < want {
-            if self.pending.is_empty() {
-                match self.body.next().await? {
-                    Some(b) => self.pending = b,
-                    None => break,
-                }
-            }
-            let n = (want - buf.len()).min(self.pending.len());
-            buf.extend_from_slice(&self.pending.split_to(n));
-        }
-        Ok(())
-    }
-
-    /// True if the body has bytes left.
+    /// True if the body has bytes left (reading the next frame if none is pending).
     async fn has_more(&mut self) -> Result<bool> {
         while self.pending.is_empty() {
             match self.body.next().await? {
@@ -1103,6 +1068,31 @@ impl Stream {
             }
         }
         Ok(!self.pending.is_empty())
+    }
+
+    /// Appends to `buf` until it holds `want` bytes or the body ends.
+    async fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
+        while buf.len() < want && self.has_more().await? {
+            let n = (want - buf.len()).min(self.pending.len());
+            buf.extend_from_slice(&self.pending.split_to(n));
+        }
+        Ok(())
+    }
+
+    /// A v2 object's header and where it was found (FORMAT-v2.md §2, §4 check 1): the
+    /// metadata entry, decoded, or else the body's first `header_len` bytes.
+    async fn v2_header(&mut self) -> Result<(Vec<u8>, Placement)> {
+        if let Some(value) = self.body.metadata.get(v2::METADATA_KEY) {
+            return Ok((v2::decode_metadata(value)?, Placement::Metadata));
+        }
+        let mut header = Vec::new();
+        self.fill(&mut header, 8).await?;
+        let start: [u8; 8] = header.as_slice().try_into().map_err(|_| {
+            envelope::Error::Manifest("v2 header: the object is shorter than a header".into())
+        })?;
+        let n = v2::announced_len(&start)?;
+        self.fill(&mut header, n).await?;
+        Ok((header, Placement::Prefix))
     }
 }
 
