@@ -44,6 +44,33 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// Both sides warmed up, then timed in `ROUNDS` interleaved rounds of `PER_ROUND` calls:
+/// their medians per call and the ratio envelope ÷ primitives.
+fn interleaved<'a>(
+    envelope_open: &'a mut dyn FnMut(),
+    primitives: &'a mut dyn FnMut(),
+) -> (Duration, Duration, f64) {
+    for _ in 0..PER_ROUND {
+        envelope_open();
+        primitives();
+    }
+    let (mut env_t, mut prim_t) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        for (side, times) in [
+            (&mut *envelope_open, &mut env_t),
+            (&mut *primitives, &mut prim_t),
+        ] {
+            let t = Instant::now();
+            for _ in 0..PER_ROUND {
+                side();
+            }
+            times.push(t.elapsed() / PER_ROUND);
+        }
+    }
+    let (e, p) = (median(env_t), median(prim_t));
+    (e, p, e.as_secs_f64() / p.as_secs_f64())
+}
+
 fn main() {
     let mut rng = envelope::os_rng();
     let sk = SecretKey::generate(KeyType::MlKem768, &mut rng).expect("keygen");
@@ -104,26 +131,7 @@ fn main() {
             .len(),
         );
     };
-    // Warm-up.
-    for _ in 0..PER_ROUND {
-        envelope_open();
-        primitives();
-    }
-    let (mut env_t, mut prim_t) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        for _ in 0..PER_ROUND {
-            envelope_open();
-        }
-        env_t.push(t.elapsed() / PER_ROUND);
-        let t = Instant::now();
-        for _ in 0..PER_ROUND {
-            primitives();
-        }
-        prim_t.push(t.elapsed() / PER_ROUND);
-    }
-    let (e, p) = (median(env_t), median(prim_t));
-    let ratio = e.as_secs_f64() / p.as_secs_f64();
+    let (e, p, ratio) = interleaved(&mut envelope_open, &mut primitives);
     println!(
         "ml-kem-768 open of 64 KiB on aws-lc, medians of {ROUNDS} interleaved rounds of {PER_ROUND}:"
     );
@@ -252,25 +260,7 @@ fn v2_overhead(
                 .len(),
         );
     };
-    for _ in 0..PER_ROUND {
-        envelope_open();
-        primitives();
-    }
-    let (mut env_t, mut prim_t) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        for _ in 0..PER_ROUND {
-            envelope_open();
-        }
-        env_t.push(t.elapsed() / PER_ROUND);
-        let t = Instant::now();
-        for _ in 0..PER_ROUND {
-            primitives();
-        }
-        prim_t.push(t.elapsed() / PER_ROUND);
-    }
-    let (e, p) = (median(env_t), median(prim_t));
-    let ratio = e.as_secs_f64() / p.as_secs_f64();
+    let (e, p, ratio) = interleaved(&mut envelope_open, &mut primitives);
     println!(
         "format v2, ml-kem-768 open of 64 KiB on aws-lc, medians of {ROUNDS} interleaved rounds of {PER_ROUND}:"
     );
