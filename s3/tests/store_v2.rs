@@ -272,10 +272,12 @@ fn latest_delete_gc((kind, client): (Kind, S3ClientKind)) {
         assert_eq!(store.versions("doc").await.expect("versions").len(), 2);
         let report = store.gc("", Duration::ZERO, false).await.expect("gc");
         assert!(report.deleted_data.is_empty(), "{report:?}");
-        if report.uploads_listed {
-            assert_eq!(report.aborted_uploads.len(), 1, "{report:?}");
-            assert_eq!(report.aborted_uploads[0].0, abandoned);
-        }
+        assert!(
+            report.uploads_listed,
+            "{kind:?} must list multipart uploads"
+        );
+        assert_eq!(report.aborted_uploads.len(), 1, "{report:?}");
+        assert_eq!(report.aborted_uploads[0].0, abandoned);
         assert!(
             get(&store, &sk, Backend::AwsLc, "doc", &second.id.version)
                 .await
