@@ -22,7 +22,11 @@ a machine with AVX-512, 192 values differed in the last digit, e.g.
   the error of t by |d ln p / d ln t| = (df + 1)·t² / (df + t²) ≤ df + 1; the same
   allowance holds for the t-test p-values ``difference_p`` of ``paired`` and
   ``identity`` and ``p`` of ``differences``, df = n − 1, where a p of 1e-12 moved by
-  1.3e-12 relative with one ulp of the data). An estimate
+  1.3e-12 relative with one ulp of the data). A paired case's p-values (``difference_p``
+  and the TOST ``tost_p*``) also carry its spread's conditioning: t = mean / se, and se is
+  compared at the data's scale (above), so t may move by 1e-12 × max(1, max |d| / sd)
+  relative and p by (df + 1) times that. Seen here: ``edge_nearly_constant_d``'s
+  difference_p (3e-56) moved by 8e-11 relative between two CPUs, its sd by 9e-12. An estimate
   near 0 is ill-conditioned in the data: in the order/time designs (block dummies,
   position and wall-clock minutes nearly collinear) a one-ulp change of the inputs
   moved such values by up to ~5e-12 relative and p-values by ~1e-12 (statsmodels fits
@@ -45,8 +49,21 @@ DATA_SCALED = {"sd", "se"}
 # Members of an OLS case compared at the scale of each coefficient's standard error.
 SE_SCALED = {"coef", "ci95"}
 
-# t-test p-values (member: sections) compared within (df + 1) × REL_TOL relative.
-T_TEST_P = {"difference_p": ("$.paired[", "$.identity["), "p": ("$.differences[",)}
+# t-test p-values (member: sections) compared within (df + 1) × REL_TOL relative (a
+# paired case's also times its spread's conditioning, `spread_conditioning`).
+T_TEST_P = {"difference_p": ("$.paired[", "$.identity["), "p": ("$.differences[",),
+            "tost_p": ("$.paired[",), "tost_p_lower": ("$.paired[",),
+            "tost_p_upper": ("$.paired[",)}
+
+
+def spread_conditioning(obj):
+    """How much a paired case's t statistic may move relative to REL_TOL: its se is
+    compared at the data's scale max |d|, so relative to itself at max |d| / sd (at least 1)."""
+    data = [abs(x) for x in obj.get("d", []) if isinstance(x, float)]
+    sd = obj.get("sd")
+    if not data or not isinstance(sd, float) or sd <= 0.0:
+        return 1.0
+    return max(1.0, max(data) / sd)
 
 
 def float_differs(want, got, scale):
@@ -93,7 +110,8 @@ def member_scale(path, obj, key):
         return max((abs(x) for x in obj["d"] if isinstance(x, float)), default=0.0)
     if key in T_TEST_P and path.startswith(T_TEST_P[key]) and isinstance(obj[key], float):
         df = obj["df"] if "df" in obj else obj.get("n", 1) - 1
-        return (df + 1) * abs(obj[key])
+        cond = spread_conditioning(obj) if path.startswith("$.paired[") else 1.0
+        return (df + 1) * cond * abs(obj[key])
     if path.startswith("$.ols[") and isinstance(obj.get("se"), list):
         if key in SE_SCALED:
             return [abs(x) if isinstance(x, float) else 0.0 for x in obj["se"]]

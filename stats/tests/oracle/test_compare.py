@@ -102,10 +102,24 @@ class Compare(unittest.TestCase):
         self.assertEqual(list(differences(want, got)), [])
         got["identity"][0]["gap"]["difference_p"] *= 1 + 2e-11
         got["differences"][0]["mean"] *= 1 + 4e-12
-        got["paired"][0]["tost_p"] *= 1 + 9e-12
+        got["paired"][0]["tost_p"] *= 1 + 2e-11
         self.assertEqual([p for p, _ in differences(want, got)],
                          ["$.differences[0].mean", "$.identity[0].gap.difference_p",
                           "$.paired[0].tost_p"])
+
+    def test_p_values_of_a_nearly_constant_paired_case_carry_its_spread_conditioning(self):
+        # edge_nearly_constant_d as two CPUs computed it: sd 1e-8 of data 0.012, so se (and
+        # t) may move by 1.2e6 × REL_TOL relative; difference_p moved by 8e-11.
+        want = {"paired": [{"df": 9, "d": [0.012, 0.011999982], "sd": 1.0e-08,
+                            "difference_p": 3.1206109610944915e-56,
+                            "tost_p": 6.520115886701129e-61}]}
+        got = copy.deepcopy(want)
+        got["paired"][0]["difference_p"] = 3.120610960845479e-56
+        got["paired"][0]["tost_p"] *= 1 + 5e-8
+        self.assertEqual(list(differences(want, got)), [])
+        got["paired"][0]["difference_p"] *= 1 + 1e-4
+        self.assertEqual([p for p, _ in differences(want, got)],
+                         ["$.paired[0].difference_p"])
 
     def test_integers_strings_bools_null_and_types_must_be_equal(self):
         cases = [
