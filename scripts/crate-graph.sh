@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The crate graph, as README "Layout" states it: the pure crates (envelope, stats, campaign,
 # run) link no I/O crate of the workspace and no I/O library (async runtime, HTTP, the AWS
-# SDK, Parquet, the S3 server), and the operator links neither the run engine (worker),
-# Parquet nor the embedded S3 server. `cargo tree` only reads the lock file: no build.
+# SDK, Parquet, the S3 server), the operator links neither the run engine (worker),
+# Parquet nor the embedded S3 server, and dataset (the run files) links no network crate. `cargo tree` only reads the lock file: no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -22,5 +22,7 @@ io='tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|parquet|s3s|s
 for crate in envelope stats campaign run; do
     check "$crate" "$io"
 done
-check operator 'worker|parquet|s3s|s3s-fs'
+check operator 'worker|dataset|parquet|s3s|s3s-fs'
+# The run files (Parquet, checksums, validator, collector) are file I/O only: no network.
+check dataset 'tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|s3s|s3s-fs|s3|obs|worker|operator'
 exit "$fail"

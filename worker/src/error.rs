@@ -13,6 +13,9 @@ pub enum Error {
     /// The trace exporter could not be built.
     #[error(transparent)]
     Traces(#[from] obs::Error),
+    /// A run file could not be written or read back (`dataset`).
+    #[error(transparent)]
+    Dataset(#[from] dataset::Error),
     /// The envelope refused a key or the known-answer gate's input.
     #[error(transparent)]
     Envelope(#[from] envelope::Error),
@@ -110,7 +113,8 @@ impl Error {
             Self::Envelope(e) => e.kind(),
             Self::NotReady { .. } => "not_ready",
             Self::Gate(_) => "gate",
-            Self::Output { .. } => "output",
+            Self::Output { .. } | Self::Dataset(dataset::Error::File { .. }) => "output",
+            Self::Dataset(dataset::Error::Run(_)) => "config",
             Self::Terminated => "terminated",
         }
     }

@@ -7,10 +7,9 @@
 //!   fixtures), waits for the shared `startAt`, runs the closed or open loop with exactly N
 //!   workers, samples client and server once per second ([`sampler`]) and cleans up;
 //!   records go to disk as they come ([`spool`]), so memory stays flat in long windows;
-//! - [`parquet`] writes and reads the run tables ([`run::table`]) as Parquet, [`output`]
-//!   writes the files with their checksum manifest, [`validate`] refuses a data set that
-//!   fails any of the study's checks, and [`collect`] reads a results directory into the
-//!   analysis's rows;
+//! - [`output`] writes the run's files with their checksum manifest, through the
+//!   [`dataset`] crate, which also holds the Parquet tables ([`parquet`]), the validator
+//!   ([`validate`]) and the collector ([`collect`]), re-exported here;
 //! - [`analyze`] is the operator's analysis Job: the results bucket analysed as
 //!   `pqbench analyze` does, its report uploaded, its outcome left for the operator;
 //! - [`progress`] is the one progress reporter of every long command;
@@ -20,18 +19,16 @@
 
 pub mod affinity;
 pub mod analyze;
-pub mod collect;
 pub mod engine;
 mod error;
 pub mod host;
 pub mod metrics;
 pub mod output;
-pub mod parquet;
 pub mod process;
 pub mod progress;
 pub mod sampler;
 pub mod spool;
 pub mod traces;
-pub mod validate;
 
+pub use dataset::{collect, parquet, validate};
 pub use error::{Error, Result};

@@ -8,8 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest as _, Sha256};
-
 use crate::engine::Executed;
 use crate::parquet::TableFile as _;
 use crate::{Error, Result};
@@ -31,21 +29,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| out_err(path, e))
 }
 
-/// SHA-256 of a file, hex.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    use std::io::Read as _;
-    let mut f = std::fs::File::open(path).map_err(|e| out_err(path, e))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f.read(&mut buf).map_err(|e| out_err(path, e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex::encode(h.finalize()))
-}
+pub use dataset::checksums::sha256_file;
 
 /// Where a run's process directory is (or is staged, for S3 output).
 pub fn process_dir(root: &Path, run_id: &str, index: u32) -> PathBuf {

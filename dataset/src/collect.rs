@@ -23,17 +23,17 @@ pub fn run_summary(run_dir: &Path) -> Result<RunSummary> {
     let mut dirs = Vec::new();
     find_process_dirs(run_dir, &mut dirs);
     match dirs.as_slice() {
-        [] => Err(Error::Output {
+        [] => Err(Error::File {
             path: run_dir.display().to_string(),
             detail: "no process directory (p0/ with SHA256SUMS) here".into(),
         }),
         [one] => {
             let path = one.join(files::SUMMARY);
-            let text = std::fs::read_to_string(&path).map_err(|e| Error::Output {
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::File {
                 path: path.display().to_string(),
                 detail: e.to_string(),
             })?;
-            serde_json::from_str(&text).map_err(|e| Error::Output {
+            serde_json::from_str(&text).map_err(|e| Error::File {
                 path: path.display().to_string(),
                 detail: e.to_string(),
             })
@@ -46,7 +46,7 @@ pub fn run_summary(run_dir: &Path) -> Result<RunSummary> {
                 spec.get_or_insert(s);
                 parts.push(p);
             }
-            let spec = spec.ok_or_else(|| Error::Output {
+            let spec = spec.ok_or_else(|| Error::File {
                 path: run_dir.display().to_string(),
                 detail: "no process data".into(),
             })?;
@@ -131,17 +131,17 @@ pub fn digest_of(spec: &RunSpec, path: &Path) -> Result<Digest> {
 /// does that).
 pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
     let read = |name: &str| {
-        std::fs::read_to_string(dir.join(name)).map_err(|e| Error::Output {
+        std::fs::read_to_string(dir.join(name)).map_err(|e| Error::File {
             path: dir.join(name).display().to_string(),
             detail: e.to_string(),
         })
     };
-    let spec: RunSpec = serde_json::from_str(&read(files::SPEC)?).map_err(|e| Error::Output {
+    let spec: RunSpec = serde_json::from_str(&read(files::SPEC)?).map_err(|e| Error::File {
         path: dir.join(files::SPEC).display().to_string(),
         detail: e.to_string(),
     })?;
     let info: ProcessInfo =
-        serde_json::from_str(&read(files::PROCESS)?).map_err(|e| Error::Output {
+        serde_json::from_str(&read(files::PROCESS)?).map_err(|e| Error::File {
             path: dir.join(files::PROCESS).display().to_string(),
             detail: e.to_string(),
         })?;

@@ -99,7 +99,7 @@ fn check_sums(dir: &Path, loc: &str) -> Finding {
                 files::CHECKSUMS
             ));
         }
-        match crate::output::sha256_file(&dir.join(name)) {
+        match crate::checksums::sha256_file(&dir.join(name)) {
             Ok(got) if got == sum => {}
             Ok(_) => return fail(format!("{name}: SHA-256 differs from {}", files::CHECKSUMS)),
             Err(_) => return fail(format!("{name}: listed but missing")),

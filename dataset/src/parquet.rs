@@ -17,14 +17,8 @@ use parquet::schema::types::Type;
 
 use run::table::{Column, ColumnSpec, Kind, Table, push_null};
 
-use crate::{Error, Result};
-
-fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Output {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    }
-}
+use crate::Result;
+use crate::error::file_err as out_err;
 
 fn parquet_type(c: &ColumnSpec) -> parquet::errors::Result<Type> {
     let (physical, logical) = match c.kind {
