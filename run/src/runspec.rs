@@ -689,6 +689,24 @@ processes: {count: 2, index: 1}
 output: {dir: /tmp/out}
 ";
 
+    /// Found by the `runspec` fuzz target: serde_yaml's own enum form (a YAML tag) failed
+    /// with "invalid type: enum, expected any valid JSON value" and no way forward.
+    #[test]
+    fn a_yaml_tag_for_a_choice_is_refused_with_the_map_form_to_use() {
+        let tagged = YAML.replace(
+            "recipientKey: {file: /keys/ml-kem-768.key}",
+            "recipientKey: !file /keys/k",
+        );
+        let e = RunSpec::parse(&tagged, "spec.yaml")
+            .expect_err("a tag")
+            .to_string();
+        assert!(e.contains("spec.yaml: recipientKey: "), "{e}");
+        assert!(
+            e.contains("write the choice as a map, `name: value`"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn parses_yaml_with_units_and_defaults() {
         let s = RunSpec::parse(YAML, "spec.yaml").expect("spec");
