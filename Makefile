@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all soak test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all soak test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -17,10 +17,11 @@ $(PY): tests/interop/requirements.txt
 python: $(PY) ## install the Python oracle
 
 # Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
-# compared with the committed fixture, the CRD drift check, the Helm chart check, then the
-# whole workspace with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh),
-# then the container images built from the test binaries and checked with podman.
-test: $(PY) oracle-check crd-check chart-check
+# compared with the committed fixture, the CRD drift check, the Helm chart check, the fuzz
+# smoke (every target built and run briefly), then the whole workspace with the test
+# Kubernetes API server running (scripts/with-k8s-apiserver.sh), then the container images
+# built from the test binaries and checked with podman.
+test: $(PY) oracle-check crd-check chart-check fuzz-smoke
 	$(PY) envelope/tests/vectors/check_vectors.py
 	scripts/with-k8s-apiserver.sh cargo test --workspace
 	$(MAKE) image-check IMAGE_PROFILE=test
@@ -49,6 +50,18 @@ images:
 IMAGE_PROFILE ?= release
 image-check:
 	scripts/images.sh check $(IMAGE_PROFILE)
+
+# Coverage-guided fuzzing (fuzz/, nightly cargo fuzz; scripts/fuzz.sh): every target for
+# FUZZ_SECONDS each, from the committed seeds, after replaying every saved crash.
+# `make fuzz FUZZ_SECONDS=3600 FUZZ_JOBS=2` is a long run; fuzz-smoke (25 s per target) is
+# the short one of make test, there so that every target keeps building and running.
+FUZZ_SECONDS ?= 600
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-smoke:
+	scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+FUZZ_SMOKE_SECONDS ?= 25
 
 # End-to-end on kind (needs docker, kind, kubectl, helm; not run by CI): tests/e2e/kind/.
 e2e-kind:

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of pqbench's parsers and readers (fuzz/, cargo fuzz + libFuzzer).
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#
+# Builds every target, replays every saved crash in fuzz/regressions/<target>/ (each must
+# now pass), then fuzzes each TARGET (default: all) for SECONDS (default 30) from the
+# committed seeds (fuzz/corpus/<target>/) and the working corpus it grows in
+# target/fuzz-corpus/<target>/. Prints executions, coverage and corpus size per target.
+# A crash, a timeout or a leak stops the run with the input's path and how to replay it;
+# copy the input into fuzz/regressions/<target>/ once the defect is fixed.
+#
+# Environment: FUZZ_SANITIZER (default `none`: every workspace crate forbids unsafe code and
+# cargo fuzz does not instrument the C of AWS-LC, so AddressSanitizer finds little here and
+# costs ~3x the executions; `address` for a deeper run), FUZZ_JOBS (parallel fuzzing
+# processes per target, default 1), FUZZ_REPORT (a file to append the table to).
+#
+# Needs the nightly toolchain (cargo fuzz's instrumentation flags are nightly-only) and
+# cargo-fuzz 0.13.2; without them it fails with the reason rather than skipping.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+seconds=${1:-30}
+shift || true
+case $seconds in '' | *[!0-9]*)
+    echo "fuzz.sh: SECONDS must be a whole number, not '$seconds' (usage: scripts/fuzz.sh [SECONDS] [TARGET...])" >&2
+    exit 2
+    ;;
+esac
+sanitizer=${FUZZ_SANITIZER:-none}
+jobs=${FUZZ_JOBS:-1}
+
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "*** fuzz.sh: no nightly toolchain (rustup run nightly rustc failed); cargo fuzz needs it. The machine image ships one: check 'rustup toolchain list' ***" >&2
+    exit 1
+fi
+if ! cargo +nightly fuzz --version 2>/dev/null | grep -q '0\.13\.'; then
+    echo "*** fuzz.sh: cargo-fuzz 0.13 is not installed: cargo install cargo-fuzz --version 0.13.2 --locked ***" >&2
+    exit 1
+fi
+
+all=$(cd fuzz && cargo +nightly fuzz list)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets <<<"$all"
+for t in "${targets[@]}"; do
+    grep -qx "$t" <<<"$all" || {
+        echo "fuzz.sh: no target '$t'; the targets are: $(echo "$all" | tr '\n' ' ')" >&2
+        exit 2
+    }
+done
+
+echo "== fuzz: build (nightly $(rustup run nightly rustc --version | awk '{print $2}'), sanitizer $sanitizer)"
+(cd fuzz && cargo +nightly fuzz build --sanitizer "$sanitizer" --target-dir "$root/target/fuzz")
+bin="$root/target/fuzz/x86_64-unknown-linux-gnu/release"
+
+echo "== fuzz: replaying saved crashes (fuzz/regressions/)"
+for t in "${targets[@]}"; do
+    dir=fuzz/regressions/$t
+    [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ] || continue
+    if ! "$bin/$t" -runs=0 "$dir"/* >"target/fuzz-replay-$t.log" 2>&1; then
+        tail -30 "target/fuzz-replay-$t.log" >&2
+        echo "*** fuzz.sh: a saved crash of $t fails again (log above) ***" >&2
+        exit 1
+    fi
+    echo "$t: $(ls "$dir" | wc -l) saved inputs pass"
+done
+
+printf '%-12s %8s %12s %9s %8s %9s %7s\n' target seconds executions exec/s cov features corpus >target/fuzz-table.txt
+for t in "${targets[@]}"; do
+    echo "== fuzz: $t for ${seconds}s"
+    corpus=target/fuzz-corpus/$t
+    artifacts=target/fuzz-artifacts/$t/
+    mkdir -p "$corpus" "$artifacts"
+    log=target/fuzz-$t.log
+    args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096
+        -artifact_prefix="$artifacts" "$corpus" "fuzz/corpus/$t")
+    [ "$jobs" -gt 1 ] && args=(-fork="$jobs" "${args[@]}")
+    if ! "$bin/$t" "${args[@]}" >"$log" 2>&1; then
+        grep -v '^#' "$log" | tail -40 >&2
+        found=$(grep -o "Test unit written to [^ ]*" "$log" | tail -1 | cut -d' ' -f5)
+        echo "*** fuzz.sh: $t failed; input: ${found:-see $log}; replay: $bin/$t ${found:-INPUT} ***" >&2
+        exit 1
+    fi
+    # The last status line (`#N DONE cov: …`, or `#N: cov: …` with -fork) holds the
+    # executions and the coverage reached.
+    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+    execs=$(grep -oE '^#[0-9]+' <<<"$last" | tr -d '#')
+    cov=$(grep -o 'cov: [0-9]*' <<<"$last" | awk '{print $2}')
+    ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}')
+    corp=$(ls "$corpus" | wc -l)
+    printf '%-12s %8s %12s %9s %8s %9s %7s\n' "$t" "$seconds" "$execs" "$((execs / (seconds > 0 ? seconds : 1)))" \
+        "${cov:-?}" "${ft:-?}" "$corp" | tee -a target/fuzz-table.txt
+done
+echo "== fuzz: done, no failures"
+cat target/fuzz-table.txt
+[ -z "${FUZZ_REPORT:-}" ] || cat target/fuzz-table.txt >>"$FUZZ_REPORT"
