@@ -13,7 +13,8 @@
 # Environment: FUZZ_SANITIZER (default `none`: every workspace crate forbids unsafe code and
 # cargo fuzz does not instrument the C of AWS-LC, so AddressSanitizer finds little here and
 # costs ~3x the executions; `address` for a deeper run), FUZZ_JOBS (parallel fuzzing
-# processes per target, default 1), FUZZ_REPORT (a file to append the table to).
+# processes per target, default 1), FUZZ_TABLE (where the table goes, default
+# target/fuzz-table.txt; two runs side by side need two), FUZZ_REPORT (a file to append it to).
 #
 # Needs the nightly toolchain (cargo fuzz's instrumentation flags are nightly-only) and
 # cargo-fuzz 0.13.2; without them it fails with the reason rather than skipping.
@@ -29,6 +30,7 @@ case $seconds in '' | *[!0-9]*)
     ;;
 esac
 sanitizer=${FUZZ_SANITIZER:-none}
+table=${FUZZ_TABLE:-target/fuzz-table.txt}
 jobs=${FUZZ_JOBS:-1}
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
@@ -66,7 +68,7 @@ for t in "${targets[@]}"; do
     echo "$t: $(ls "$dir" | wc -l) saved inputs pass"
 done
 
-printf '%-12s %8s %12s %9s %8s %9s %7s\n' target seconds executions exec/s cov features corpus >target/fuzz-table.txt
+printf '%-12s %8s %12s %9s %8s %9s %7s\n' target seconds executions exec/s cov features corpus >"$table"
 for t in "${targets[@]}"; do
     echo "== fuzz: $t for ${seconds}s"
     corpus=target/fuzz-corpus/$t
@@ -90,8 +92,8 @@ for t in "${targets[@]}"; do
     ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}')
     corp=$(ls "$corpus" | wc -l)
     printf '%-12s %8s %12s %9s %8s %9s %7s\n' "$t" "$seconds" "$execs" "$((execs / (seconds > 0 ? seconds : 1)))" \
-        "${cov:-?}" "${ft:-?}" "$corp" | tee -a target/fuzz-table.txt
+        "${cov:-?}" "${ft:-?}" "$corp" | tee -a "$table"
 done
 echo "== fuzz: done, no failures"
-cat target/fuzz-table.txt
-[ -z "${FUZZ_REPORT:-}" ] || cat target/fuzz-table.txt >>"$FUZZ_REPORT"
+cat "$table"
+[ -z "${FUZZ_REPORT:-}" ] || cat "$table" >>"$FUZZ_REPORT"

@@ -375,16 +375,39 @@ fn write_new_file(path: &Path, mode: u32, contents: &[u8], exists: &str) -> Resu
         path: path.into(),
         reason,
     };
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => err(exists.into()),
-            _ => err(format!("cannot create: {e}")),
-        })?;
-    f.write_all(contents)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| err(format!("cannot write: {e}")))
+    // Written whole beside its final name, synced, then linked into place: a process killed
+    // (or a disk filling up) part-way leaves no half-written key at `path`, where the next
+    // run would take it for a key and fail on it forever. `hard_link` refuses an existing
+    // `path`, as `create_new` did.
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.partial", std::process::id()));
+    // A file of this name is left by a process of the same pid that was killed: stale.
+    let _ = fs::remove_file(&tmp);
+    let written = (|| -> std::io::Result<()> {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()
+    })();
+    let linked = written.and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| err(format!("cannot sync its directory: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.exists() => {
+            Err(err(exists.into()))
+        }
+        Err(e) => Err(err(format!("cannot write: {e}"))),
+    }
 }
