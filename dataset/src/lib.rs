@@ -17,6 +17,7 @@
 pub mod checksums;
 pub mod collect;
 mod error;
+mod guard;
 pub mod parquet;
 pub mod validate;
 

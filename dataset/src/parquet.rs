@@ -19,6 +19,7 @@ use run::table::{Column, ColumnSpec, Kind, Table, push_null};
 
 use crate::Result;
 use crate::error::file_err as out_err;
+use crate::guard::reading;
 
 fn parquet_type(c: &ColumnSpec) -> parquet::errors::Result<Type> {
     let (physical, logical) = match c.kind {
@@ -153,6 +154,94 @@ impl GroupWriter {
     }
 }
 
+/// A Parquet file as the reader sees it, refusing to read past its end. The parquet crate's
+/// own `File` reader lets a page header skip bytes past the end without error (its Thrift
+/// `skip_bytes` ignores a short read), so a header claiming a list of 2^31 doubles spun for
+/// hours (found by the `run_dir` fuzz target); and it allocates a claimed length before
+/// reading it. Here a read at the end is an error, and a claimed range beyond the file is
+/// refused before anything is allocated.
+struct Strict {
+    file: File,
+    len: u64,
+}
+
+impl parquet::file::reader::Length for Strict {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for Strict {
+    type T = NoReadPastEnd<<File as parquet::file::reader::ChunkReader>::T>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.file.get_read(start).map(NoReadPastEnd)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let end = u64::try_from(length)
+            .ok()
+            .and_then(|n| start.checked_add(n));
+        if end.is_none_or(|end| end > self.len) {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "bytes {start}..+{length} lie beyond the end of the {}-byte file",
+                self.len
+            )));
+        }
+        self.file.get_bytes(start, length)
+    }
+}
+
+/// A reader whose end of input is an error ([`Strict`]): a well-formed Parquet file is
+/// never read past its end.
+struct NoReadPastEnd<R>(R);
+
+impl<R: std::io::Read> std::io::Read for NoReadPastEnd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the Parquet file ends inside a page",
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// Opens the Parquet file at `path` and refuses a footer whose column chunks lie outside
+/// the file, with the figures (the parquet crate asserts it in
+/// `ColumnChunkMetaData::byte_range`, a panic; Arrow C++ makes the same check, `Invalid
+/// column metadata (corrupt file?)`). Every later call into the reader runs under
+/// [`reading`], which turns the reader's other panics into errors.
+fn open(path: &Path) -> Result<SerializedFileReader<Strict>> {
+    let file = File::open(path).map_err(|e| out_err(path, e))?;
+    let len = file.metadata().map_err(|e| out_err(path, e))?.len();
+    let r = reading(path, || SerializedFileReader::new(Strict { file, len }))?
+        .map_err(|e| out_err(path, e))?;
+    for (g, group) in r.metadata().row_groups().iter().enumerate() {
+        for c in group.columns() {
+            let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+            let size = c.compressed_size();
+            let end = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(size).ok())
+                .and_then(|(s, n)| s.checked_add(n));
+            if end.is_none_or(|e| e > len) {
+                return Err(out_err(
+                    path,
+                    format!(
+                        "damaged Parquet footer: row group {g}, column {:?} claims bytes \
+                         {start}..+{size} of a {len}-byte file",
+                        c.column_path().string()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(r)
+}
+
 /// Reads a Parquet file written with `schema` in tables of at most `batch` rows, handing
 /// each to `f` (a long run's records are read without holding them all). Columns are
 /// matched by name and mistyped values are refused, as [`TableFile::read_parquet`].
@@ -162,10 +251,10 @@ pub fn read_batches(
     batch: usize,
     mut f: impl FnMut(Table) -> Result<()>,
 ) -> Result<()> {
-    let file = File::open(path).map_err(|e| out_err(path, e))?;
-    let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
+    let r = open(path)?;
     let mut t = Table::new(schema);
-    for row in r.get_row_iter(None).map_err(|e| out_err(path, e))? {
+    let mut rows = reading(path, || r.get_row_iter(None))?.map_err(|e| out_err(path, e))?;
+    while let Some(row) = reading(path, || rows.next())? {
         let row = row.map_err(|e| out_err(path, e))?;
         push_row(&mut t, &row, path)?;
         if t.rows() >= batch.max(1) {
@@ -239,8 +328,7 @@ impl TableFile for Table {
     /// the same order with the same physical and logical types and nullability. Returns one
     /// line per difference (empty: the schema is complete and correct).
     fn check_schema(path: &Path, schema: &[ColumnSpec]) -> Result<Vec<String>> {
-        let file = File::open(path).map_err(|e| out_err(path, e))?;
-        let r = SerializedFileReader::new(file).map_err(|e| out_err(path, e))?;
+        let r = open(path)?;
         let descr = r.metadata().file_metadata().schema_descr_ptr();
         let want = message(schema).map_err(|e| out_err(path, e))?;
         let mut diffs = Vec::new();
@@ -309,7 +397,8 @@ mod tests {
     use std::time::Duration;
 
     use run::records::{
-        Outcome, RECORD_SCHEMA, Record, RequestPhase, RunKeys, records_from_table, records_table,
+        Outcome, RECORD_SCHEMA, Record, RequestPhase, RunKeys, SAMPLE_SCHEMA, records_from_table,
+        records_table,
     };
     use run::table::{Column, ColumnSpec, Kind, Table};
 
@@ -433,5 +522,62 @@ mod tests {
         let (k, back) = records_from_table(&t).expect("records");
         assert_eq!(k, Some(keys));
         assert_eq!(back, recs);
+    }
+
+    /// A samples.parquet whose footer gives a column chunk a negative offset (found by the
+    /// `run_dir` fuzz target; `fuzz/regressions/run_dir/`) is refused with what is wrong;
+    /// the parquet crate alone panicked on it.
+    #[test]
+    fn a_footer_pointing_outside_the_file_is_refused() {
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/negative-column-offset.parquet");
+        let schema_err = Table::check_schema(&p, SAMPLE_SCHEMA).expect_err("damaged footer");
+        let read_err = Table::read_parquet(&p, SAMPLE_SCHEMA).expect_err("damaged footer");
+        for e in [schema_err, read_err] {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("damaged Parquet footer: row group 0, column"),
+                "{msg}"
+            );
+            assert!(msg.contains("negative-column-offset.parquet"), "{msg}");
+        }
+    }
+
+    /// A samples.parquet with an intact footer whose data page names a dictionary its column
+    /// chunk does not have (found by the `run_dir` fuzz target): the parquet crate panics
+    /// while decoding it; pqbench refuses the file with the reader's reason.
+    #[test]
+    fn a_page_the_reader_panics_on_is_refused_as_damaged() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/dictionary-page-missing.parquet");
+        let e = Table::read_parquet(&p, SAMPLE_SCHEMA).expect_err("damaged page");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(
+                "dictionary-page-missing.parquet: damaged Parquet file: the parquet \
+                          reader failed on it (Decoder for dict should have been set)"
+            ),
+            "{msg}"
+        );
+    }
+
+    /// A samples.parquet whose page header claims a list of 2^31 values past the end of the
+    /// file (found by the `run_dir` fuzz target as a 20 s timeout): the parquet crate's file
+    /// reader skipped them one empty read at a time, for hours; pqbench's reader stops at
+    /// the end of the file. The bound only turns a return of the hang into a failure.
+    #[test]
+    fn a_page_header_running_past_the_end_is_refused_at_once() {
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/page-header-past-end.parquet");
+        let started = std::time::Instant::now();
+        let e = Table::read_parquet(&p, SAMPLE_SCHEMA).expect_err("damaged page header");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            started.elapsed()
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("page-header-past-end.parquet: "), "{msg}");
+        assert!(msg.contains("ends inside a page"), "{msg}");
     }
 }
