@@ -14,7 +14,11 @@
 # cargo fuzz does not instrument the C of AWS-LC, so AddressSanitizer finds little here and
 # costs ~3x the executions; `address` for a deeper run), FUZZ_JOBS (parallel fuzzing
 # processes per target, default 1), FUZZ_TABLE (where the table goes, default
-# target/fuzz-table.txt; two runs side by side need two), FUZZ_REPORT (a file to append it to).
+# target/fuzz-table.txt; two runs side by side need two), FUZZ_REPORT (a file to append it to),
+# FUZZ_SEED (libFuzzer's random seed; unset, each run draws one and explores anew, which a
+# long run wants; make fuzz-smoke fixes it, so that a CI run follows the same mutations as
+# the developer's `make test` and cannot fail on an input nobody has met: a crash a long
+# run finds becomes a regression input, replayed on every run).
 #
 # Needs the nightly toolchain (cargo fuzz's instrumentation flags are nightly-only) and
 # cargo-fuzz 0.13.2; without them it fails with the reason rather than skipping.
@@ -30,6 +34,11 @@ case $seconds in '' | *[!0-9]*)
     ;;
 esac
 sanitizer=${FUZZ_SANITIZER:-none}
+case ${FUZZ_SEED:-1} in '' | *[!0-9]*)
+    echo "fuzz.sh: FUZZ_SEED must be a whole number, not '$FUZZ_SEED'" >&2
+    exit 2
+    ;;
+esac
 table=${FUZZ_TABLE:-target/fuzz-table.txt}
 jobs=${FUZZ_JOBS:-1}
 
@@ -77,6 +86,7 @@ for t in "${targets[@]}"; do
     log=target/fuzz-$t.log
     args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096
         -artifact_prefix="$artifacts" "$corpus" "fuzz/corpus/$t")
+    [ -z "${FUZZ_SEED:-}" ] || args=(-seed="$FUZZ_SEED" "${args[@]}")
     [ "$jobs" -gt 1 ] && args=(-fork="$jobs" "${args[@]}")
     if ! "$bin/$t" "${args[@]}" >"$log" 2>&1; then
         grep -v '^#' "$log" | tail -40 >&2
