@@ -8,11 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
+use parquet::column::page::{Page, PageMetadata, PageReader};
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::file::properties::WriterProperties;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::record::Field;
+use parquet::record::reader::RowIter;
 use parquet::schema::types::Type;
 
 use run::table::{Column, ColumnSpec, Kind, Table, push_null};
@@ -209,6 +211,107 @@ impl<R: std::io::Read> std::io::Read for NoReadPastEnd<R> {
     }
 }
 
+/// A row group whose pages are checked before the reader decodes them ([`CheckedPages`]).
+struct CheckedGroup<'a>(Box<dyn RowGroupReader + 'a>);
+
+impl RowGroupReader for CheckedGroup<'_> {
+    fn metadata(&self) -> &parquet::file::metadata::RowGroupMetaData {
+        self.0.metadata()
+    }
+
+    fn num_columns(&self) -> usize {
+        self.0.num_columns()
+    }
+
+    fn get_column_page_reader(&self, i: usize) -> parquet::errors::Result<Box<dyn PageReader>> {
+        Ok(Box::new(CheckedPages {
+            inner: self.0.get_column_page_reader(i)?,
+            chunk_values: u64::try_from(self.0.metadata().column(i).num_values()).unwrap_or(0),
+        }))
+    }
+
+    fn get_column_bloom_filter(&self, i: usize) -> Option<&parquet::bloom_filter::Sbbf> {
+        self.0.get_column_bloom_filter(i)
+    }
+
+    fn get_row_iter(&self, projection: Option<Type>) -> parquet::errors::Result<RowIter<'_>> {
+        RowIter::from_row_group(projection, self)
+    }
+}
+
+/// A column chunk's pages, each refused if it claims more values than its column chunk holds
+/// or (a dictionary) than its bytes can encode. The parquet crate sizes a dictionary by its
+/// page header before decoding it: a header claiming 2^31 doubles made it fill 16 GiB
+/// (found by the `run_dir` fuzz target as an out-of-memory).
+struct CheckedPages {
+    inner: Box<dyn PageReader>,
+    chunk_values: u64,
+}
+
+impl CheckedPages {
+    fn check(&self, page: Option<Page>) -> parquet::errors::Result<Option<Page>> {
+        let claim = match &page {
+            Some(Page::DictionaryPage {
+                buf, num_values, ..
+            }) => {
+                // No encoding takes less than a bit per value.
+                let bits = u64::try_from(buf.len())
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(8);
+                (u64::from(*num_values) > bits.min(self.chunk_values))
+                    .then_some((*num_values, "dictionary"))
+            }
+            Some(Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. }) => {
+                (u64::from(*num_values) > self.chunk_values).then_some((*num_values, "data"))
+            }
+            None => None,
+        };
+        match claim {
+            Some((n, kind)) => Err(parquet::errors::ParquetError::General(format!(
+                "a {kind} page claims {n} values; its column chunk holds {}",
+                self.chunk_values
+            ))),
+            None => Ok(page),
+        }
+    }
+}
+
+impl Iterator for CheckedPages {
+    type Item = parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl PageReader for CheckedPages {
+    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
+        let page = self.inner.get_next_page()?;
+        self.check(page)
+    }
+
+    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        self.inner.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
+        self.inner.skip_next_page()
+    }
+
+    fn supports_deferred_dictionary(&self) -> bool {
+        self.inner.supports_deferred_dictionary()
+    }
+
+    fn take_deferred_dictionary(&mut self) -> parquet::errors::Result<Option<Page>> {
+        let page = self.inner.take_deferred_dictionary()?;
+        self.check(page)
+    }
+
+    fn at_record_boundary(&mut self) -> parquet::errors::Result<bool> {
+        self.inner.at_record_boundary()
+    }
+}
+
 /// Opens the Parquet file at `path` and refuses a footer whose column chunks lie outside
 /// the file, with the figures (the parquet crate asserts it in
 /// `ColumnChunkMetaData::byte_range`, a panic; Arrow C++ makes the same check, `Invalid
@@ -253,12 +356,17 @@ pub fn read_batches(
 ) -> Result<()> {
     let r = open(path)?;
     let mut t = Table::new(schema);
-    let mut rows = reading(path, || r.get_row_iter(None))?.map_err(|e| out_err(path, e))?;
-    while let Some(row) = reading(path, || rows.next())? {
-        let row = row.map_err(|e| out_err(path, e))?;
-        push_row(&mut t, &row, path)?;
-        if t.rows() >= batch.max(1) {
-            f(std::mem::replace(&mut t, Table::new(schema)))?;
+    for g in 0..r.num_row_groups() {
+        let group =
+            CheckedGroup(reading(path, || r.get_row_group(g))?.map_err(|e| out_err(path, e))?);
+        let mut rows = reading(path, || RowIter::from_row_group(None, &group))?
+            .map_err(|e| out_err(path, e))?;
+        while let Some(row) = reading(path, || rows.next())? {
+            let row = row.map_err(|e| out_err(path, e))?;
+            push_row(&mut t, &row, path)?;
+            if t.rows() >= batch.max(1) {
+                f(std::mem::replace(&mut t, Table::new(schema)))?;
+            }
         }
     }
     if t.rows() > 0 {
@@ -579,5 +687,18 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("page-header-past-end.parquet: "), "{msg}");
         assert!(msg.contains("ends inside a page"), "{msg}");
+    }
+
+    /// A samples.parquet whose dictionary page claims 2^31-odd doubles (found by the
+    /// `run_dir` fuzz target as an out-of-memory: the parquet crate filled 16 GiB for it) is
+    /// refused before the dictionary is sized.
+    #[test]
+    fn a_dictionary_claiming_more_values_than_its_bytes_is_refused() {
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dictionary-too-large.parquet");
+        let e = Table::read_parquet(&p, SAMPLE_SCHEMA).expect_err("oversized dictionary");
+        let msg = e.to_string();
+        assert!(msg.contains("dictionary-too-large.parquet: "), "{msg}");
+        assert!(msg.contains("a dictionary page claims"), "{msg}");
     }
 }
