@@ -450,7 +450,7 @@ fn run_complete(run_dir: &Path, processes: u32) -> bool {
 }
 
 pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.file)
+    let text = campaign::yaml::read_text(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
     let f = CampaignFile::parse(&text, &a.file.display().to_string())?;
     note_others(&a.file, &f);

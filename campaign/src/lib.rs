@@ -35,6 +35,7 @@ mod schema;
 pub mod spec;
 pub mod units;
 pub mod wire;
+pub mod yaml;
 
 pub use design::Plan;
 pub use spec::{CampaignFile, CampaignSpec, Manifest, Operation};
@@ -62,16 +63,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// …`). The text goes through a JSON value so that enums are written as maps (`{file:
 /// path}`) in YAML as in JSON.
 pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
-    let v: serde_json::Value = serde_yaml_ng::from_str(text).map_err(|e| {
-        let e = e.to_string();
-        // serde_yaml's own enum form (`credentials: !file /path`) has no JSON value.
-        if e.contains("invalid type: enum") {
-            format!("{e}: YAML tags (`!name value`) are not read; write the choice as a map, `name: value`")
-        } else {
-            e
-        }
-    })?;
-    from_value(v)
+    from_value(yaml::document(text)?)
 }
 
 /// [`from_yaml`] of a document already parsed into a JSON value.

@@ -566,21 +566,20 @@ impl<'de> Deserialize<'de> for PrimarySpec {
             #[serde(default)]
             against: Option<String>,
         }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Form {
-            Entry(Fields),
-            Cell(String),
-        }
-        match Form::deserialize(d)? {
-            Form::Entry(f) => Ok(Self {
-                cell: f.cell,
-                arm: f.arm,
-                against: f.against,
-            }),
-            Form::Cell(c) => Err(de::Error::custom(format!(
+        // Through a JSON value rather than an untagged enum, whose one error ("data did not
+        // match any variant") hid which field was wrong.
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(c) => Err(de::Error::custom(format!(
                 "write {{cell: {c}}} (an entry names its cell, and optionally arm and against)"
             ))),
+            v => {
+                let f = Fields::deserialize(v).map_err(de::Error::custom)?;
+                Ok(Self {
+                    cell: f.cell,
+                    arm: f.arm,
+                    against: f.against,
+                })
+            }
         }
     }
 }
@@ -962,6 +961,16 @@ impl Default for ClientPlacement {
     }
 }
 
+/// The most runs one campaign plans (repetitions × arms × cells): the study's primary
+/// campaign is a few hundred; a plan of a million runs would take years to carry out.
+pub const MAX_RUNS: u64 = 100_000;
+
+/// The most concurrent workers (closed-loop concurrency, open-loop threads) of one run.
+pub const MAX_CONCURRENCY: u32 = 100_000;
+
+/// The most GET fixture objects written before a run.
+pub const MAX_FIXTURES: u32 = 1_000_000;
+
 /// A campaign file as `kubectl apply -f` takes it: one or more YAML documents, exactly one
 /// of them the `BenchmarkCampaign`; the others (a credentials Secret, say) are Kubernetes
 /// objects the cluster needs and a local run does not.
@@ -981,13 +990,24 @@ impl CampaignFile {
     /// Parses every document of `text` (YAML or JSON). `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
         let fail = |e: String| Error::Spec(format!("{origin}: {e}"));
-        let mut docs = Vec::new();
-        for doc in serde_yaml_ng::Deserializer::from_str(text) {
-            let v = serde_json::Value::deserialize(doc).map_err(|e| fail(e.to_string()))?;
-            // An empty document (`---` at the end) is nothing.
-            if !v.is_null() {
-                docs.push(v);
-            }
+        // An empty document (`---` at the end) is nothing.
+        let mut docs: Vec<_> = crate::yaml::documents(text)
+            .map_err(fail)?
+            .into_iter()
+            .filter(|v| !v.is_null())
+            .collect();
+        if let [v] = &docs[..]
+            && !v.is_object()
+        {
+            return Err(fail(format!(
+                "the document is {}; a campaign is a map with apiVersion, kind, metadata and spec",
+                match v {
+                    serde_json::Value::Array(_) => "a list",
+                    serde_json::Value::String(_) => "a string",
+                    serde_json::Value::Number(_) => "a number",
+                    _ => "a boolean",
+                }
+            )));
         }
         let (v, others) = if docs.len() == 1 {
             // One document is the campaign, whatever it says: the parser names what is wrong.
@@ -1011,7 +1031,7 @@ impl CampaignFile {
 
     /// Reads and parses a campaign file.
     pub fn read(path: &std::path::Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::yaml::read_text(path).map_err(|e| {
             Error::Spec(format!("cannot read campaign file {}: {e}", path.display()))
         })?;
         Self::parse(&text, &path.display().to_string())
@@ -1156,6 +1176,8 @@ impl CampaignSpec {
 
     /// Cross-field rules; the message starts with the field path below `spec`.
     pub fn validate(&self) -> std::result::Result<(), String> {
+        // First: everything after this may expand the grids.
+        self.validate_scale()?;
         self.validate_arms()?;
         if self.repetitions < 2 {
             return Err(format!(
@@ -1274,6 +1296,73 @@ impl CampaignSpec {
             .validate()
             .map_err(|e| format!("analysis.{e}"))?;
         self.validate_comparisons()
+    }
+
+    /// Refuses a campaign too large to plan or to run, before any grid is expanded: a
+    /// mistyped `repetitions: 1000000000` made `pqbench plan` build a billion blocks (the
+    /// hostile-input table, `tests/hostile.rs`). The run count is an upper bound (the
+    /// session grid multiplies every arm), computed without overflow.
+    fn validate_scale(&self) -> std::result::Result<(), String> {
+        if self.fixtures > MAX_FIXTURES {
+            return Err(format!(
+                "fixtures: {} is more than {MAX_FIXTURES} objects written before each GET run",
+                self.fixtures
+            ));
+        }
+        for (i, c) in self.cells.iter().enumerate() {
+            let loads = match &c.arrival {
+                LoopGrid::Closed => c.concurrency.as_ref().map_or(&[][..], |l| &l.0[..]),
+                LoopGrid::Open { threads, .. } => std::slice::from_ref(threads),
+            };
+            if let Some(n) = loads.iter().find(|&&n| n > MAX_CONCURRENCY) {
+                return Err(format!(
+                    "cells[{i}].{}: {n} workers is more than one run drives ({MAX_CONCURRENCY} at most)",
+                    if matches!(c.arrival, LoopGrid::Closed) {
+                        "concurrency"
+                    } else {
+                        "loop.threads"
+                    }
+                ));
+            }
+        }
+        let len = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let sessions = self.sessions.as_ref().map_or(Some(1), |g| {
+            len(g.max_objects.0.len()).checked_mul(len(g.max_age.0.len()))
+        });
+        let arms = if self.arms.is_empty() {
+            len(self.modes.len()).checked_mul(len(self.backends.len().max(1)))
+        } else {
+            Some(len(self.arms.len()))
+        }
+        .zip(sessions)
+        .and_then(|(a, s)| a.checked_mul(s.max(1)));
+        let runs = self.cells.iter().try_fold(0u64, |total, c| {
+            let loads = match &c.arrival {
+                LoopGrid::Closed => c.concurrency.as_ref().map_or(0, |l| l.0.len()),
+                LoopGrid::Open { rates, .. } => rates.0.len(),
+            };
+            [
+                c.operation.0.len(),
+                c.object_size.0.len(),
+                loads,
+                c.client_cores.as_ref().map_or(1, |k| k.0.len()),
+            ]
+            .into_iter()
+            .try_fold(
+                u64::from(c.repetitions.unwrap_or(self.repetitions)),
+                |n, k| n.checked_mul(len(k)),
+            )
+            .and_then(|n| n.checked_mul(arms?))
+            .and_then(|n| total.checked_add(n))
+        });
+        match runs {
+            Some(n) if n <= MAX_RUNS => Ok(()),
+            n => Err(format!(
+                "repetitions × arms × cells is {} runs; one campaign plans at most {MAX_RUNS} \
+                 (split it, or lower repetitions or the cell lists)",
+                n.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string())
+            )),
+        }
     }
 
     /// The modes of the arms (`modes`, or the modes of `arms`).

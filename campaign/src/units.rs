@@ -64,7 +64,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ));
         }
     };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is out of range"))
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| *d <= MAX_DURATION)
+        .ok_or_else(|| format!("{s:?} is out of range (at most 7 days)"))
+}
+
+/// The longest duration a spec or flag takes (7 days): every phase of pqbench is seconds to
+/// hours, and a deadline computed from a longer one (`Instant + d`) can overflow, which
+/// panics.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn within_max<E: de::Error>(d: Duration) -> Result<Dur, E> {
+    if d <= MAX_DURATION {
+        Ok(Dur(d))
+    } else {
+        Err(E::custom(format!(
+            "{} is out of range (at most 7 days)",
+            format_duration(d)
+        )))
+    }
 }
 
 /// Formats a duration as whole seconds, or milliseconds when it is not whole seconds.
@@ -143,17 +162,17 @@ impl<'de> Deserialize<'de> for Dur {
                 f.write_str("a duration such as 20s, 500ms or 5m")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dur, E> {
-                Ok(Dur(Duration::from_secs(v)))
+                within_max(Duration::from_secs(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Dur, E> {
                 u64::try_from(v)
-                    .map(|s| Dur(Duration::from_secs(s)))
                     .map_err(|_| E::custom("a duration cannot be negative"))
+                    .and_then(|s| within_max(Duration::from_secs(s)))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Dur, E> {
                 Duration::try_from_secs_f64(v)
-                    .map(Dur)
                     .map_err(|_| E::custom("duration out of range"))
+                    .and_then(within_max)
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Dur, E> {
                 parse_duration(v).map(Dur).map_err(E::custom)

@@ -491,7 +491,7 @@ impl RunSpec {
 
     /// Reads and parses a spec file.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSpec {
+        let text = campaign::yaml::read_text(path).map_err(|source| Error::ReadSpec {
             path: path.display().to_string(),
             source,
         })?;
@@ -505,6 +505,20 @@ impl RunSpec {
         let c = &self.cell;
         if c.concurrency == 0 {
             return Err(Error::Spec("cell.concurrency must be at least 1".into()));
+        }
+        if c.concurrency > campaign::spec::MAX_CONCURRENCY {
+            return Err(Error::Spec(format!(
+                "cell.concurrency: {} workers is more than one run drives ({} at most)",
+                c.concurrency,
+                campaign::spec::MAX_CONCURRENCY
+            )));
+        }
+        if self.fixtures > campaign::spec::MAX_FIXTURES {
+            return Err(Error::Spec(format!(
+                "fixtures: {} is more than {} objects written before a GET run",
+                self.fixtures,
+                campaign::spec::MAX_FIXTURES
+            )));
         }
         if let Some(why) = c.format.refuses(c.mode) {
             return Err(Error::Spec(format!("cell.format: {why}")));
