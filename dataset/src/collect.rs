@@ -136,7 +136,9 @@ pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
             detail: e.to_string(),
         })
     };
-    let spec: RunSpec = serde_json::from_str(&read(files::SPEC)?).map_err(|e| Error::File {
+    // Parsed and validated as a RunSpec given to a worker is: a run file from a bucket or a
+    // shared directory is input too (a runId such as `../x` is refused here).
+    let spec = RunSpec::parse(&read(files::SPEC)?, files::SPEC).map_err(|e| Error::File {
         path: dir.join(files::SPEC).display().to_string(),
         detail: e.to_string(),
     })?;
