@@ -179,6 +179,7 @@ impl Error {
     {
         let status = err.raw_response().map(|r| r.status().as_u16());
         let class = match &err {
+            SdkError::DispatchFailure(_) if not_http(&err) => S3Class::Other,
             SdkError::TimeoutError(_) => S3Class::Timeout,
             SdkError::DispatchFailure(d) if d.is_timeout() => S3Class::Timeout,
             SdkError::DispatchFailure(d) if d.is_io() => {
@@ -202,8 +203,42 @@ impl Error {
             target: target.to_owned(),
             class,
             status,
-            detail: chain(&err),
+            detail: match status {
+                // The SDK's text for an error page that is not S3 XML is "unhandled error:
+                // Error"; the status is what tells a proxy's 502 from a server's refusal.
+                Some(st) if !(200..300).contains(&st) => format!("HTTP {st}: {}", detail(&err)),
+                _ => detail(&err),
+            },
         }
+    }
+}
+
+/// True if the endpoint answered with something that is not an HTTP response (bytes that
+/// do not parse, a head over hyper's limit): the server is there, so "cannot connect" and
+/// "the connection broke" would send the user the wrong way. Both clients use hyper 1, whose
+/// error says so ([`hyper::Error::is_parse`]).
+pub(crate) fn not_http(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse)
+        {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// [`chain`], led by what a malformed answer means ([`not_http`]).
+pub(crate) fn detail(err: &(dyn std::error::Error + 'static)) -> String {
+    if not_http(err) {
+        format!(
+            "the endpoint's answer is not an HTTP response (is --endpoint an S3 server?): {}",
+            chain(err)
+        )
+    } else {
+        chain(err)
     }
 }
 

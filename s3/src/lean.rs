@@ -437,7 +437,9 @@ impl Lean {
                 ));
             }
             Ok(Err(e)) => {
-                let class = if e.is_connect() {
+                let class = if crate::error::not_http(&e) {
+                    S3Class::Other
+                } else if e.is_connect() {
                     if crate::error::chain(&e).contains("timed out") {
                         S3Class::Timeout
                     } else {
@@ -446,7 +448,7 @@ impl Lean {
                 } else {
                     S3Class::Io
                 };
-                return Err(err(class, None, crate::error::chain(&e)));
+                return Err(err(class, None, crate::error::detail(&e)));
             }
             Ok(Ok(r)) => r,
         };
