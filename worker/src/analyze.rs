@@ -46,17 +46,12 @@ pub async fn analyze_bucket(spec: &AnalysisSpec, tmp: &Path) -> Result<AnalysisO
 async fn download(store: &ResultsBucket, dir: &Path) -> Result<usize> {
     let mut n = 0;
     for key in store.keys("").await? {
-        let Some(rest) = key.strip_prefix(store.prefix()) else {
+        let Some(path) = key
+            .strip_prefix(store.prefix())
+            .and_then(|rest| run_file_path(dir, rest))
+        else {
             continue;
         };
-        let parts: Vec<&str> = rest.split('/').collect();
-        let [run, p, name] = parts.as_slice() else {
-            continue;
-        };
-        if *p == "ready" || !p.starts_with('p') || name.is_empty() {
-            continue;
-        }
-        let path = dir.join(run).join(p).join(name);
         let out_err = |e: std::io::Error| Error::Output {
             path: path.display().to_string(),
             detail: e.to_string(),
@@ -71,6 +66,32 @@ async fn download(store: &ResultsBucket, dir: &Path) -> Result<usize> {
         n += 1;
     }
     Ok(n)
+}
+
+/// Where the results-bucket key `rest` (the key under the campaign prefix) goes under
+/// `dir`, if it is a run file: `<runId>/p<index>/<file>` with a run id as RunSpecs allow it
+/// (letters, digits, `-`, `_`, `.`, not starting with `.`), a process index and one of the
+/// six run files. Anything else in the bucket is foreign and not downloaded: the start gate
+/// and ready markers, another tool's objects, and keys such as `../p0/x`, which joined
+/// as they were would write outside `dir`.
+fn run_file_path(dir: &Path, rest: &str) -> Option<std::path::PathBuf> {
+    let [run, p, name] = rest.split('/').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let run_ok = !run.is_empty()
+        && run.len() <= 128
+        && !run.starts_with('.')
+        && run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let p_ok = p
+        .strip_prefix('p')
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let name_ok = run::summary::files::DATA
+        .into_iter()
+        .chain([run::summary::files::CHECKSUMS])
+        .any(|f| f == name);
+    (run_ok && p_ok && name_ok).then(|| dir.join(run).join(p).join(name))
 }
 
 /// `Err((why, fatal))`: fatal when the data cannot give verdicts (no valid run), else worth
@@ -132,4 +153,42 @@ async fn analyze(
             .map(|(run, reason)| LeftOut { run, reason })
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_run_files_are_downloaded_and_never_outside_the_directory() {
+        let dir = Path::new("/tmp/analysis");
+        assert_eq!(
+            run_file_path(dir, "quick-b0-x25519/p0/records.parquet"),
+            Some(dir.join("quick-b0-x25519/p0/records.parquet"))
+        );
+        assert_eq!(
+            run_file_path(dir, "r1/p12/SHA256SUMS"),
+            Some(dir.join("r1/p12/SHA256SUMS"))
+        );
+        for foreign in [
+            "../p0/records.parquet",
+            "./p0/records.parquet",
+            ".hidden/p0/records.parquet",
+            "r1/p0/../../x",
+            "r1/../summary.json",
+            "r1/p0/notes.txt",
+            "r1/ready/p0",
+            "r1/start-at",
+            "r1/pX/summary.json",
+            "r1/p/summary.json",
+            "r1/p0/sub/summary.json",
+            "/p0/summary.json",
+            "r1//summary.json",
+            "analysis.json",
+            "report/report.md",
+            "r 1/p0/summary.json",
+        ] {
+            assert_eq!(run_file_path(dir, foreign), None, "{foreign}");
+        }
+    }
 }
