@@ -5,7 +5,9 @@
 //!
 //! Byte 0 of the input chooses the file (low bits) and whether `SHA256SUMS` is updated to
 //! the new file's hash (bit 7 clear) or left as it was (bit 7 set); the rest is the file.
-//! Properties: never a panic; with `SHA256SUMS` left as it was, a changed file always fails
+//! Properties: never a panic (the parquet crate's own panics on damaged files are turned
+//! into errors by `dataset`, under a hook that stays silent only for them, so any other
+//! panic still aborts here); with `SHA256SUMS` left as it was, a changed file always fails
 //! the `checksums` check (a damaged file is never counted complete); and a directory the
 //! validator accepts is one the collector reads (its run becomes a row, or is excluded
 //! only by its own summary's failed checks, never by a read error).
