@@ -816,7 +816,7 @@ fn results_directories_holding_foreign_or_damaged_files_are_refused_by_the_valid
                 let bad = spec.replace("\"runId\": \"fuzz-run\"", "\"runId\": \"../../x\"");
                 run_dir(d, Some(("spec.json", bad.as_bytes())), true);
             }),
-            "invalid run spec: spec.json: runId \"../../x\"",
+            "spec.json: invalid run spec: runId \"../../x\"",
         ),
     ];
     let mut rows: Vec<(String, &str, Duration, Box<dyn FnOnce() -> Outcome>)> = Vec::new();

@@ -127,6 +127,14 @@ pub fn digest_of(spec: &RunSpec, path: &Path) -> Result<Digest> {
     Ok(d)
 }
 
+/// A run's `spec.json` as written by its worker: parsed as RunSpecs are, with the names
+/// that become paths checked ([`RunSpec::check_names`]).
+pub(crate) fn spec_file(text: &str) -> std::result::Result<RunSpec, String> {
+    let spec: RunSpec = run::runspec::from_yaml(text)?;
+    spec.check_names().map_err(|e| e.to_string())?;
+    Ok(spec)
+}
+
 /// Loads one process directory (without checking checksums or schema; `pqbench validate`
 /// does that).
 pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
@@ -136,11 +144,11 @@ pub fn load_process(dir: &Path) -> Result<(RunSpec, ProcessData)> {
             detail: e.to_string(),
         })
     };
-    // Parsed and validated as a RunSpec given to a worker is: a run file from a bucket or a
-    // shared directory is input too (a runId such as `../x` is refused here).
-    let spec = RunSpec::parse(&read(files::SPEC)?, files::SPEC).map_err(|e| Error::File {
+    // A run file from a bucket or a shared directory is input too: its names become paths
+    // and keys (a runId such as `../x` is refused here).
+    let spec = spec_file(&read(files::SPEC)?).map_err(|detail| Error::File {
         path: dir.join(files::SPEC).display().to_string(),
-        detail: e.to_string(),
+        detail,
     })?;
     let info: ProcessInfo =
         serde_json::from_str(&read(files::PROCESS)?).map_err(|e| Error::File {

@@ -159,8 +159,9 @@ fn check_schema(dir: &Path, loc: &str) -> (Finding, Option<Process>) {
     let read =
         |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}"));
     let parsed = (|| -> Result<(RunSpec, ProcessInfo), String> {
-        // Validated as a worker validates it (a runId such as `../x` is refused).
-        let spec = RunSpec::parse(&read(files::SPEC)?, files::SPEC).map_err(|e| e.to_string())?;
+        // Its names become paths (a runId such as `../x` is refused).
+        let spec = crate::collect::spec_file(&read(files::SPEC)?)
+            .map_err(|e| format!("{}: {e}", files::SPEC))?;
         let info: ProcessInfo = serde_json::from_str(&read(files::PROCESS)?)
             .map_err(|e| format!("{}: {e}", files::PROCESS))?;
         let _: RunSummary = serde_json::from_str(&read(files::SUMMARY)?)

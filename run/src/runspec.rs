@@ -498,10 +498,17 @@ impl RunSpec {
         Self::parse(&text, &path.display().to_string())
     }
 
+    /// Checks the names that become paths and keys (`runId`, `campaign`): what a reader of
+    /// a run's `spec.json` checks, since the spec as written after the run (with its start
+    /// instant filled in) is not one [`RunSpec::validate`] accepts as input.
+    pub fn check_names(&self) -> Result<()> {
+        check_name("runId", &self.run_id)?;
+        check_name("campaign", &self.campaign)
+    }
+
     /// Checks what serde cannot: ranges and cross-field rules. Errors name the field.
     pub fn validate(&self) -> Result<()> {
-        check_name("runId", &self.run_id)?;
-        check_name("campaign", &self.campaign)?;
+        self.check_names()?;
         let c = &self.cell;
         if c.concurrency == 0 {
             return Err(Error::Spec("cell.concurrency must be at least 1".into()));
