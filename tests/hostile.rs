@@ -6,6 +6,7 @@
 //! that only turns a hang into a failure. Every row is run and the table printed before
 //! any failure is reported (`cargo test --test hostile -- --nocapture` shows it).
 
+#[allow(dead_code, reason = "the shared helpers this table does not use")]
 mod common;
 
 use std::io::{Read as _, Write as _};
@@ -75,8 +76,14 @@ fn refusal_problem(o: &Outcome, expect: &str, bound: Duration) -> Option<String>
     }
 }
 
+/// One row: its name, the words its refusal must hold, its time bound, and how to run it.
+type Row<'a> = (String, &'a str, Duration, Box<dyn FnOnce() -> Outcome + 'a>);
+
+/// How a damaged or foreign results directory is made.
+type MakeDir = Box<dyn Fn(&Path)>;
+
 /// Runs every row, prints the table, then fails with every row that went wrong.
-fn table(title: &str, rows: Vec<(String, &str, Duration, Box<dyn FnOnce() -> Outcome + '_>)>) {
+fn table(title: &str, rows: Vec<Row<'_>>) {
     let mut failed = Vec::new();
     println!("\n{title}");
     println!("{:<44} {:>8}  result", "input", "ms");
@@ -354,7 +361,7 @@ fn campaign_files_hostile_or_mistyped_are_refused_with_what_is_wrong() {
         ),
         ("an empty file", String::new(), "holds no YAML document"),
     ];
-    let mut rows: Vec<(String, &str, Duration, Box<dyn FnOnce() -> Outcome>)> = Vec::new();
+    let mut rows: Vec<Row<'static>> = Vec::new();
     for (i, (name, text, expect)) in cases.into_iter().enumerate() {
         let path = dir.path().join(format!("case{i}.yaml"));
         std::fs::write(&path, text).expect("write case");
@@ -637,7 +644,7 @@ fn endpoints_answering_garbage_stalling_or_malformed_fail_with_what_happened() {
             "exceeds 16777216 bytes",
         ),
     ];
-    let mut rows: Vec<(String, &str, Duration, Box<dyn FnOnce() -> Outcome>)> = Vec::new();
+    let mut rows: Vec<Row<'static>> = Vec::new();
     for (a, what, sdk, lean) in cases {
         let url = endpoint(a);
         for (client, expect) in [("aws-sdk", sdk), ("lean", lean)] {
@@ -723,7 +730,7 @@ fn run_dir(root: &Path, file: Option<(&str, &[u8])>, sums: bool) {
 #[test]
 fn results_directories_holding_foreign_or_damaged_files_are_refused_by_the_validator() {
     let parquet = |n: &str| std::fs::read(repo(&format!("dataset/tests/data/{n}"))).expect("data");
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    let cases: Vec<(&str, MakeDir, &str)> = vec![
         (
             "foreign files only",
             Box::new(|d| {
@@ -819,7 +826,7 @@ fn results_directories_holding_foreign_or_damaged_files_are_refused_by_the_valid
             "spec.json: invalid run spec: runId \"../../x\"",
         ),
     ];
-    let mut rows: Vec<(String, &str, Duration, Box<dyn FnOnce() -> Outcome>)> = Vec::new();
+    let mut rows: Vec<Row<'static>> = Vec::new();
     for (name, make, expect) in cases {
         let dir = tempfile::tempdir().expect("dir");
         make(dir.path());

@@ -11,6 +11,7 @@
 //! (`$XDG_STATE_HOME/pqbench/keys/`) is where the secrets belong and is not searched; that
 //! it lies outside the results (and outside any git work tree) is `pqbench run`'s rule.
 
+#[allow(dead_code, reason = "the shared helpers this test does not use")]
 mod common;
 
 use std::path::{Path, PathBuf};
