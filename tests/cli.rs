@@ -1520,18 +1520,7 @@ spec:
 /// under `XDG_STATE_HOME`, 0700 with 0600 files.
 fn secrets_kept_outside(out: &Path, camp: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
-    fn walk(d: &Path, found: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(d).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                walk(&p, found);
-            } else {
-                found.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(out, &mut files);
+    let files = common::files_under(out);
     let secret = |p: &Path| {
         p.extension().is_some_and(|x| x == "key") || p.file_name().is_some_and(|n| n == "s3.env")
     };

@@ -761,56 +761,6 @@ fn results_directories_holding_foreign_or_damaged_files_are_refused_by_the_valid
             "records.parquet: SHA-256 differs",
         ),
         (
-            "a footer pointing outside the file",
-            Box::new(move |d| {
-                run_dir(
-                    d,
-                    Some((
-                        "samples.parquet",
-                        &parquet("negative-column-offset.parquet"),
-                    )),
-                    true,
-                );
-            }),
-            "damaged Parquet footer",
-        ),
-        (
-            "a page naming a missing dictionary",
-            Box::new(move |d| {
-                run_dir(
-                    d,
-                    Some((
-                        "samples.parquet",
-                        &parquet("dictionary-page-missing.parquet"),
-                    )),
-                    true,
-                );
-            }),
-            "damaged Parquet file: the parquet reader failed on it",
-        ),
-        (
-            "a page header running past the end",
-            Box::new(move |d| {
-                run_dir(
-                    d,
-                    Some(("samples.parquet", &parquet("page-header-past-end.parquet"))),
-                    true,
-                );
-            }),
-            "ends inside a page",
-        ),
-        (
-            "a dictionary claiming 2^31 values",
-            Box::new(move |d| {
-                run_dir(
-                    d,
-                    Some(("samples.parquet", &parquet("dictionary-too-large.parquet"))),
-                    true,
-                );
-            }),
-            "a dictionary page claims",
-        ),
-        (
             "summary.json holding a list",
             Box::new(|d| run_dir(d, Some(("summary.json", b"[]")), true)),
             "summary.json: invalid length 0",
@@ -826,8 +776,38 @@ fn results_directories_holding_foreign_or_damaged_files_are_refused_by_the_valid
             "spec.json: invalid run spec: runId \"../../x\"",
         ),
     ];
+    // The damaged samples.parquet files the run_dir fuzz target found, with matching sums.
+    let damaged: Vec<(&str, MakeDir, &str)> = [
+        (
+            "a footer pointing outside the file",
+            "negative-column-offset.parquet",
+            "damaged Parquet footer",
+        ),
+        (
+            "a page naming a missing dictionary",
+            "dictionary-page-missing.parquet",
+            "damaged Parquet file: the parquet reader failed on it",
+        ),
+        (
+            "a page header running past the end",
+            "page-header-past-end.parquet",
+            "ends inside a page",
+        ),
+        (
+            "a dictionary claiming 2^31 values",
+            "dictionary-too-large.parquet",
+            "a dictionary page claims",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, file, expect)| {
+        let bytes = parquet(file);
+        let make: MakeDir = Box::new(move |d| run_dir(d, Some(("samples.parquet", &bytes)), true));
+        (name, make, expect)
+    })
+    .collect();
     let mut rows: Vec<Row<'static>> = Vec::new();
-    for (name, make, expect) in cases {
+    for (name, make, expect) in cases.into_iter().chain(damaged) {
         let dir = tempfile::tempdir().expect("dir");
         make(dir.path());
         rows.push((

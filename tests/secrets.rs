@@ -91,17 +91,6 @@ fn secrets(keys: &Path) -> Vec<Secret> {
     out
 }
 
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).expect("read dir") {
-        let p = e.expect("entry").path();
-        if p.is_dir() {
-            files_under(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -171,8 +160,7 @@ fn no_secret_of_a_whole_campaign_appears_in_any_output() {
         outputs.push((format!("pqbench {what} stdout"), o.stdout.clone()));
         outputs.push((format!("pqbench {what} stderr"), o.stderr.clone()));
     }
-    let mut files = Vec::new();
-    files_under(&results, &mut files);
+    let files = common::files_under(&results);
     let parquet = files
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))

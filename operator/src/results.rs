@@ -37,9 +37,7 @@ pub fn view_from_keys<'a>(
             }
             [run, p, name]
                 if *name == files::CHECKSUMS
-                    && p.strip_prefix('p')
-                        .and_then(|i| i.parse::<u32>().ok())
-                        .is_some_and(|i| i < processes) =>
+                    && files::process_index(p).is_some_and(|i| i < processes) =>
             {
                 *sums.entry((*run).to_owned()).or_default() += 1;
             }

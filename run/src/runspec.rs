@@ -462,14 +462,18 @@ fn fixtures() -> u32 {
     64
 }
 
-fn check_name(field: &str, v: &str) -> Result<()> {
-    if v.is_empty()
-        || v.len() > 128
-        || !v
-            .chars()
+/// True if `v` may name a run or a campaign: 1-128 letters, digits, `-`, `_` or `.`, not
+/// starting with `.` (it becomes a directory name and a segment of a bucket key).
+pub fn is_valid_name(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 128
+        && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        || v.starts_with('.')
-    {
+        && !v.starts_with('.')
+}
+
+fn check_name(field: &str, v: &str) -> Result<()> {
+    if !is_valid_name(v) {
         return Err(Error::Spec(format!(
             "{field} {v:?}: use 1-128 letters, digits, '-', '_' or '.', not starting with '.'"
         )));

@@ -1279,6 +1279,14 @@ pub mod files {
     pub const CHECKSUMS: &str = "SHA256SUMS";
     /// Every file the checksum manifest covers, in the order it lists them.
     pub const DATA: [&str; 5] = [RECORDS, SAMPLES, PROCESS, SPEC, SUMMARY];
+
+    /// The index of a process directory named `p<index>` (`p0`, `p12`): digits only, so
+    /// `p`, `p+1` and `p-0` name none.
+    pub fn process_index(dir: &str) -> Option<u32> {
+        dir.strip_prefix('p')
+            .filter(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|i| i.parse().ok())
+    }
 }
 
 /// The host and the process's CPU budget.

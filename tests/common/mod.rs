@@ -1,6 +1,6 @@
 //! Helpers shared by the test binaries that run `pqbench` as a process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// The stdout of a command that must have succeeded; its stderr in the panic otherwise.
@@ -16,4 +16,19 @@ pub(crate) fn ok(o: &Output, what: &str) -> String {
 /// A path as an argument.
 pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf8 path")
+}
+
+/// Every file under `dir`, at any depth.
+#[allow(dead_code, reason = "not every test binary walks a directory")]
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read dir") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -78,15 +78,8 @@ fn run_file_path(dir: &Path, rest: &str) -> Option<std::path::PathBuf> {
     let [run, p, name] = rest.split('/').collect::<Vec<_>>()[..] else {
         return None;
     };
-    let run_ok = !run.is_empty()
-        && run.len() <= 128
-        && !run.starts_with('.')
-        && run
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let p_ok = p
-        .strip_prefix('p')
-        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let run_ok = run::runspec::is_valid_name(run);
+    let p_ok = run::summary::files::process_index(p).is_some();
     let name_ok = run::summary::files::DATA
         .into_iter()
         .chain([run::summary::files::CHECKSUMS])
