@@ -1,0 +1,1076 @@
+//! The operator killed for real (issue 22): the `pqbench-operator` binary, two replicas
+//! holding the Lease, against the test Kubernetes API server, with a campaign's worker and
+//! analysis pods played as real `pqbench-worker` processes, and the leader killed with
+//! SIGKILL at random instants of each stage of the campaign, then started again:
+//!
+//! - while provisioning;
+//! - while a run's Job is active (its workers preparing, waiting at the gate or measuring);
+//! - between runs (a run's files just uploaded, the next Job not yet made);
+//! - while analysing (the analysis Job running);
+//! - once, between runs, the leader stays down: the standby must take the Lease over and
+//!   carry the campaign on, and the old leader comes back as the standby.
+//!
+//! The campaign must reach `Succeeded` with every planned run carried out exactly once
+//! (one Job per run, its first attempt, each worker process exiting as a run that was
+//! carried out does), no run failed or retried, every run's files in the results bucket and
+//! no other run's, status, events and the report agreeing, and no secret of the campaign
+//! in any of it (operator logs, worker logs, status, events, Jobs, the results bucket).
+//!
+//! The test plays what a cluster does around the operator (test code, not product):
+//! - **the Job controller and the kubelet**: each Job's pods are started as its pod template
+//!   says (the container's args and environment resolved as a kubelet does, Secrets by
+//!   reference, `JOB_COMPLETION_INDEX`), as processes of the `pqbench-worker` binary; the
+//!   emptyDir `/tmp` is a directory of its own per pod (`TMPDIR`); the pods share this
+//!   host's network, so the worker's metrics port is any free one; exits go into the Job's
+//!   status as the Job controller writes it; a deleted Job's pods get SIGTERM;
+//! - **the S3 server** is the embedded one, in this process (an external-server campaign).
+//!
+//! `PQBENCH_KILL_SEED` replays a draw of instants (the test prints its seed).
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+#[path = "support/k8s.rs"]
+mod k8s;
+#[path = "../../tests/support/pod_env.rs"]
+mod pod_env;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use k8s::{client_or_skip, install_crd, namespace};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt as _};
+use operator::{BenchmarkCampaign, Phase};
+use pod_env::{PodContext, env_of};
+use serde_json::json;
+
+/// The campaign: 2 modes × 3 repetitions = 6 runs of 2 processes, on the embedded server.
+fn campaign_yaml(endpoint: &str) -> String {
+    format!(
+        r"apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata:
+  name: killed
+spec:
+  modes: [x25519, ml-kem-768]
+  baseline: x25519
+  cells:
+    - operation: [get]
+      objectSize: [64KiB]
+      loop: {{type: open, rates: [20], threads: 2}}
+  repetitions: 3
+  warmup: 1s
+  measured: 2s
+  drain: 1s
+  fixtures: 8
+  seed: 11
+  pause:
+    enabled: false
+  server:
+    external:
+      endpoint: {endpoint}
+      bucket: under-test
+      credentialsSecret: s3-keys
+  clients:
+    processes: 2
+  deadlines:
+    run: 120s
+"
+    )
+}
+
+/// splitmix64: the draw of kill instants, replayable from its seed.
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A duration drawn uniformly from `lo..hi` milliseconds.
+    fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.next() % (hi - lo))
+    }
+}
+
+/// The `pqbench-worker` binary beside this package's `pqbench-operator`, refused when it
+/// is older than the sources it is built from (`cargo test --workspace` builds both).
+fn worker_binary() -> PathBuf {
+    let operator = Path::new(env!("CARGO_BIN_EXE_pqbench-operator"));
+    let worker = operator.with_file_name("pqbench-worker");
+    let how =
+        "build it with `cargo build -p worker --bin pqbench-worker` (cargo test --workspace does)";
+    let built = std::fs::metadata(&worker)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}; {how}", worker.display()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut stack: Vec<PathBuf> = [
+        "worker", "run", "s3", "envelope", "dataset", "stats", "campaign", "obs",
+    ]
+    .iter()
+    .map(|c| root.join(c).join("src"))
+    .collect();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let changed = std::fs::metadata(&p).unwrap().modified().unwrap();
+                assert!(
+                    changed <= built,
+                    "{} is older than {}: {how}",
+                    worker.display(),
+                    p.display()
+                );
+            }
+        }
+    }
+    worker
+}
+
+/// One replica of the operator: the real binary, its output appended to one log across
+/// its restarts.
+struct Replica {
+    identity: String,
+    ns: String,
+    log: PathBuf,
+    child: Option<Child>,
+    starts: u32,
+}
+
+impl Replica {
+    fn new(identity: &str, ns: &str, dir: &Path) -> Self {
+        Self {
+            identity: identity.to_owned(),
+            ns: ns.to_owned(),
+            log: dir.join(format!("{identity}.log")),
+            child: None,
+            starts: 0,
+        }
+    }
+
+    fn start(&mut self) {
+        assert!(self.child.is_none(), "{} is running", self.identity);
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_pqbench-operator"))
+            // The Deployment's environment: the pod's name and namespace (downward API).
+            .env("POD_NAME", &self.identity)
+            .env("POD_NAMESPACE", &self.ns)
+            .env("PQBENCH_WATCH_NAMESPACE", &self.ns)
+            .env("PQBENCH_METRICS_ADDR", "127.0.0.1:0")
+            .env(
+                "PQBENCH_WORKER_IMAGE",
+                "ghcr.io/pqbench/pqbench-worker:test",
+            )
+            .env("RUST_LOG", "info")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        self.starts += 1;
+    }
+
+    /// SIGKILL, and the process reaped.
+    fn kill9(&mut self) {
+        let mut c = self.child.take().expect("a running replica");
+        c.kill().unwrap();
+        let st = c.wait().unwrap();
+        assert!(
+            st.code().is_none(),
+            "{} had exited on its own before the kill ({st}); its log: {}",
+            self.identity,
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
+    /// Fails the test if the replica exited on its own.
+    fn check_alive(&mut self) {
+        if let Some(c) = &mut self.child
+            && let Some(st) = c.try_wait().unwrap()
+        {
+            panic!(
+                "operator {} exited on its own ({st}); its log:\n{}",
+                self.identity,
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+        }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One pod played as a `pqbench-worker` process.
+struct Pod {
+    index: u32,
+    child: Child,
+    log: PathBuf,
+}
+
+/// A Job as its controller tracks it.
+struct PlayedJob {
+    uid: String,
+    indexed: bool,
+    completions: u32,
+    backoff_limit: u32,
+    pods: Vec<Pod>,
+    succeeded: BTreeSet<u32>,
+    failed_indexes: BTreeSet<u32>,
+    failures: u32,
+    finished: bool,
+}
+
+/// What happened to the Jobs during one pass of the kubelet.
+#[derive(Default)]
+struct Seen {
+    /// Worker Jobs whose pods were started.
+    started: Vec<String>,
+    /// Worker Jobs whose every pod has exited.
+    ended: Vec<String>,
+    /// The analysis Job's pod started.
+    analysis: bool,
+}
+
+/// The Job controller and the kubelet, for worker and analysis Jobs.
+struct Kubelet {
+    client: Client,
+    ns: String,
+    worker: PathBuf,
+    dir: PathBuf,
+    jobs: BTreeMap<String, PlayedJob>,
+    /// Every Job played, in order: (name, uid, component).
+    played: Vec<(String, String, String)>,
+    /// Every pod's exit: (pod, exit code or signal).
+    exits: Vec<(String, String)>,
+    /// Pods of deleted Jobs, stopping.
+    stopping: Vec<Child>,
+    /// Every pod's log.
+    logs: Vec<PathBuf>,
+}
+
+fn index_list(set: &BTreeSet<u32>) -> String {
+    set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+impl Kubelet {
+    async fn secrets(&self) -> BTreeMap<String, Secret> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &self.ns);
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|s| (s.name_any(), s))
+            .collect()
+    }
+
+    /// Starts pod `index` of `job` as its template says.
+    async fn start_pod(&mut self, job: &Job, index: u32, indexed: bool) -> Pod {
+        let name = job.name_any();
+        let pod = job.spec.clone().unwrap().template.spec.unwrap();
+        let c = &pod.containers[0];
+        let pod_name = format!("{name}-{index}-{}", self.logs.len());
+        let ctx = PodContext {
+            name: pod_name.clone(),
+            namespace: self.ns.clone(),
+            secrets: self.secrets().await,
+            completion_index: indexed.then_some(index),
+            ..PodContext::default()
+        };
+        let env = env_of(c, &ctx).unwrap_or_else(|e| panic!("Job {name}: {e}"));
+        // The pod's emptyDir /tmp.
+        let tmp = self.dir.join("pods").join(&pod_name);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut args = c.args.clone().unwrap_or_default();
+        // Pods share this host's network here: any free port for the metrics.
+        if let Some(i) = args.iter().position(|a| a == "--metrics-addr") {
+            args[i + 1] = "127.0.0.1:0".into();
+        }
+        let log = self.dir.join(format!("{pod_name}.log"));
+        let f = std::fs::File::create(&log).unwrap();
+        let child = Command::new(&self.worker)
+            .args(&args)
+            .env_clear()
+            .envs(env)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap();
+        self.logs.push(log.clone());
+        Pod { index, child, log }
+    }
+
+    /// One pass: pods for new Jobs, exits into the Jobs' status, deleted Jobs' pods
+    /// stopped.
+    async fn tick(&mut self) -> Seen {
+        let mut seen = Seen::default();
+        let api: Api<Job> = Api::namespaced(self.client.clone(), &self.ns);
+        let jobs = api.list(&ListParams::default()).await.unwrap().items;
+        let live: BTreeMap<String, String> = jobs
+            .iter()
+            .map(|j| (j.name_any(), j.uid().unwrap_or_default()))
+            .collect();
+        let gone: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|(n, p)| live.get(*n) != Some(&p.uid))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in gone {
+            for pod in self.jobs.remove(&n).unwrap().pods {
+                // Deleted: SIGTERM (a worker stops within its grace period).
+                let _ = Command::new("kill")
+                    .args(["-TERM", &pod.child.id().to_string()])
+                    .status();
+                self.stopping.push(pod.child);
+            }
+        }
+        for job in jobs {
+            let name = job.name_any();
+            let component = job
+                .labels()
+                .get("app.kubernetes.io/component")
+                .cloned()
+                .unwrap_or_default();
+            if !self.jobs.contains_key(&name) {
+                let spec = job.spec.clone().unwrap();
+                let indexed = spec.completion_mode.as_deref() == Some("Indexed");
+                let completions = u32::try_from(spec.completions.unwrap_or(1)).unwrap();
+                let mut pods = Vec::new();
+                for i in 0..completions {
+                    pods.push(self.start_pod(&job, i, indexed).await);
+                }
+                self.jobs.insert(
+                    name.clone(),
+                    PlayedJob {
+                        uid: job.uid().unwrap_or_default(),
+                        indexed,
+                        completions,
+                        backoff_limit: u32::try_from(spec.backoff_limit.unwrap_or(6)).unwrap(),
+                        pods,
+                        succeeded: BTreeSet::new(),
+                        failed_indexes: BTreeSet::new(),
+                        failures: 0,
+                        finished: false,
+                    },
+                );
+                self.played.push((
+                    name.clone(),
+                    job.uid().unwrap_or_default(),
+                    component.clone(),
+                ));
+                if component == "analysis" {
+                    seen.analysis = true;
+                } else {
+                    seen.started.push(name.clone());
+                }
+                api.patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"status": {"startTime": now_rfc3339(), "active": completions}}),
+                    ),
+                )
+                .await
+                .unwrap();
+                continue;
+            }
+            if !self.jobs[&name].finished
+                && self.settle(&api, &job).await
+                && component != "analysis"
+            {
+                seen.ended.push(name);
+            }
+        }
+        self.stopping
+            .retain_mut(|c| c.try_wait().ok().flatten().is_none());
+        seen
+    }
+
+    /// Collects a Job's exited pods, retries as the Job allows, and writes its status;
+    /// whether the Job has finished.
+    async fn settle(&mut self, api: &Api<Job>, job: &Job) -> bool {
+        let name = job.name_any();
+        let mut exited = Vec::new();
+        {
+            let played = self.jobs.get_mut(&name).unwrap();
+            let mut i = 0;
+            while i < played.pods.len() {
+                if let Some(st) = played.pods[i].child.try_wait().unwrap() {
+                    exited.push((played.pods.remove(i), st));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if exited.is_empty() {
+            return false;
+        }
+        let mut retry = Vec::new();
+        for (pod, st) in exited {
+            self.exits.push((
+                pod.log.file_stem().unwrap().to_string_lossy().into_owned(),
+                st.to_string(),
+            ));
+            let played = self.jobs.get_mut(&name).unwrap();
+            if st.success() {
+                played.succeeded.insert(pod.index);
+            } else {
+                played.failures += 1;
+                if played.indexed {
+                    // backoffLimitPerIndex: 0 (the operator's worker Jobs).
+                    played.failed_indexes.insert(pod.index);
+                } else if played.failures <= played.backoff_limit {
+                    retry.push(pod.index);
+                }
+            }
+        }
+        for i in retry {
+            let pod = self.start_pod(job, i, false).await;
+            self.jobs.get_mut(&name).unwrap().pods.push(pod);
+        }
+        let played = self.jobs.get_mut(&name).unwrap();
+        let done = played.succeeded.len() + played.failed_indexes.len();
+        let condition = if played.succeeded.len() == played.completions as usize {
+            Some((
+                "Complete",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+            ))
+        } else if played.indexed && done == played.completions as usize {
+            Some(("Failed", "FailedIndexes", "Job has failed indexes"))
+        } else if !played.indexed && played.failures > played.backoff_limit {
+            Some((
+                "Failed",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+            ))
+        } else {
+            None
+        };
+        let mut status = json!({
+            "active": if condition.is_some() { 0 } else { played.pods.len() },
+            "succeeded": played.succeeded.len(),
+            "failed": played.failures,
+        });
+        if played.indexed {
+            status["completedIndexes"] = index_list(&played.succeeded).into();
+            status["failedIndexes"] = index_list(&played.failed_indexes).into();
+        }
+        if let Some((type_, reason, message)) = condition {
+            played.finished = true;
+            if type_ == "Complete" {
+                status["completionTime"] = now_rfc3339().into();
+            }
+            status["conditions"] = json!([{
+                "type": type_, "status": "True", "reason": reason, "message": message,
+                "lastProbeTime": now_rfc3339(), "lastTransitionTime": now_rfc3339()
+            }]);
+        }
+        // The operator may have deleted the Job meanwhile.
+        let _ = api
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await;
+        played.finished
+    }
+
+    /// Stops every pod still running.
+    fn shutdown(&mut self) {
+        for (_, mut j) in std::mem::take(&mut self.jobs) {
+            for p in &mut j.pods {
+                let _ = p.child.kill();
+                let _ = p.child.wait();
+            }
+        }
+        for mut c in std::mem::take(&mut self.stopping) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A stage of the campaign at which the leader is killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Provisioning,
+    JobActive,
+    BetweenRuns,
+    Analysing,
+}
+
+/// A kill to come: when, at which stage, and whether the leader stays down until the
+/// standby has taken the Lease over.
+#[derive(Clone, Copy, Debug)]
+struct Kill {
+    at: Instant,
+    stage: Stage,
+    takeover: bool,
+}
+
+/// The Lease's holder, if any.
+async fn holder(leases: &Api<Lease>) -> Option<String> {
+    leases
+        .get_opt("pqbench-operator")
+        .await
+        .ok()
+        .flatten()?
+        .spec?
+        .holder_identity
+}
+
+/// Every byte string that would show a secret: the S3 secret access key, and each
+/// recipient key file of the keys Secret (its text, its key in base64 and hex, and raw).
+fn secret_forms(secrets: &BTreeMap<String, Secret>, s3_secret: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = vec![(
+        "S3 secret access key".to_owned(),
+        s3_secret.as_bytes().to_vec(),
+    )];
+    let keys = &secrets["killed-keys"];
+    for (name, v) in keys.data.as_ref().unwrap() {
+        let file: serde_json::Value = serde_json::from_slice(&v.0).unwrap();
+        let b64 = file["key"].as_str().unwrap().to_owned();
+        // A ByteString's JSON is its standard base64: decode through it.
+        let raw: k8s_openapi::ByteString =
+            serde_json::from_value(serde_json::Value::String(b64.clone())).unwrap();
+        assert!(raw.0.len() >= 16, "{name}: {} bytes", raw.0.len());
+        out.push((format!("{name} key (base64)"), b64.into_bytes()));
+        out.push((
+            format!("{name} key (hex)"),
+            hex::encode(&raw.0).into_bytes(),
+        ));
+        out.push((format!("{name} key (raw)"), raw.0));
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Every object under the campaign's results prefix, with its bytes.
+async fn bucket_objects(
+    s3: &s3::EmbeddedS3,
+    loc: &operator::api::ResultsLocation,
+) -> Vec<(String, Vec<u8>)> {
+    let store = s3.settings().client().unwrap();
+    let mut keys = Vec::new();
+    let mut token = None;
+    loop {
+        let page = store
+            .list_objects_v2()
+            .bucket(&loc.bucket)
+            .prefix(&loc.prefix)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .unwrap();
+        keys.extend(
+            page.contents()
+                .iter()
+                .filter_map(|o| o.key().map(str::to_owned)),
+        );
+        token = page.next_continuation_token().map(str::to_owned);
+        if token.is_none() {
+            break;
+        }
+    }
+    let mut objects = Vec::new();
+    for k in keys {
+        let o = store
+            .get_object()
+            .bucket(&loc.bucket)
+            .key(&k)
+            .send()
+            .await
+            .unwrap();
+        objects.push((k, o.body.collect().await.unwrap().into_bytes().to_vec()));
+    }
+    objects
+}
+
+/// Every process of every planned run uploaded its checksums, no other run did, and the
+/// report is the plan's and holds the verdicts status shows.
+fn check_bucket(
+    objects: &[(String, Vec<u8>)],
+    loc: &operator::api::ResultsLocation,
+    plan: &campaign::Plan,
+    st: &operator::api::CampaignStatus,
+) {
+    let sums: BTreeSet<&str> = objects
+        .iter()
+        .filter_map(|(k, _)| k.strip_prefix(&loc.prefix)?.strip_suffix("/SHA256SUMS"))
+        .collect();
+    let want: BTreeSet<String> = plan
+        .runs
+        .iter()
+        .flat_map(|r| (0..2).map(move |i| format!("{}/p{i}", r.run_id)))
+        .collect();
+    assert_eq!(
+        sums,
+        want.iter().map(String::as_str).collect(),
+        "every process of every run uploaded its checksums, and nothing else did"
+    );
+    let report = &objects
+        .iter()
+        .find(|(k, _)| *k == format!("{}report.json", loc.prefix))
+        .expect("the report in the results bucket")
+        .1;
+    let json: serde_json::Value = serde_json::from_slice(report).unwrap();
+    assert_eq!(json["prereg_hash"], plan.prereg_hash);
+    let analysis: campaign::analysis::Report = serde_json::from_slice(report).unwrap();
+    assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
+}
+
+/// Each run started and completed at most once in the events (an event is lost when the
+/// operator dies between its status write and the event; it is never repeated), none
+/// retried or failed, and the events come from both leaders in turn.
+fn check_events(evs: &[Event], plan: &campaign::Plan, leaders: &BTreeSet<String>) {
+    let mut started: BTreeMap<String, usize> = BTreeMap::new();
+    let mut completed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut reporters = BTreeSet::new();
+    for e in evs {
+        let reason = e.reason.clone().unwrap_or_default();
+        let note = e.note.clone().unwrap_or_default();
+        assert!(
+            !matches!(reason.as_str(), "RunRetried" | "RunFailed"),
+            "{reason}: {note}"
+        );
+        reporters.extend(e.reporting_instance.clone());
+        let run = plan
+            .runs
+            .iter()
+            .find(|r| note.contains(&format!("run {} ", r.run_id)));
+        match (reason.as_str(), run) {
+            ("RunStarted", Some(r)) => *started.entry(r.run_id.clone()).or_default() += 1,
+            ("RunCompleted", Some(r)) => *completed.entry(r.run_id.clone()).or_default() += 1,
+            ("RunStarted" | "RunCompleted", None) => {
+                panic!("an event names no planned run: {note}")
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        started.values().chain(completed.values()).all(|&n| n == 1),
+        "started {started:?}, completed {completed:?}"
+    );
+    assert_eq!(&reporters, leaders, "events come from both leaders in turn");
+    eprintln!(
+        "events: {} runs with their start event, {} with their completion event, of {}",
+        started.len(),
+        completed.len(),
+        plan.runs.len()
+    );
+}
+
+/// Searches `outputs` for every form of every secret of the campaign, after checking that
+/// the search finds them where they are stored.
+fn search_secrets(
+    secrets: &BTreeMap<String, Secret>,
+    s3_secret: &str,
+    outputs: &[(String, Vec<u8>)],
+) {
+    let forms = secret_forms(secrets, s3_secret);
+    // The search finds each secret in the form it is stored in (so that finding none
+    // elsewhere means it is absent).
+    let stored: Vec<u8> = secrets
+        .values()
+        .flat_map(|s| s.data.iter().flat_map(|d| d.values()))
+        .flat_map(|v| v.0.iter().copied().chain([0]))
+        .collect();
+    for (what, form) in &forms {
+        if !what.ends_with("(hex)") && !what.ends_with("(raw)") {
+            assert!(contains(&stored, form), "{what} is not where it is stored");
+        }
+    }
+    for (what, form) in &forms {
+        for (name, b) in outputs {
+            assert!(!contains(b, form), "{what} appears in {name}");
+        }
+    }
+    eprintln!(
+        "secret search: {} outputs, {} bytes, {} forms of {} secrets: none found",
+        outputs.len(),
+        outputs.iter().map(|(_, b)| b.len()).sum::<usize>(),
+        forms.len(),
+        1 + secrets["killed-keys"].data.as_ref().unwrap().len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_takeover() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let worker = worker_binary();
+    let seed = std::env::var("PQBENCH_KILL_SEED").map_or_else(
+        |_| {
+            let t = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap();
+            t.as_secs() ^ (u64::from(t.subsec_nanos()) << 32)
+        },
+        |s| s.parse().expect("PQBENCH_KILL_SEED: a whole number"),
+    );
+    eprintln!("kill draw: PQBENCH_KILL_SEED={seed}");
+    let mut draw = Draw(seed);
+
+    let client = Client::try_default().await.unwrap();
+    install_crd(&client).await;
+    let ns = namespace("kill");
+    let dir = tempfile::tempdir().unwrap();
+    // The S3 server is not up when the campaign is applied: provisioning waits for it, and
+    // the leader is killed while it waits. The server starts after that restart, on the
+    // address and with the credentials the campaign and its Secret name.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let token = |n: usize| {
+        let mut b = vec![0u8; n];
+        getrandom::fill(&mut b).unwrap();
+        hex::encode(b)
+    };
+    let (access_key, secret_key) = (format!("PQ{}", token(9).to_uppercase()), token(20));
+    let mut s3: Option<s3::EmbeddedS3> = None;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let bytes = |s: &str| k8s_openapi::ByteString(s.as_bytes().to_vec());
+    secrets
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("s3-keys".into()),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([
+                    ("AWS_ACCESS_KEY_ID".into(), bytes(&access_key)),
+                    ("AWS_SECRET_ACCESS_KEY".into(), bytes(&secret_key)),
+                ])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    let mut replicas = [
+        Replica::new("operator-a", &ns, dir.path()),
+        Replica::new("operator-b", &ns, dir.path()),
+    ];
+    replicas[0].start();
+    let until = Instant::now() + Duration::from_secs(60);
+    while holder(&leases).await.as_deref() != Some("operator-a") {
+        replicas[0].check_alive();
+        assert!(Instant::now() < until, "operator-a never took the Lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    replicas[1].start();
+
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+    let text = campaign_yaml(&format!("http://{addr}"));
+    let applied = Instant::now();
+    let c = k8s::apply(&client, &ns, &text).await.unwrap();
+    let plan = campaign::design::plan(&operator::deploy::manifest(&c));
+    let runs = plan.runs.len();
+    assert_eq!(runs, 6);
+
+    let mut kubelet = Kubelet {
+        client: client.clone(),
+        ns: ns.clone(),
+        worker,
+        dir: dir.path().to_owned(),
+        jobs: BTreeMap::new(),
+        played: Vec::new(),
+        exits: Vec::new(),
+        stopping: Vec::new(),
+        logs: Vec::new(),
+    };
+    let mut pending: Vec<Kill> = Vec::new();
+    let mut provisioning_armed = false;
+    // The one leader kept down until the standby takes over: after the fourth run.
+    let takeover_after = 3;
+    let mut worker_jobs = 0usize;
+    let mut ended_jobs = 0usize;
+    let mut analysing_armed = false;
+    let mut kills: Vec<(Stage, Phase, String)> = Vec::new();
+    // A killed replica and when it starts again (None: once the other holds the Lease).
+    let mut down: Option<(usize, Option<Instant>)> = None;
+    let mut takeover: Option<(String, String, Duration)> = None;
+    let mut killed_at = Instant::now();
+    let until = Instant::now() + Duration::from_secs(420);
+    let last = loop {
+        let now = api.get("killed").await.unwrap();
+        let st = now.status.clone().unwrap_or_default();
+        if matches!(st.phase, Phase::Succeeded | Phase::Failed) && down.is_none() {
+            break now;
+        }
+        assert!(
+            Instant::now() < until,
+            "the campaign did not finish: {st:?}\nkills so far: {kills:?}"
+        );
+        for r in &mut replicas {
+            r.check_alive();
+        }
+        if st.phase == Phase::Provisioning && !provisioning_armed {
+            provisioning_armed = true;
+            pending.push(Kill {
+                at: Instant::now() + draw.millis(0, 2000),
+                stage: Stage::Provisioning,
+                takeover: false,
+            });
+        }
+        if s3.is_none() && down.is_none() && kills.iter().any(|k| k.0 == Stage::Provisioning) {
+            let server =
+                s3::EmbeddedS3::start_with(&dir.path().join("s3"), addr, &access_key, &secret_key)
+                    .unwrap();
+            server.create_bucket("under-test").unwrap();
+            s3 = Some(server);
+        }
+        let seen = kubelet.tick().await;
+        for _ in &seen.started {
+            // Every other run: the leader killed while the Job is active.
+            if worker_jobs.is_multiple_of(2) {
+                pending.push(Kill {
+                    at: Instant::now() + draw.millis(200, 6000),
+                    stage: Stage::JobActive,
+                    takeover: false,
+                });
+            }
+            worker_jobs += 1;
+        }
+        for _ in &seen.ended {
+            // The others: killed between runs, once kept down for the takeover.
+            if !ended_jobs.is_multiple_of(2) {
+                pending.push(Kill {
+                    at: Instant::now() + draw.millis(0, 1500),
+                    stage: Stage::BetweenRuns,
+                    takeover: ended_jobs == takeover_after,
+                });
+            }
+            ended_jobs += 1;
+        }
+        if seen.analysis {
+            pending.push(Kill {
+                at: Instant::now() + draw.millis(0, 500),
+                stage: Stage::Analysing,
+                takeover: false,
+            });
+        }
+        if st.phase == Phase::Analyzing && !analysing_armed {
+            analysing_armed = true;
+            pending.push(Kill {
+                at: Instant::now() + draw.millis(0, 300),
+                stage: Stage::Analysing,
+                takeover: false,
+            });
+        }
+        // A replica down comes back.
+        match down {
+            Some((i, Some(at))) if Instant::now() >= at => {
+                replicas[i].start();
+                down = None;
+            }
+            Some((i, None)) => {
+                let other = &replicas[1 - i].identity;
+                if holder(&leases).await.as_deref() == Some(other.as_str()) {
+                    takeover = Some((
+                        replicas[i].identity.clone(),
+                        other.clone(),
+                        killed_at.elapsed(),
+                    ));
+                    replicas[i].start();
+                    down = None;
+                }
+            }
+            _ => {}
+        }
+        // A kill that is due, when both replicas are up.
+        pending.sort_by_key(|k| k.at);
+        if down.is_none()
+            && !matches!(st.phase, Phase::Succeeded | Phase::Failed)
+            && pending.first().is_some_and(|k| Instant::now() >= k.at)
+        {
+            let k = pending.remove(0);
+            let leader = holder(&leases).await.expect("a Lease holder");
+            let i = replicas.iter().position(|r| r.identity == leader).unwrap();
+            let at = api.get("killed").await.unwrap().status.unwrap_or_default();
+            replicas[i].kill9();
+            killed_at = Instant::now();
+            kills.push((
+                k.stage,
+                at.phase,
+                format!(
+                    "{leader} at {:.1} s: {}",
+                    applied.elapsed().as_secs_f64(),
+                    at.message.unwrap_or_default()
+                ),
+            ));
+            down = Some((
+                i,
+                (!k.takeover).then(|| Instant::now() + draw.millis(0, 1000)),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    kubelet.shutdown();
+    let st = last.status.clone().unwrap();
+    eprintln!("kills ({}):", kills.len());
+    for (stage, phase, what) in &kills {
+        eprintln!("  {stage:?} ({phase:?}): {what}");
+    }
+    eprintln!("Lease takeover: {takeover:?}");
+    eprintln!("pod exits: {:?}", kubelet.exits);
+    assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
+
+    // Every stage was met, and the standby took over.
+    let stages: BTreeSet<Stage> = kills.iter().map(|(s, _, _)| *s).collect();
+    for (stage, phase, what) in &kills {
+        let expected = match stage {
+            Stage::Provisioning => [Phase::Provisioning].as_slice(),
+            Stage::JobActive => &[Phase::Running],
+            // After the last run, the operator may already be analysing.
+            Stage::BetweenRuns => &[Phase::Running, Phase::Analyzing],
+            Stage::Analysing => &[Phase::Analyzing],
+        };
+        assert!(
+            expected.contains(phase),
+            "a kill meant for {stage:?} came in {phase:?}: {what}"
+        );
+    }
+    assert_eq!(
+        stages,
+        BTreeSet::from([
+            Stage::Provisioning,
+            Stage::JobActive,
+            Stage::BetweenRuns,
+            Stage::Analysing
+        ]),
+        "{kills:?}"
+    );
+    let (from, to, took) = takeover.expect("the standby took the Lease over");
+    assert_ne!(from, to);
+    let lease = leases.get("pqbench-operator").await.unwrap();
+    assert!(
+        lease.spec.unwrap().lease_transitions.unwrap_or(0) >= 1,
+        "the Lease records the takeover"
+    );
+    assert!(
+        took <= operator::lease::DURATION + Duration::from_secs(10),
+        "the takeover took {took:?}"
+    );
+
+    // Every run carried out exactly once: one Job per planned run, its first attempt,
+    // played once, and each of its pods exited as a run that was carried out (0 valid,
+    // 1 invalid with its files kept; never 2, not carried out, or a signal).
+    let worker_played: Vec<&(String, String, String)> = kubelet
+        .played
+        .iter()
+        .filter(|(_, _, c)| c == "worker")
+        .collect();
+    let names: BTreeSet<&str> = worker_played.iter().map(|(n, _, _)| n.as_str()).collect();
+    let want: BTreeSet<String> = (0..runs)
+        .map(|i| operator::step::job_name(&plan.campaign, u32::try_from(i).unwrap(), 1))
+        .collect();
+    assert_eq!(
+        worker_played.len(),
+        runs,
+        "one Job played per run: {worker_played:?}"
+    );
+    assert_eq!(
+        names,
+        want.iter().map(String::as_str).collect(),
+        "the first attempt of every run"
+    );
+    let worker_exits: Vec<&(String, String)> = kubelet
+        .exits
+        .iter()
+        .filter(|(p, _)| !p.starts_with(&operator::step::analysis_job_name(&plan.campaign)))
+        .collect();
+    assert_eq!(worker_exits.len(), 2 * runs, "{worker_exits:?}");
+    for (pod, exit) in &worker_exits {
+        assert!(
+            exit == "exit status: 0" || exit == "exit status: 1",
+            "pod {pod}: {exit}"
+        );
+    }
+    assert!(st.failed_runs.is_empty(), "{:?}", st.failed_runs);
+    let p = st.progress.clone().unwrap();
+    assert_eq!((p.done, p.total), (6, 6));
+
+    // The results bucket: every planned run's files, no other run's, and the report
+    // agreeing with status.
+    let s3 = s3.expect("the S3 server started");
+    let loc = st.results.clone().unwrap();
+    let objects = bucket_objects(&s3, &loc).await;
+    check_bucket(&objects, &loc, &plan, &st);
+
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let evs = events.list(&ListParams::default()).await.unwrap().items;
+    check_events(&evs, &plan, &BTreeSet::from([from, to]));
+
+    // No secret in any output: operator and worker logs, status, events, Jobs, bucket.
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for log in replicas.iter().map(|r| &r.log).chain(&kubelet.logs) {
+        outputs.push((log.display().to_string(), std::fs::read(log).unwrap()));
+    }
+    outputs.push((
+        "campaign".into(),
+        serde_json::to_vec(&api.get("killed").await.unwrap()).unwrap(),
+    ));
+    outputs.push(("events".into(), serde_json::to_vec(&evs).unwrap()));
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    outputs.push((
+        "jobs".into(),
+        serde_json::to_vec(&jobs.list(&ListParams::default()).await.unwrap().items).unwrap(),
+    ));
+    outputs.extend(objects);
+    search_secrets(&kubelet.secrets().await, s3.secret_key(), &outputs);
+    eprintln!(
+        "operator starts: {}",
+        replicas
+            .iter()
+            .map(|r| format!("{} {}", r.identity, r.starts))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s3.stop();
+}
