@@ -668,6 +668,18 @@ fn complete_runs(runs_dir: &Path, plan: &Plan, processes: u32) -> BTreeSet<Strin
         .collect()
 }
 
+/// Sleeps for `d` in short steps; false if Ctrl-C came meanwhile.
+fn wait_unless_interrupted(d: Duration) -> bool {
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    !INTERRUPTED.load(Ordering::SeqCst)
+}
+
 fn unix_millis() -> u128 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -761,14 +773,19 @@ impl Local<'_> {
                     } else {
                         self.move_aside(&run_id)?
                     };
+                    let delay = schedule::retry_delay(attempt);
                     bar.line(&format!(
-                        "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {}",
+                        "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {} in {}",
                         attempt - 1,
                         aside
                             .map(|p| format!("; its files moved to {}", p.display()))
                             .unwrap_or_default(),
-                        self.policy.retries + 1
+                        self.policy.retries + 1,
+                        campaign::units::format_duration(delay)
                     ));
+                    if !wait_unless_interrupted(delay) {
+                        return Ok(());
+                    }
                     (run_id, index, attempt)
                 }
             };

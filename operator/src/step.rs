@@ -18,7 +18,8 @@
 //!   announced itself ready in the bucket, the operator writes the start instant
 //!   ([`run::schedule::start_at`], the worker's start gate). A failed Job, a Job that
 //!   succeeded without its files, or the run deadline fails the attempt; the run is retried
-//!   `runRetries` times (default 2) and then recorded in `failedRuns`, and the campaign goes
+//!   `runRetries` times (default 2), each retry's Job made after a backoff
+//!   ([`run::schedule::retry_delay`]: 5 s, doubling), and then recorded in `failedRuns`, and the campaign goes
 //!   on (condition `Degraded`). This module maps the schedule's answer onto Jobs, the gate,
 //!   conditions and events.
 //! - Restart: the state is the status (phase, current run and attempt, failed runs) plus
@@ -822,18 +823,25 @@ impl Step<'_, '_> {
                         policy.retries + 1
                     ),
                 );
+                // The next attempt's Job is made once the backoff has passed (`Next::Wait`
+                // below); its deadline counts from then.
+                let delay = schedule::retry_delay(attempt);
                 let c = CurrentRun {
                     run_id,
                     index,
                     attempt,
                     job: job_name(&f.plan.campaign, index, attempt),
-                    created_at: rfc3339(f.now),
+                    created_at: rfc3339(f.now + delay),
                     start_at: None,
                 };
-                self.actions.push(Action::StartJob { index, attempt });
+                self.st.message = Some(format!(
+                    "run {} attempt {attempt} starts in {}",
+                    c.run_id,
+                    campaign::units::format_duration(delay)
+                ));
                 self.progress(d.progress, Some(&c));
                 self.st.current = Some(c);
-                self.requeue(Duration::from_secs(5));
+                self.requeue(delay);
             }
             Next::GiveUp(g) => {
                 if let Some(cur) = &self.st.current {
@@ -873,8 +881,16 @@ impl Step<'_, '_> {
                 let Some(mut cur) = self.st.current.clone() else {
                     return;
                 };
+                let due = parse_time(Some(&cur.created_at)).unwrap_or(f.now);
+                if f.now < due {
+                    // A retry waiting out its backoff.
+                    self.progress(d.progress, Some(&cur));
+                    self.requeue(due.duration_since(f.now).unwrap_or_default());
+                    return;
+                }
                 if f.job == JobState::Absent {
-                    // Deleted behind our back, or the create did not happen: apply again.
+                    // Not made yet (a retry after its backoff), deleted behind our back, or
+                    // the create did not happen: apply it.
                     self.actions.push(Action::StartJob {
                         index: cur.index,
                         attempt: cur.attempt,
@@ -1262,7 +1278,15 @@ mod tests {
                     );
                 }
                 Expect::Retry(i, attempt, text) => {
-                    assert_eq!(starts, [(i, attempt)], "{name}");
+                    // The next attempt is recorded now and its Job made after the backoff.
+                    assert!(starts.is_empty(), "{name}");
+                    let cur = d.status.current.as_ref().unwrap();
+                    assert_eq!((cur.index, cur.attempt), (i, attempt), "{name}");
+                    assert_eq!(
+                        d.requeue,
+                        Some(run::schedule::retry_delay(attempt)),
+                        "{name}"
+                    );
                     assert_eq!(deletes, 1, "{name}");
                     assert!(reasons(&d).contains(&"RunRetried"), "{name}");
                     assert!(
@@ -1454,10 +1478,25 @@ mod tests {
         assert!(d.actions.contains(&Action::DeleteJob {
             name: job_name(&f.plan.campaign, 0, 1)
         }));
-        assert!(d.actions.contains(&Action::StartJob {
-            index: 0,
-            attempt: 2
-        }));
+        // The second attempt waits out its backoff, then its Job is made.
+        let starts = |d: &Decision| {
+            d.actions.iter().any(|a| {
+                *a == Action::StartJob {
+                    index: 0,
+                    attempt: 2,
+                }
+            })
+        };
+        assert!(!starts(&d));
+        let backoff = run::schedule::retry_delay(2);
+        assert_eq!(d.requeue, Some(backoff));
+        let mut waiting = f.facts(&d.status, f.completed(0), JobState::Absent);
+        waiting.now = f.now + backoff / 2;
+        let d2 = decide(&waiting);
+        assert!(!starts(&d2) && d2.status.current == d.status.current);
+        let mut due = f.facts(&d.status, f.completed(0), JobState::Absent);
+        due.now = f.now + backoff;
+        assert!(starts(&decide(&due)));
         // The last attempt (1 + default 2 retries) fails: recorded, Degraded, next run.
         let st = f.running(Some((0, 3)));
         let d = decide(&f.facts(&st, f.completed(0), JobState::Failed("x".into())));

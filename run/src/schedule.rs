@@ -50,6 +50,23 @@ pub const START_LEAD: Duration = Duration::from_secs(2);
 /// (polled every 200 ms): long enough for every process to see it before it arrives.
 pub const LOCAL_START_LEAD: Duration = Duration::from_millis(600);
 
+/// The wait before a run's second attempt; each further attempt waits twice as long as
+/// the one before, up to [`MAX_RETRY_DELAY`] ([`retry_delay`]).
+pub const RETRY_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest wait before a retry.
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// How long after an attempt failed attempt number `attempt` (2 for the first retry) starts:
+/// 5 s, 10 s, 20 s, 40 s, then 60 s. A failure that comes from the surroundings (the S3
+/// server restarting, a node draining) then has time to pass; retried at once, a run
+/// burnt every attempt within a second of a one-second outage.
+pub fn retry_delay(attempt: u32) -> Duration {
+    let doublings = attempt.saturating_sub(2).min(8);
+    RETRY_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(MAX_RETRY_DELAY)
+}
+
 /// What the campaign asks of its runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
@@ -171,7 +188,8 @@ pub enum Next {
         /// Its plan index.
         index: u32,
     },
-    /// The current attempt failed: clear what it left and start the next attempt.
+    /// The current attempt failed: clear what it left and start the next attempt
+    /// [`retry_delay`] later.
     Retry {
         /// The run.
         run_id: String,
@@ -591,6 +609,13 @@ mod tests {
 
     use super::scenarios::{decide_step, matches, table};
     use super::*;
+
+    #[test]
+    fn retries_wait_longer_each_time_up_to_a_minute() {
+        let waits: Vec<u64> = (2..=8).map(|a| retry_delay(a).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60, 60]);
+        assert_eq!(retry_delay(u32::MAX), MAX_RETRY_DELAY);
+    }
 
     fn plan() -> (CampaignSpec, Plan) {
         // The main job's campaign, as its text.
