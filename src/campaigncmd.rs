@@ -576,7 +576,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         if INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(interrupted(&a.file, &plan, &runs_dir, processes));
         }
-        finished?;
+        finished.map_err(|e| explain_full_disk(e, &dir, &plan, processes))?;
         eprintln!("{total}/{total} runs done");
     }
     if !given_up.is_empty() {
@@ -588,7 +588,8 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         );
     }
 
-    analyze_dir(&dir, m, &plan)?;
+    analyze_dir(&dir, m, &plan)
+        .map_err(|e| explain_full_disk(e, &dir, &plan, m.spec.clients.processes))?;
     if let Some(t) = traces_sent(&runs_dir) {
         eprintln!("{} (all runs)", t.describe());
     }
@@ -666,6 +667,62 @@ fn complete_runs(runs_dir: &Path, plan: &Plan, processes: u32) -> BTreeSet<Strin
         .filter(|r| run_complete(&runs_dir.join(&r.run_id), processes))
         .map(|r| r.run_id.clone())
         .collect()
+}
+
+/// The results directory's file system had no room left (what failed).
+#[derive(Debug)]
+struct FullDisk(String);
+
+impl std::fmt::Display for FullDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FullDisk {}
+
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
+/// Whether the file system of `dir` has no room for a 64 KiB file: the error, if so.
+fn out_of_space(dir: &Path) -> Option<String> {
+    use std::io::Write as _;
+    let probe = dir.join(".pqbench-space-probe");
+    let tried = std::fs::File::create(&probe).and_then(|mut f| {
+        f.write_all(&[0u8; 64 * 1024])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    match tried {
+        Err(e) if is_full(&e) => Some(format!("{}: {e}", dir.display())),
+        _ => None,
+    }
+}
+
+/// An error of the campaign, said as a full results disk when that is what it is: what to
+/// do, and that nothing is lost.
+fn explain_full_disk(e: anyhow::Error, dir: &Path, plan: &Plan, processes: u32) -> anyhow::Error {
+    let detail = if let Some(f) = e.downcast_ref::<FullDisk>() {
+        f.0.clone()
+    } else if e
+        .chain()
+        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_full))
+    {
+        format!("{e:#}")
+    } else {
+        return e;
+    };
+    let complete = complete_runs(&dir.join("runs"), plan, processes).len();
+    anyhow::anyhow!(
+        "the file system of the results directory {} is full ({detail}): free space on it, \
+         then run the same command again; the {complete} complete run(s) are kept, and the \
+         campaign resumes with the runs it has left",
+        dir.display()
+    )
 }
 
 /// Sleeps for `d` in short steps; false if Ctrl-C came meanwhile.
@@ -824,6 +881,13 @@ impl Local<'_> {
                 started: SystemTime::now(),
             };
             let mut states = self.attempt(&specs, a.started)?;
+            // A results disk without room fails every attempt alike: stop instead of
+            // spending the retries (the caller says what to do).
+            if states.values().any(|s| !matches!(s, AttemptState::Going))
+                && let Some(detail) = out_of_space(self.dir)
+            {
+                bail!(FullDisk(detail));
+            }
             let state = states.remove(&a.run_id).unwrap_or(AttemptState::Going);
             for (mate, st) in states {
                 finished_since += self.settle_mate(&bar, &mate, st)?;
@@ -920,7 +984,8 @@ impl Local<'_> {
     /// attempt failed (a process could not carry it out, and the run's other processes are
     /// stopped while the other runs go on; or the run deadline passed and every process was
     /// stopped). `Going` stands for "complete and valid" (and for an interruption, which the
-    /// caller checks first).
+    /// caller checks first). An error ([`FullDisk`]) when a process found the results
+    /// directory's file system full: no attempt can do better until space is freed.
     fn attempt(
         &self,
         specs: &[RunSpec],
@@ -963,6 +1028,7 @@ impl Local<'_> {
         }
         let mut failed: BTreeMap<String, String> = BTreeMap::new();
         let mut invalid: BTreeSet<String> = BTreeSet::new();
+        let mut no_space: Option<String> = None;
         let mut gate_open = false;
         while children.iter().any(|c| c.status.is_none()) {
             std::thread::sleep(Duration::from_millis(100));
@@ -992,6 +1058,15 @@ impl Local<'_> {
                     Some(0) => {}
                     Some(1) => {
                         invalid.insert(run_id.clone());
+                    }
+                    Some(code) if code == i32::from(worker::process::Outcome::NoSpace.code()) => {
+                        no_space = Some(format!(
+                            "process {i}{} could not write its files",
+                            of(run_id)
+                        ));
+                        failed
+                            .entry(run_id.clone())
+                            .or_insert(format!("process {i}{}: the disk is full", of(run_id)));
                     }
                     _ => {
                         failed.entry(run_id.clone()).or_insert(format!(
@@ -1031,6 +1106,9 @@ impl Local<'_> {
                     .collect();
                 gate_open = going.is_empty() || self.open_gates(&going)?;
             }
+        }
+        if let Some(what) = no_space {
+            bail!(FullDisk(what));
         }
         let mut out = BTreeMap::new();
         for (run_id, count) in runs {

@@ -1119,10 +1119,7 @@ async fn gate_in_dir(
         &spec.run_id,
         spec.processes.index,
     ));
-    let out_err = |path: &std::path::Path, e: std::io::Error| Error::Output {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    };
+    let out_err = |path: &std::path::Path, e: std::io::Error| Error::writing(path, &e);
     if let Some(dir) = ready.parent() {
         tokio::fs::create_dir_all(dir)
             .await

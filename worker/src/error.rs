@@ -89,12 +89,34 @@ pub enum Error {
         /// What went wrong.
         detail: String,
     },
+    /// Writing the run's files failed because their file system is full (or the quota is
+    /// spent): no attempt can do better until space is freed.
+    #[error("output {path}: {detail} (the file system is full)")]
+    NoSpace {
+        /// The file being written.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The error of writing `path`: [`Error::NoSpace`] when the file system is full.
+    pub fn writing(path: &std::path::Path, e: &std::io::Error) -> Self {
+        let (path, detail) = (path.display().to_string(), e.to_string());
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) {
+            Self::NoSpace { path, detail }
+        } else {
+            Self::Output { path, detail }
+        }
+    }
+
     /// Fixed label for metrics and per-request records (never free text).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -114,6 +136,7 @@ impl Error {
             Self::NotReady { .. } => "not_ready",
             Self::Gate(_) => "gate",
             Self::Output { .. } | Self::Dataset(dataset::Error::File { .. }) => "output",
+            Self::NoSpace { .. } => "no_space",
             Self::Dataset(dataset::Error::Run(_)) => "config",
             Self::Terminated => "terminated",
         }
@@ -125,5 +148,29 @@ impl Error {
             Self::Store(e) => e.s3_class(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_finds_the_disk_full_says_so() {
+        let p = std::path::Path::new("/results/r0/p0/records.tmp");
+        for kind in [
+            std::io::ErrorKind::StorageFull,
+            std::io::ErrorKind::QuotaExceeded,
+        ] {
+            let e = Error::writing(p, &std::io::Error::from(kind));
+            assert!(matches!(e, Error::NoSpace { .. }), "{kind:?}: {e:?}");
+            assert_eq!(e.kind(), "no_space");
+            assert!(e.to_string().contains("the file system is full"), "{e}");
+        }
+        let e = Error::writing(
+            p,
+            &std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
+        assert!(matches!(e, Error::Output { .. }), "{e:?}");
     }
 }

@@ -3,8 +3,10 @@
 //!
 //! Layout: `<root>/<runId>/p<index>/` holding `records.parquet`, `samples.parquet`,
 //! `process.json`, `spec.json`, `summary.json` and `SHA256SUMS` (`sha256sum -c` format,
-//! covering every other file). Files are written to `*.tmp` and renamed, the checksum
-//! manifest last, so a directory with a `SHA256SUMS` is complete.
+//! covering every other file). Files are written to `*.tmp`, flushed to the disk (fsync)
+//! and renamed, the directory flushed, and the checksum manifest written the same way last:
+//! a directory with a `SHA256SUMS` is complete, after a crash or a power cut too. A write
+//! that fails (a full disk) leaves no manifest, so the run is not counted complete.
 
 use std::path::{Path, PathBuf};
 
@@ -23,10 +25,72 @@ fn out_err(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The error of writing `path` (an I/O error, its kind kept: a full disk is
+/// [`Error::NoSpace`]).
+fn io_err(path: &Path, e: &std::io::Error) -> Error {
+    Error::writing(path, e)
+}
+
+/// Whether `dir`'s file system has no room for 64 KiB (asked while a failed write's
+/// partial file still takes its space: the writer's own error may not say why).
+fn no_room(dir: &Path) -> bool {
+    use std::io::Write as _;
+    let probe = dir.join(".space-probe");
+    let tried = std::fs::File::create(&probe).and_then(|mut f| {
+        f.write_all(&[0u8; 64 * 1024])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    tried.is_err_and(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        )
+    })
+}
+
+/// What a failed write of `tmp` leaves: nothing (the partial file removed), and the error,
+/// said as [`Error::NoSpace`] if the file system is full.
+fn failed(tmp: &Path, e: Error) -> Error {
+    let full = !matches!(e, Error::NoSpace { .. }) && tmp.parent().is_some_and(no_room);
+    let _ = std::fs::remove_file(tmp);
+    if full {
+        Error::NoSpace {
+            path: tmp.display().to_string(),
+            detail: e.to_string(),
+        }
+    } else {
+        e
+    }
+}
+
+/// Writes `bytes` to `path` through `path.tmp`, flushed to the disk before the rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| out_err(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| out_err(path, e))
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        return Err(failed(&tmp, io_err(&tmp, &e)));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| io_err(path, &e))
+}
+
+/// Flushes `tmp` (written by someone else) to the disk, then renames it to `path`.
+fn settle(tmp: &Path, path: &Path) -> Result<()> {
+    if let Err(e) = std::fs::File::open(tmp).and_then(|f| f.sync_all()) {
+        return Err(failed(tmp, io_err(tmp, &e)));
+    }
+    std::fs::rename(tmp, path).map_err(|e| io_err(path, &e))
+}
+
+/// Flushes a directory's entries (the renames into it) to the disk.
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_err(dir, &e))
 }
 
 pub use dataset::checksums::sha256_file;
@@ -68,17 +132,22 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
             "already holds a completed run; use a new runId or another output directory",
         ));
     }
-    std::fs::create_dir_all(&dir).map_err(|e| out_err(&dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, &e))?;
     let summary = summarize(spec, std::slice::from_ref(&ex.data));
     let json = |v: &dyn erased::Json| v.to_json();
     let r = dir.join(files::RECORDS);
     // The records are on disk already (the spool): copied beside their final name (the
     // temporary directory may be another file system), then renamed into place.
-    std::fs::copy(&ex.records, r.with_extension("tmp")).map_err(|e| out_err(&r, e))?;
-    std::fs::rename(r.with_extension("tmp"), &r).map_err(|e| out_err(&r, e))?;
+    if let Err(e) = std::fs::copy(&ex.records, r.with_extension("tmp")) {
+        let tmp = r.with_extension("tmp");
+        return Err(failed(&tmp, io_err(&tmp, &e)));
+    }
+    settle(&r.with_extension("tmp"), &r)?;
     let s = dir.join(files::SAMPLES);
-    samples_table(&ex.data.samples).write_parquet(&s.with_extension("tmp"))?;
-    std::fs::rename(s.with_extension("tmp"), &s).map_err(|e| out_err(&s, e))?;
+    if let Err(e) = samples_table(&ex.data.samples).write_parquet(&s.with_extension("tmp")) {
+        return Err(failed(&s.with_extension("tmp"), e.into()));
+    }
+    settle(&s.with_extension("tmp"), &s)?;
     write_atomic(&dir.join(files::PROCESS), &json(&ex.data.info)?)?;
     write_atomic(&dir.join(files::SPEC), &json(spec)?)?;
     write_atomic(&dir.join(files::SUMMARY), &json(&summary)?)?;
@@ -86,7 +155,10 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
     for name in files::DATA {
         sums.push_str(&format!("{}  {name}\n", sha256_file(&dir.join(name))?));
     }
+    // The data files' names are on the disk before the manifest says they are complete.
+    sync_dir(&dir)?;
     write_atomic(&dir.join(files::CHECKSUMS), sums.as_bytes())?;
+    sync_dir(&dir)?;
 
     let mut uploaded_to = None;
     if let Output::S3 { bucket, prefix, .. } = &spec.output {

@@ -21,8 +21,9 @@ pub enum Report {
 
 /// How the run went, as an exit status: 0 valid; 1 the run completed but is invalid (its
 /// files are kept and say why); 2 it could not be carried out (bad spec, key, gate, not
-/// ready by `startAt`, S3 unreachable before the start); 143 (128 + SIGTERM) stopped by
-/// SIGTERM, incomplete.
+/// ready by `startAt`, S3 unreachable before the start); 3 its files could not be written
+/// because their file system is full (no retry can help until space is freed); 143
+/// (128 + SIGTERM) stopped by SIGTERM, incomplete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// A valid run.
@@ -31,6 +32,8 @@ pub enum Outcome {
     Invalid,
     /// Not carried out.
     NotCarriedOut,
+    /// Its files could not be written: their file system is full.
+    NoSpace,
     /// Stopped by SIGTERM before its files were complete.
     Terminated,
 }
@@ -42,6 +45,7 @@ impl Outcome {
             Self::Valid => 0,
             Self::Invalid => 1,
             Self::NotCarriedOut => 2,
+            Self::NoSpace => 3,
             Self::Terminated => 143,
         }
     }
@@ -59,10 +63,10 @@ pub fn carry_out(spec: &RunSpec, opts: &RunOptions, report: Report) -> Outcome {
         Ok(c) => c,
         Err(e) => {
             eprintln!("run {} process {}: {e}", spec.run_id, spec.processes.index);
-            return if matches!(e, crate::Error::Terminated) {
-                Outcome::Terminated
-            } else {
-                Outcome::NotCarriedOut
+            return match e {
+                crate::Error::Terminated => Outcome::Terminated,
+                crate::Error::NoSpace { .. } => Outcome::NoSpace,
+                _ => Outcome::NotCarriedOut,
             };
         }
     };

@@ -3,8 +3,9 @@
 //!
 //! Exit codes: 0 valid run; 1 the run completed but is invalid (its files are kept and say
 //! why); 2 the run could not be carried out (bad spec, key, gate, not ready by `startAt`,
-//! S3 unreachable before the start); 143 stopped by SIGTERM (a pod's deletion): the run is
-//! incomplete, no checksum manifest was written.
+//! S3 unreachable before the start); 3 the run's files could not be written because their
+//! file system is full; 143 stopped by SIGTERM (a pod's deletion): the run is incomplete,
+//! no checksum manifest was written.
 //!
 //! `pqbench-worker --analysis-env VAR`: the operator's analysis Job
 //! ([`worker::analyze`]). Exit codes: 0 analysed; 1 the analysis failed and its outcome
