@@ -563,6 +563,13 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                  or runs follow each other without a pause"
             );
         }
+        // The worker processes' temporary files (their records spools) go under a
+        // directory of this invocation, each process's removed after its attempt: a process
+        // stopped with SIGKILL (a failed run's mates, a deadline) cannot remove its own.
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("pqbench-run-{}-", m.metadata.name))
+            .tempdir()
+            .context("cannot create a temporary directory for the worker processes")?;
         let local = Local {
             dir: &dir,
             runs_dir: &runs_dir,
@@ -570,6 +577,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             manifest: m,
             env: &env,
             policy: &policy,
+            scratch: scratch.path(),
         };
         let finished = local.carry_out(&mut given_up);
         drop(server);
@@ -753,6 +761,8 @@ struct Local<'a> {
     manifest: &'a Manifest,
     env: &'a Environment,
     policy: &'a Policy,
+    /// Where each worker process gets its own `TMPDIR`.
+    scratch: &'a Path,
 }
 
 impl Local<'_> {
@@ -1004,11 +1014,19 @@ impl Local<'_> {
             }
         };
         let mut children = Vec::new();
+        let mut tmpdirs = Vec::new();
         for s in specs {
             let mut s = s.clone();
             s.start_gate = Some(StartGate::default());
+            let tmp = self
+                .scratch
+                .join(format!("{}-p{}", s.run_id, s.processes.index));
+            std::fs::create_dir_all(&tmp)
+                .with_context(|| format!("cannot create {}", tmp.display()))?;
+            tmpdirs.push(tmp.clone());
             let mut child = Command::new(&exe)
                 .arg("run-spec")
+                .env("TMPDIR", &tmp)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -1106,6 +1124,10 @@ impl Local<'_> {
                     .collect();
                 gate_open = going.is_empty() || self.open_gates(&going)?;
             }
+        }
+        for t in tmpdirs {
+            // What a process stopped with SIGKILL left behind.
+            let _ = std::fs::remove_dir_all(t);
         }
         if let Some(what) = no_space {
             bail!(FullDisk(what));

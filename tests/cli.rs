@@ -1807,8 +1807,18 @@ fn campaign_retries_gives_up_and_goes_on_by_the_shared_schedule() {
     );
     std::fs::write(&file, text).expect("write campaign");
     let out = dir.path().join("late");
-    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    // The processes stopped at the deadline (SIGKILL) leave nothing in the temporary
+    // directory: their records spools went under the runner's, removed after each attempt.
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("tmp");
+    let o = cmd()
+        .args(["run", s(&file), "--out", s(&out)])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run pqbench");
     let err = String::from_utf8_lossy(&o.stderr);
+    let left: Vec<_> = common::files_under(&tmp);
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
     let given: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out.join("tiny").join("failed-runs.json"))
             .expect("failed-runs.json"),
