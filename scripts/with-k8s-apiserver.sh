@@ -17,7 +17,7 @@ if [ ! -f "$TOOL/start.sh" ] || [ ! -x "$W/bin/crdserver" ] || [ ! -x "$W/bin/et
 fi
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/pqbench-k8s.XXXXXX")/run
 export RUN
-trap 'bash "$TOOL/stop.sh" >/dev/null 2>&1 || true' EXIT
+trap 'bash "$TOOL/stop.sh" >/dev/null 2>&1 || true; rm -rf "$(dirname "$RUN")"' EXIT
 bash "$TOOL/start.sh"
 export KUBECONFIG="$RUN/kubeconfig"
 "$@"
