@@ -243,13 +243,14 @@ struct PlayedJob {
     finished: bool,
 }
 
-/// What happened to the Jobs during one pass of the kubelet.
+/// What happened during one pass of the harness.
 #[derive(Default)]
 struct Seen {
     /// Worker Jobs whose pods were started.
     started: Vec<String>,
-    /// Worker Jobs whose every pod has exited.
-    ended: Vec<String>,
+    /// Runs whose every process's checksums have just reached the results bucket (the
+    /// instant the operator may move on; the processes exit a little later).
+    completed: usize,
     /// The analysis Job's pod started.
     analysis: bool,
 }
@@ -404,11 +405,8 @@ impl Kubelet {
                 .unwrap();
                 continue;
             }
-            if !self.jobs[&name].finished
-                && self.settle(&api, &job).await
-                && component != "analysis"
-            {
-                seen.ended.push(name);
+            if !self.jobs[&name].finished {
+                self.settle(&api, &job).await;
             }
         }
         self.stopping
@@ -546,6 +544,186 @@ struct Kill {
     takeover: bool,
 }
 
+/// The kills of the harness: when each is due (armed by what the campaign and its pods
+/// do), the replica down and when it comes back, and what each kill met.
+struct Killer {
+    draw: Draw,
+    applied: Instant,
+    pending: Vec<Kill>,
+    /// Stage, the phase status showed, and what it said.
+    kills: Vec<(Stage, Phase, String)>,
+    /// A killed replica and when it starts again (`None`: once the other holds the Lease).
+    down: Option<(usize, Option<Instant>)>,
+    killed_at: Instant,
+    /// Who lost the Lease to whom, and how long it took.
+    takeover: Option<(String, String, Duration)>,
+    worker_jobs: usize,
+    completed_runs: usize,
+    provisioning_armed: bool,
+    analysing_armed: bool,
+}
+
+/// The one leader kept down until the standby takes over: after the fourth run.
+const TAKEOVER_AFTER: usize = 3;
+
+impl Killer {
+    fn new(seed: u64, applied: Instant) -> Self {
+        Self {
+            draw: Draw(seed),
+            applied,
+            pending: Vec::new(),
+            kills: Vec::new(),
+            down: None,
+            killed_at: applied,
+            takeover: None,
+            worker_jobs: 0,
+            completed_runs: 0,
+            provisioning_armed: false,
+            analysing_armed: false,
+        }
+    }
+
+    fn killed_in(&self, stage: Stage) -> bool {
+        self.kills.iter().any(|k| k.0 == stage)
+    }
+
+    fn push(&mut self, stage: Stage, lo_ms: u64, hi_ms: u64, takeover: bool) {
+        let at = Instant::now() + self.draw.millis(lo_ms, hi_ms);
+        self.pending.push(Kill {
+            at,
+            stage,
+            takeover,
+        });
+    }
+
+    /// Arms the kills what just happened calls for: one while provisioning; while every
+    /// other run's Job is active; between runs, just after the others' files reached the
+    /// bucket (once kept down for the takeover); two in the analysis.
+    fn arm(&mut self, st: &operator::CampaignStatus, seen: &Seen) {
+        if st.phase == Phase::Provisioning && !self.provisioning_armed {
+            self.provisioning_armed = true;
+            self.push(Stage::Provisioning, 0, 2000, false);
+        }
+        for _ in &seen.started {
+            if self.worker_jobs.is_multiple_of(2) {
+                self.push(Stage::JobActive, 200, 6000, false);
+            }
+            self.worker_jobs += 1;
+        }
+        for _ in 0..seen.completed {
+            if !self.completed_runs.is_multiple_of(2) {
+                let takeover = self.completed_runs == TAKEOVER_AFTER;
+                self.push(Stage::BetweenRuns, 0, 300, takeover);
+            }
+            self.completed_runs += 1;
+        }
+        if seen.analysis {
+            self.push(Stage::Analysing, 0, 500, false);
+        }
+        if st.phase == Phase::Analyzing && !self.analysing_armed {
+            self.analysing_armed = true;
+            self.push(Stage::Analysing, 0, 300, false);
+        }
+    }
+
+    /// Brings a replica that is down back when its time has come, or fires the next kill
+    /// that is due while both are up.
+    async fn step(
+        &mut self,
+        replicas: &mut [Replica; 2],
+        leases: &Api<Lease>,
+        api: &Api<BenchmarkCampaign>,
+    ) {
+        match self.down {
+            Some((i, Some(at))) if Instant::now() >= at => {
+                replicas[i].start();
+                self.down = None;
+            }
+            Some((i, None)) => {
+                let other = replicas[1 - i].identity.clone();
+                if holder(leases).await.as_deref() == Some(other.as_str()) {
+                    let lost = replicas[i].identity.clone();
+                    self.takeover = Some((lost, other, self.killed_at.elapsed()));
+                    replicas[i].start();
+                    self.down = None;
+                }
+            }
+            _ => {}
+        }
+        self.pending.sort_by_key(|k| k.at);
+        if self.down.is_some() || self.pending.first().is_none_or(|k| Instant::now() < k.at) {
+            return;
+        }
+        let st = api.get("killed").await.unwrap().status.unwrap_or_default();
+        if matches!(st.phase, Phase::Succeeded | Phase::Failed) {
+            return;
+        }
+        let k = self.pending.remove(0);
+        let leader = holder(leases).await.expect("a Lease holder");
+        let i = replicas.iter().position(|r| r.identity == leader).unwrap();
+        replicas[i].kill9();
+        self.killed_at = Instant::now();
+        let when = self.applied.elapsed().as_secs_f64();
+        let what = format!(
+            "{leader} at {when:.1} s: {}",
+            st.message.unwrap_or_default()
+        );
+        self.kills.push((k.stage, st.phase, what));
+        let back = (!k.takeover).then(|| Instant::now() + self.draw.millis(0, 1000));
+        self.down = Some((i, back));
+    }
+
+    /// Every kill came in the phase meant, every stage had one, and the standby took the
+    /// Lease over in time; the two leaders, in turn.
+    async fn check(&self, leases: &Api<Lease>) -> (String, String) {
+        eprintln!("kills ({}):", self.kills.len());
+        for (stage, phase, what) in &self.kills {
+            eprintln!("  {stage:?} ({phase:?}): {what}");
+        }
+        eprintln!("Lease takeover: {:?}", self.takeover);
+        for (stage, phase, what) in &self.kills {
+            let expected = match stage {
+                Stage::Provisioning => [Phase::Provisioning].as_slice(),
+                Stage::JobActive => &[Phase::Running],
+                // After the last run, the operator may already be analysing.
+                Stage::BetweenRuns => &[Phase::Running, Phase::Analyzing],
+                Stage::Analysing => &[Phase::Analyzing],
+            };
+            assert!(
+                expected.contains(phase),
+                "a kill meant for {stage:?} came in {phase:?}: {what}"
+            );
+        }
+        let stages: BTreeSet<Stage> = self.kills.iter().map(|(s, _, _)| *s).collect();
+        assert_eq!(
+            stages,
+            BTreeSet::from([
+                Stage::Provisioning,
+                Stage::JobActive,
+                Stage::BetweenRuns,
+                Stage::Analysing
+            ]),
+            "{:?}",
+            self.kills
+        );
+        let (from, to, took) = self
+            .takeover
+            .clone()
+            .expect("the standby took the Lease over");
+        assert_ne!(from, to);
+        let lease = leases.get("pqbench-operator").await.unwrap();
+        assert!(
+            lease.spec.unwrap().lease_transitions.unwrap_or(0) >= 1,
+            "the Lease records the takeover"
+        );
+        assert!(
+            took <= operator::lease::DURATION + Duration::from_secs(10),
+            "the takeover took {took:?}"
+        );
+        (from, to)
+    }
+}
+
 /// The Lease's holder, if any.
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
@@ -584,6 +762,37 @@ fn secret_forms(secrets: &BTreeMap<String, Secret>, s3_secret: &str) -> Vec<(Str
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The runs under the results prefix whose two processes have uploaded their checksums.
+async fn complete_runs(
+    store: &s3::aws_sdk_s3::Client,
+    loc: &operator::api::ResultsLocation,
+) -> BTreeSet<String> {
+    let Ok(page) = store
+        .list_objects_v2()
+        .bucket(&loc.bucket)
+        .prefix(&loc.prefix)
+        .send()
+        .await
+    else {
+        // The bucket is not made yet.
+        return BTreeSet::new();
+    };
+    let mut sums: BTreeMap<String, usize> = BTreeMap::new();
+    for k in page.contents().iter().filter_map(|o| o.key()) {
+        if let Some(run) = k
+            .strip_prefix(&loc.prefix)
+            .and_then(|r| r.strip_suffix("/SHA256SUMS"))
+            .and_then(|r| r.split_once('/'))
+        {
+            *sums.entry(run.0.to_owned()).or_default() += 1;
+        }
+    }
+    sums.into_iter()
+        .filter(|(_, n)| *n == 2)
+        .map(|(r, _)| r)
+        .collect()
 }
 
 /// Every object under the campaign's results prefix, with its bytes.
@@ -751,7 +960,6 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
         |s| s.parse().expect("PQBENCH_KILL_SEED: a whole number"),
     );
     eprintln!("kill draw: PQBENCH_KILL_SEED={seed}");
-    let mut draw = Draw(seed);
 
     let client = Client::try_default().await.unwrap();
     install_crd(&client).await;
@@ -770,7 +978,6 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
         hex::encode(b)
     };
     let (access_key, secret_key) = (format!("PQ{}", token(9).to_uppercase()), token(20));
-    let mut s3: Option<s3::EmbeddedS3> = None;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let bytes = |s: &str| k8s_openapi::ByteString(s.as_bytes().to_vec());
     secrets
@@ -824,179 +1031,49 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
         stopping: Vec::new(),
         logs: Vec::new(),
     };
-    let mut pending: Vec<Kill> = Vec::new();
-    let mut provisioning_armed = false;
-    // The one leader kept down until the standby takes over: after the fourth run.
-    let takeover_after = 3;
-    let mut worker_jobs = 0usize;
-    let mut ended_jobs = 0usize;
-    let mut analysing_armed = false;
-    let mut kills: Vec<(Stage, Phase, String)> = Vec::new();
-    // A killed replica and when it starts again (None: once the other holds the Lease).
-    let mut down: Option<(usize, Option<Instant>)> = None;
-    let mut takeover: Option<(String, String, Duration)> = None;
-    let mut killed_at = Instant::now();
+    let mut killer = Killer::new(seed, applied);
+    let mut complete: BTreeSet<String> = BTreeSet::new();
+    let mut s3: Option<s3::EmbeddedS3> = None;
+    let mut store: Option<s3::aws_sdk_s3::Client> = None;
     let until = Instant::now() + Duration::from_secs(420);
     let last = loop {
         let now = api.get("killed").await.unwrap();
         let st = now.status.clone().unwrap_or_default();
-        if matches!(st.phase, Phase::Succeeded | Phase::Failed) && down.is_none() {
+        if matches!(st.phase, Phase::Succeeded | Phase::Failed) && killer.down.is_none() {
             break now;
         }
         assert!(
             Instant::now() < until,
-            "the campaign did not finish: {st:?}\nkills so far: {kills:?}"
+            "the campaign did not finish: {st:?}\nkills so far: {:?}",
+            killer.kills
         );
         for r in &mut replicas {
             r.check_alive();
         }
-        if st.phase == Phase::Provisioning && !provisioning_armed {
-            provisioning_armed = true;
-            pending.push(Kill {
-                at: Instant::now() + draw.millis(0, 2000),
-                stage: Stage::Provisioning,
-                takeover: false,
-            });
-        }
-        if s3.is_none() && down.is_none() && kills.iter().any(|k| k.0 == Stage::Provisioning) {
+        // The S3 server comes up once the leader has been killed while provisioning.
+        if s3.is_none() && killer.down.is_none() && killer.killed_in(Stage::Provisioning) {
             let server =
                 s3::EmbeddedS3::start_with(&dir.path().join("s3"), addr, &access_key, &secret_key)
                     .unwrap();
             server.create_bucket("under-test").unwrap();
+            store = Some(server.settings().client().unwrap());
             s3 = Some(server);
         }
-        let seen = kubelet.tick().await;
-        for _ in &seen.started {
-            // Every other run: the leader killed while the Job is active.
-            if worker_jobs.is_multiple_of(2) {
-                pending.push(Kill {
-                    at: Instant::now() + draw.millis(200, 6000),
-                    stage: Stage::JobActive,
-                    takeover: false,
-                });
-            }
-            worker_jobs += 1;
+        let mut seen = kubelet.tick().await;
+        if let (Some(store), Some(loc)) = (&store, &st.results) {
+            let now_complete = complete_runs(store, loc).await;
+            seen.completed = now_complete.len().saturating_sub(complete.len());
+            complete = now_complete;
         }
-        for _ in &seen.ended {
-            // The others: killed between runs, once kept down for the takeover.
-            if !ended_jobs.is_multiple_of(2) {
-                pending.push(Kill {
-                    at: Instant::now() + draw.millis(0, 1500),
-                    stage: Stage::BetweenRuns,
-                    takeover: ended_jobs == takeover_after,
-                });
-            }
-            ended_jobs += 1;
-        }
-        if seen.analysis {
-            pending.push(Kill {
-                at: Instant::now() + draw.millis(0, 500),
-                stage: Stage::Analysing,
-                takeover: false,
-            });
-        }
-        if st.phase == Phase::Analyzing && !analysing_armed {
-            analysing_armed = true;
-            pending.push(Kill {
-                at: Instant::now() + draw.millis(0, 300),
-                stage: Stage::Analysing,
-                takeover: false,
-            });
-        }
-        // A replica down comes back.
-        match down {
-            Some((i, Some(at))) if Instant::now() >= at => {
-                replicas[i].start();
-                down = None;
-            }
-            Some((i, None)) => {
-                let other = &replicas[1 - i].identity;
-                if holder(&leases).await.as_deref() == Some(other.as_str()) {
-                    takeover = Some((
-                        replicas[i].identity.clone(),
-                        other.clone(),
-                        killed_at.elapsed(),
-                    ));
-                    replicas[i].start();
-                    down = None;
-                }
-            }
-            _ => {}
-        }
-        // A kill that is due, when both replicas are up.
-        pending.sort_by_key(|k| k.at);
-        if down.is_none()
-            && !matches!(st.phase, Phase::Succeeded | Phase::Failed)
-            && pending.first().is_some_and(|k| Instant::now() >= k.at)
-        {
-            let k = pending.remove(0);
-            let leader = holder(&leases).await.expect("a Lease holder");
-            let i = replicas.iter().position(|r| r.identity == leader).unwrap();
-            let at = api.get("killed").await.unwrap().status.unwrap_or_default();
-            replicas[i].kill9();
-            killed_at = Instant::now();
-            kills.push((
-                k.stage,
-                at.phase,
-                format!(
-                    "{leader} at {:.1} s: {}",
-                    applied.elapsed().as_secs_f64(),
-                    at.message.unwrap_or_default()
-                ),
-            ));
-            down = Some((
-                i,
-                (!k.takeover).then(|| Instant::now() + draw.millis(0, 1000)),
-            ));
-        }
+        killer.arm(&st, &seen);
+        killer.step(&mut replicas, &leases, &api).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     kubelet.shutdown();
     let st = last.status.clone().unwrap();
-    eprintln!("kills ({}):", kills.len());
-    for (stage, phase, what) in &kills {
-        eprintln!("  {stage:?} ({phase:?}): {what}");
-    }
-    eprintln!("Lease takeover: {takeover:?}");
     eprintln!("pod exits: {:?}", kubelet.exits);
     assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
-
-    // Every stage was met, and the standby took over.
-    let stages: BTreeSet<Stage> = kills.iter().map(|(s, _, _)| *s).collect();
-    for (stage, phase, what) in &kills {
-        let expected = match stage {
-            Stage::Provisioning => [Phase::Provisioning].as_slice(),
-            Stage::JobActive => &[Phase::Running],
-            // After the last run, the operator may already be analysing.
-            Stage::BetweenRuns => &[Phase::Running, Phase::Analyzing],
-            Stage::Analysing => &[Phase::Analyzing],
-        };
-        assert!(
-            expected.contains(phase),
-            "a kill meant for {stage:?} came in {phase:?}: {what}"
-        );
-    }
-    assert_eq!(
-        stages,
-        BTreeSet::from([
-            Stage::Provisioning,
-            Stage::JobActive,
-            Stage::BetweenRuns,
-            Stage::Analysing
-        ]),
-        "{kills:?}"
-    );
-    let (from, to, took) = takeover.expect("the standby took the Lease over");
-    assert_ne!(from, to);
-    let lease = leases.get("pqbench-operator").await.unwrap();
-    assert!(
-        lease.spec.unwrap().lease_transitions.unwrap_or(0) >= 1,
-        "the Lease records the takeover"
-    );
-    assert!(
-        took <= operator::lease::DURATION + Duration::from_secs(10),
-        "the takeover took {took:?}"
-    );
+    let (from, to) = killer.check(&leases).await;
 
     // Every run carried out exactly once: one Job per planned run, its first attempt,
     // played once, and each of its pods exited as a run that was carried out (0 valid,
