@@ -91,15 +91,23 @@ fn too_big() -> String {
 /// deeper than [`MAX_FLOW_DEPTH`]. The depth counts every `[`/`{` against every `]`/`}`,
 /// quoted or not: an over-count only ever refuses a file with more than 128 unclosed
 /// brackets inside its strings, and an exact count would need the YAML parser this guards.
-/// The characters YAML 1.1 takes for line breaks that JSON does not: NEL, LINE SEPARATOR,
-/// PARAGRAPH SEPARATOR.
-const YAML_ONLY_BREAKS: [char; 3] = ['\u{85}', '\u{2028}', '\u{2029}'];
+/// The characters a JSON string may hold raw that YAML reads otherwise: the line breaks
+/// YAML 1.1 has and JSON does not (NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR: folded into a
+/// space) and the characters outside YAML's printable set (DEL, the C1 controls, the byte
+/// order mark inside the text, U+FFFE, U+FFFF: refused).
+fn yaml_reads_otherwise(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x7f..=0x9f | 0x2028 | 0x2029 | 0xfeff | 0xfffe | 0xffff
+    )
+}
 
 /// The text for the YAML parser, once it is known not to be too big or too deep.
 ///
 /// In JSON text the depth scan skips strings, whose brackets are not nesting (a JSON
 /// campaign holding a string of 200 `{` was refused; found by the `campaign` fuzz target),
-/// and YAML-only line breaks are written as escapes ([`YAML_ONLY_BREAKS`]).
+/// and the characters YAML reads otherwise are written as escapes
+/// ([`yaml_reads_otherwise`]).
 fn precheck(text: &str) -> Result<std::borrow::Cow<'_, str>, String> {
     if text.len() > MAX_BYTES {
         return Err(too_big());
@@ -114,20 +122,21 @@ fn precheck(text: &str) -> Result<std::borrow::Cow<'_, str>, String> {
     })
 }
 
-/// JSON text with YAML's extra line breaks written as JSON escapes.
+/// JSON text with the characters YAML reads otherwise written as JSON escapes.
 ///
 /// JSON writers (serde_json among them: pqbench's own `spec.json` and the specs it hands
-/// its workers) put these characters into strings raw. Read as YAML, a raw one inside a
-/// string is a line break and folds into a space, so a path holding U+0085 came back as
-/// another path (found by the `runspec` fuzz target). In JSON they can only stand inside
-/// strings, where `\u0085` means the same character to both parsers.
+/// its workers) put these characters into strings raw. Read as YAML, a raw U+0085 inside a
+/// string is a line break and folds into a space, so a path holding it came back as
+/// another path, and a raw DEL made the spec unreadable (both found by the `runspec` fuzz
+/// target). In JSON they can only stand inside strings, where `\u0085` means the same
+/// character to both parsers.
 fn json_breaks_escaped(json: &str) -> std::borrow::Cow<'_, str> {
-    if !json.contains(YAML_ONLY_BREAKS) {
+    if !json.chars().any(yaml_reads_otherwise) {
         return json.into();
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if YAML_ONLY_BREAKS.contains(&c) {
+        if yaml_reads_otherwise(c) {
             out.push_str(&format!("\\u{:04x}", u32::from(c)));
         } else {
             out.push(c);
@@ -300,8 +309,11 @@ mod tests {
     }
 
     #[test]
-    fn json_keeps_the_characters_yaml_takes_for_line_breaks() {
-        for c in YAML_ONLY_BREAKS {
+    fn json_keeps_the_characters_yaml_reads_otherwise() {
+        for c in [
+            '\u{7f}', '\u{80}', '\u{85}', '\u{9f}', '\u{2028}', '\u{2029}', '\u{feff}', '\u{fffe}',
+            '\u{ffff}',
+        ] {
             let v = serde_json::json!({"path": format!("/tmp/a{c}b")});
             let text = serde_json::to_string(&v).expect("json");
             assert!(text.contains(c), "serde_json writes {c:?} raw");
