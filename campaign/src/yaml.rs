@@ -35,8 +35,10 @@ pub const MAX_FLOW_DEPTH: usize = 128;
 ///
 /// What is wrong, with the field path or the line where known (see the module's table).
 pub fn document(text: &str) -> Result<Json, String> {
-    let text = precheck(text)?;
-    let v: Yaml = serde_yaml_ng::from_str(&text).map_err(parse_error)?;
+    let v = match precheck(text)? {
+        Input::Json(t) => json_value(t)?,
+        Input::Yaml(t) => serde_yaml_ng::from_str(t).map_err(parse_error)?,
+    };
     to_json(v, &mut Path::default())
 }
 
@@ -47,13 +49,15 @@ pub fn document(text: &str) -> Result<Json, String> {
 ///
 /// As [`document`].
 pub fn documents(text: &str) -> Result<Vec<Json>, String> {
-    let text = precheck(text)?;
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| {
-            let v = Yaml::deserialize(doc).map_err(parse_error)?;
-            to_json(v, &mut Path::default())
-        })
-        .collect()
+    match precheck(text)? {
+        Input::Json(t) => Ok(vec![to_json(json_value(t)?, &mut Path::default())?]),
+        Input::Yaml(t) => serde_yaml_ng::Deserializer::from_str(t)
+            .map(|doc| {
+                let v = Yaml::deserialize(doc).map_err(parse_error)?;
+                to_json(v, &mut Path::default())
+            })
+            .collect(),
+    }
 }
 
 /// Reads a text file of at most [`MAX_BYTES`] without reading more than that of it.
@@ -87,82 +91,58 @@ fn too_big() -> String {
     )
 }
 
-/// Refuses text the YAML parser should not be given: too long, or flow collections nested
+/// Text and the parser to read it with.
+enum Input<'a> {
+    /// What `serde_json` accepts: read as JSON, not as YAML. YAML 1.1 reads JSON
+    /// otherwise: it folds U+0085, U+2028 and U+2029 inside strings into spaces, refuses
+    /// DEL and the C1 controls, and takes no key longer than 1024 characters; all of these
+    /// `serde_json` writes, so pqbench's own `spec.json` and the specs it hands its workers
+    /// changed or failed on the way back (found by the `runspec` and `campaign` fuzz
+    /// targets).
+    Json(&'a str),
+    /// Anything else.
+    Yaml(&'a str),
+}
+
+/// Refuses text no parser should be given: too long, or (YAML) flow collections nested
 /// deeper than [`MAX_FLOW_DEPTH`]. The depth counts every `[`/`{` against every `]`/`}`,
 /// quoted or not: an over-count only ever refuses a file with more than 128 unclosed
 /// brackets inside its strings, and an exact count would need the YAML parser this guards.
-/// The characters a JSON string may hold raw that YAML reads otherwise: the line breaks
-/// YAML 1.1 has and JSON does not (NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR: folded into a
-/// space) and the characters outside YAML's printable set (DEL, the C1 controls, the byte
-/// order mark inside the text, U+FFFE, U+FFFF: refused).
-fn yaml_reads_otherwise(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0x7f..=0x9f | 0x2028 | 0x2029 | 0xfeff | 0xfffe | 0xffff
-    )
-}
-
-/// The text for the YAML parser, once it is known not to be too big or too deep.
-///
-/// In JSON text the depth scan skips strings, whose brackets are not nesting (a JSON
-/// campaign holding a string of 200 `{` was refused; found by the `campaign` fuzz target),
-/// and the characters YAML reads otherwise are written as escapes
-/// ([`yaml_reads_otherwise`]).
-fn precheck(text: &str) -> Result<std::borrow::Cow<'_, str>, String> {
+/// JSON needs no scan: `serde_json` stops at 128 levels itself, in linear time.
+fn precheck(text: &str) -> Result<Input<'_>, String> {
     if text.len() > MAX_BYTES {
         return Err(too_big());
     }
-    // serde_json skips a value without recursing: any depth is safe here.
-    let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-    flow_depth(text, json)?;
-    Ok(if json {
-        json_breaks_escaped(text)
-    } else {
-        text.into()
+    // Skipping a value does not recurse: any depth is safe here.
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        return Ok(Input::Json(text));
+    }
+    flow_depth(text)?;
+    Ok(Input::Yaml(text))
+}
+
+/// A JSON document as the YAML parser's value (whose maps refuse a key given twice).
+fn json_value(text: &str) -> Result<Yaml, String> {
+    serde_json::from_str(text).map_err(|e| {
+        if e.to_string().contains("recursion limit exceeded") {
+            // As the YAML path says it.
+            format!(
+                "line {}: `[`/`{{` nested more than {MAX_FLOW_DEPTH} deep; pqbench's files \
+                 nest a few levels",
+                e.line()
+            )
+        } else {
+            e.to_string()
+        }
     })
 }
 
-/// JSON text with the characters YAML reads otherwise written as JSON escapes.
-///
-/// JSON writers (serde_json among them: pqbench's own `spec.json` and the specs it hands
-/// its workers) put these characters into strings raw. Read as YAML, a raw U+0085 inside a
-/// string is a line break and folds into a space, so a path holding it came back as
-/// another path, and a raw DEL made the spec unreadable (both found by the `runspec` fuzz
-/// target). In JSON they can only stand inside strings, where `\u0085` means the same
-/// character to both parsers.
-fn json_breaks_escaped(json: &str) -> std::borrow::Cow<'_, str> {
-    if !json.chars().any(yaml_reads_otherwise) {
-        return json.into();
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        if yaml_reads_otherwise(c) {
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out.into()
-}
-
-/// Refuses flow collections nested deeper than [`MAX_FLOW_DEPTH`] (a linear scan; in
-/// `json` text, not counting the brackets inside strings).
-fn flow_depth(text: &str, json: bool) -> Result<(), String> {
+/// Refuses flow collections nested deeper than [`MAX_FLOW_DEPTH`] (a linear scan).
+fn flow_depth(text: &str) -> Result<(), String> {
     let mut depth = 0usize;
     let mut line = 1usize;
-    let (mut in_string, mut escaped) = (false, false);
     for b in text.bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
         match b {
-            b'"' if json => in_string = true,
             b'[' | b'{' => depth += 1,
             b']' | b'}' => depth = depth.saturating_sub(1),
             b'\n' => line += 1,
@@ -295,32 +275,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn brackets_inside_json_strings_are_not_nesting() {
-        let v = serde_json::json!({"spec": {"name": "{".repeat(200)}});
+    fn json_is_read_as_json() {
+        let long_key = "k".repeat(2000);
+        let v = serde_json::json!({
+            "spec": {"name": "{".repeat(200), "requests": {long_key: "1"}},
+            "path": "/tmp/a\u{7f}\u{80}\u{85}\u{9f}\u{2028}\u{2029}\u{feff}\u{fffe}\u{ffff}b",
+        });
         let text = serde_json::to_string(&v).expect("json");
+        assert!(
+            text.contains('\u{85}') && text.contains('\u{7f}'),
+            "serde_json writes them raw"
+        );
         assert_eq!(document(&text).expect("parses"), v);
-        // Real nesting is refused, JSON or not.
+        assert_eq!(documents(&text).expect("parses"), [v]);
+        // What YAML refuses, JSON text is refused for too.
+        assert!(
+            err("{\"a\": 1, \"a\": 2}").contains("duplicate"),
+            "{}",
+            err("{\"a\": 1, \"a\": 2}")
+        );
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         assert!(
             err(&deep).contains("nested more than 128 deep"),
             "{}",
             err(&deep)
         );
-    }
-
-    #[test]
-    fn json_keeps_the_characters_yaml_reads_otherwise() {
-        for c in [
-            '\u{7f}', '\u{80}', '\u{85}', '\u{9f}', '\u{2028}', '\u{2029}', '\u{feff}', '\u{fffe}',
-            '\u{ffff}',
-        ] {
-            let v = serde_json::json!({"path": format!("/tmp/a{c}b")});
-            let text = serde_json::to_string(&v).expect("json");
-            assert!(text.contains(c), "serde_json writes {c:?} raw");
-            assert_eq!(document(&text).expect("parses"), v, "{c:?}");
-        }
-        // YAML keeps its own meaning: an escape in a double-quoted scalar, a break in a
-        // plain one.
+        // YAML keeps its own meaning: an escape in a double-quoted scalar.
         assert_eq!(
             document("path: \"/tmp/a\\Nb\"").expect("parses"),
             serde_json::json!({"path": "/tmp/a\u{85}b"})
