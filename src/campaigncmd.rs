@@ -689,26 +689,9 @@ impl std::fmt::Display for FullDisk {
 
 impl std::error::Error for FullDisk {}
 
-fn is_full(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    )
-}
-
 /// Whether the file system of `dir` has no room for a 64 KiB file: the error, if so.
 fn out_of_space(dir: &Path) -> Option<String> {
-    use std::io::Write as _;
-    let probe = dir.join(".pqbench-space-probe");
-    let tried = std::fs::File::create(&probe).and_then(|mut f| {
-        f.write_all(&[0u8; 64 * 1024])?;
-        f.sync_all()
-    });
-    let _ = std::fs::remove_file(&probe);
-    match tried {
-        Err(e) if is_full(&e) => Some(format!("{}: {e}", dir.display())),
-        _ => None,
-    }
+    worker::output::no_room(dir).map(|e| format!("{}: {e}", dir.display()))
 }
 
 /// An error of the campaign, said as a full results disk when that is what it is: what to
@@ -716,10 +699,10 @@ fn out_of_space(dir: &Path) -> Option<String> {
 fn explain_full_disk(e: anyhow::Error, dir: &Path, plan: &Plan, processes: u32) -> anyhow::Error {
     let detail = if let Some(f) = e.downcast_ref::<FullDisk>() {
         f.0.clone()
-    } else if e
-        .chain()
-        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(is_full))
-    {
+    } else if e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(worker::is_full)
+    }) {
         format!("{e:#}")
     } else {
         return e;

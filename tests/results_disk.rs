@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, s};
+use common::{ok, run_complete, s};
 
 const CAMPAIGN: &str = "apiVersion: pqbench.io/v1alpha1
 kind: BenchmarkCampaign
@@ -89,22 +89,6 @@ fn fill(filler: &Path, room: u64) {
     let _ = f.flush();
     let len = f.metadata().expect("filler size").len();
     f.set_len(len.saturating_sub(room)).expect("truncate");
-}
-
-/// Whether a run's every process (`p<index>/`) has written its checksums.
-fn complete(run: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(run) else {
-        return false;
-    };
-    let ps: Vec<PathBuf> = entries
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str()?.strip_prefix('p'))
-                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect();
-    !ps.is_empty() && ps.iter().all(|p| p.join("SHA256SUMS").exists())
 }
 
 /// Every file named SHA256SUMS under `dir`.
@@ -183,7 +167,7 @@ impl Campaign {
             .collect();
         assert_eq!(present, planned, "every planned run, once");
         for r in &planned {
-            assert!(complete(&runs.join(r)), "{r} complete");
+            assert!(run_complete(&runs.join(r)), "{r} complete");
         }
         let validate = Command::new(env!("CARGO_BIN_EXE_pqbench"))
             .args(["validate", s(&runs)])
@@ -223,7 +207,7 @@ fn a_full_results_disk_stops_the_campaign_clearly_and_loses_nothing() {
                 .into_iter()
                 .flatten()
                 .filter_map(|e| Some(e.ok()?.path()))
-                .find(|r| complete(r))
+                .find(|r| run_complete(r))
         {
             // Room for the next run's small files (its ready marker, the start instant)
             // but not for its records, so that the disk fills while it writes them.

@@ -18,11 +18,11 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{files_under, ok, s};
+use common::{files_under, ok, run_complete, s};
 
 const CAMPAIGN: &str = "apiVersion: pqbench.io/v1alpha1
 kind: BenchmarkCampaign
@@ -90,23 +90,6 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
-}
-
-/// Whether a run's every process (`p<index>/`; the gate's files lie beside them) has
-/// written its checksums.
-fn complete(run: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(run) else {
-        return false;
-    };
-    let ps: Vec<PathBuf> = entries
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str()?.strip_prefix('p'))
-                .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect();
-    !ps.is_empty() && ps.iter().all(|p| p.join("SHA256SUMS").exists())
 }
 
 #[test]
@@ -182,7 +165,7 @@ fn a_run_cut_by_the_s3_server_s_restart_is_kept_invalid_and_run_again() {
             ));
         }
         // Between runs: the third run has just written its files.
-        if outages.len() == 1 && complete(&runs.join(&plan[2])) {
+        if outages.len() == 1 && run_complete(&runs.join(&plan[2])) {
             server.kill9();
             std::thread::sleep(Duration::from_millis(1000));
             server.start();
@@ -205,7 +188,7 @@ fn a_run_cut_by_the_s3_server_s_restart_is_kept_invalid_and_run_again() {
         .collect();
     assert_eq!(dirs, plan.iter().cloned().collect(), "runs/ holds the plan");
     for r in &plan {
-        assert!(complete(&runs.join(r)), "{r} is complete");
+        assert!(run_complete(&runs.join(r)), "{r} is complete");
     }
     // The run cut in its measured window: its first attempt kept with its records, invalid.
     let kept = dir.join("attempts").join(&plan[1]).join("a1");

@@ -32,3 +32,22 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Whether a run's every process directory (`p<index>/`; the gate's files lie beside
+/// them) has its checksum manifest.
+#[allow(dead_code, reason = "not every test binary watches runs")]
+pub(crate) fn run_complete(run: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return false;
+    };
+    let ps: Vec<PathBuf> = entries
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(run::summary::files::process_index)
+                .is_some()
+        })
+        .collect();
+    !ps.is_empty() && ps.iter().all(|p| p.join("SHA256SUMS").exists())
+}

@@ -100,6 +100,14 @@ pub enum Error {
     },
 }
 
+/// Whether an I/O error says the file system is full (or the quota spent).
+pub fn is_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -107,10 +115,7 @@ impl Error {
     /// The error of writing `path`: [`Error::NoSpace`] when the file system is full.
     pub fn writing(path: &std::path::Path, e: &std::io::Error) -> Self {
         let (path, detail) = (path.display().to_string(), e.to_string());
-        if matches!(
-            e.kind(),
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-        ) {
+        if is_full(e) {
             Self::NoSpace { path, detail }
         } else {
             Self::Output { path, detail }

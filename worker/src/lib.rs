@@ -31,4 +31,4 @@ pub mod spool;
 pub mod traces;
 
 pub use dataset::{collect, parquet, validate};
-pub use error::{Error, Result};
+pub use error::{Error, Result, is_full};

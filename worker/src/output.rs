@@ -31,9 +31,10 @@ fn io_err(path: &Path, e: &std::io::Error) -> Error {
     Error::writing(path, e)
 }
 
-/// Whether `dir`'s file system has no room for 64 KiB (asked while a failed write's
-/// partial file still takes its space: the writer's own error may not say why).
-fn no_room(dir: &Path) -> bool {
+/// The error of writing 64 KiB into `dir` if its file system is full (the writer of run
+/// files asks while a failed write's partial file still takes its space, since the
+/// writer's own error may not say why; `pqbench run` asks after a failed attempt).
+pub fn no_room(dir: &Path) -> Option<std::io::Error> {
     use std::io::Write as _;
     let probe = dir.join(".space-probe");
     let tried = std::fs::File::create(&probe).and_then(|mut f| {
@@ -41,18 +42,13 @@ fn no_room(dir: &Path) -> bool {
         f.sync_all()
     });
     let _ = std::fs::remove_file(&probe);
-    tried.is_err_and(|e| {
-        matches!(
-            e.kind(),
-            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-        )
-    })
+    tried.err().filter(crate::error::is_full)
 }
 
 /// What a failed write of `tmp` leaves: nothing (the partial file removed), and the error,
 /// said as [`Error::NoSpace`] if the file system is full.
 fn failed(tmp: &Path, e: Error) -> Error {
-    let full = !matches!(e, Error::NoSpace { .. }) && tmp.parent().is_some_and(no_room);
+    let full = !matches!(e, Error::NoSpace { .. }) && tmp.parent().and_then(no_room).is_some();
     let _ = std::fs::remove_file(tmp);
     if full {
         Error::NoSpace {
