@@ -336,11 +336,6 @@ fn respond(campaign: &Value, reply: &Reply, body: &Value, method: &Method) -> Re
 /// Runs one reconcile of a scenario's campaign against the mock, which checks and
 /// answers every call in order and fails on any call the scenario does not expect.
 async fn run(s: Scenario) {
-    run_with(s, Arc::new(Metrics::default())).await;
-}
-
-/// [`run`], counting into `metrics`.
-async fn run_with(s: Scenario, metrics: Arc<Metrics>) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, NS);
     let campaign = s.campaign();
@@ -394,7 +389,7 @@ async fn run_with(s: Scenario, metrics: Arc<Metrics>) {
             node_exporter_image: crate::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
         },
-        metrics,
+        Arc::new(Metrics::default()),
     ));
     let c: BenchmarkCampaign = serde_json::from_value(campaign).unwrap();
     let out = tokio::time::timeout(Duration::from_secs(10), reconcile(Arc::new(c), ctx))
@@ -431,70 +426,4 @@ async fn provisioning_past_its_deadline_fails_and_stops_the_jobs() {
 #[tokio::test]
 async fn deleting_a_campaign_deletes_its_children_and_the_finalizer() {
     run(Scenario::DeletionCleansUp).await;
-}
-
-/// A reconcile pass is a span: with `OTEL_EXPORTER_OTLP_ENDPOINT` naming an OTLP receiver
-/// (in process; `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`), the pass's `reconcile` span arrives with the campaign and its
-/// namespace, and its trace id is the exemplar of the reconcile-duration histogram in the
-/// OpenMetrics exposition.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reconcile_pass_is_a_span_whose_trace_id_is_the_metric_exemplar() {
-    use tracing::instrument::WithSubscriber as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-
-    let mut collector = fake_opentelemetry_collector::FakeCollectorServer::start()
-        .await
-        .unwrap();
-    let endpoint = collector.endpoint();
-    let config = crate::telemetry::trace_config(&|v| match v {
-        "OTEL_EXPORTER_OTLP_ENDPOINT" => Some(endpoint.clone()),
-        "OTEL_EXPORTER_OTLP_PROTOCOL" => Some("grpc".into()),
-        _ => None,
-    })
-    .unwrap()
-    .expect("traces configured by OTEL_EXPORTER_OTLP_ENDPOINT");
-    assert!(
-        (config.sample_ratio - 1.0).abs() < f64::EPSILON,
-        "every pass"
-    );
-    let provider = crate::telemetry::provider(&config).unwrap();
-    let subscriber = tracing_subscriber::registry().with(crate::telemetry::layer(&provider));
-    let metrics = Arc::new(Metrics::default());
-    run_with(Scenario::AddsFinalizer, metrics.clone())
-        .with_subscriber(subscriber)
-        .await;
-    provider.force_flush().unwrap();
-    let spans = collector.exported_spans(1, Duration::from_secs(10)).await;
-    let pass = spans
-        .iter()
-        .find(|s| s.name == "reconcile")
-        .unwrap_or_else(|| panic!("no reconcile span in {spans:?}"));
-    assert!(pass.parent_span_id.is_empty(), "a pass is a root span");
-    let attr = |k: &str| pass.attributes.get(k).cloned().unwrap_or_default();
-    assert!(
-        attr("campaign").contains("\"quick\""),
-        "{:?}",
-        pass.attributes
-    );
-    assert!(
-        attr("namespace").contains(&format!("\"{NS}\"")),
-        "{:?}",
-        pass.attributes
-    );
-    assert_eq!(pass.trace_id.len(), 32);
-    let (_, exposition) = metrics.render(Some("application/openmetrics-text"));
-    assert!(
-        exposition.contains(&format!("# {{trace_id=\"{}\"}}", pass.trace_id)),
-        "the pass's trace id is the exemplar:\n{exposition}"
-    );
-    // The spans the kube client made inside the pass hang below it.
-    assert!(
-        spans
-            .iter()
-            .filter(|s| s.span_id != pass.span_id)
-            .all(|s| s.trace_id == pass.trace_id),
-        "{spans:?}"
-    );
-    let _ = provider.shutdown();
-    collector.abort();
 }
