@@ -24,6 +24,8 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+#[path = "../operator/tests/support/job_controller.rs"]
+mod job_controller;
 #[path = "../operator/tests/support/k8s.rs"]
 mod k8s;
 #[path = "support/podman.rs"]
@@ -33,8 +35,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use job_controller::JobTally;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, Secret, Service};
@@ -43,10 +46,6 @@ use kube::{Client, ResourceExt as _};
 use operator::{BenchmarkCampaign, Phase};
 use podman::{PodContext, PodRun, image, pod_run, podman, require_images};
 use serde_json::json;
-
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}
 
 /// A played MinIO: the S3 stand-in and the node exporter.
 struct Minio {
@@ -75,16 +74,10 @@ struct Pod {
 /// A Job as the Job controller tracks it.
 struct PlayedJob {
     uid: String,
-    indexed: bool,
-    completions: u32,
-    backoff_limit: u32,
     deadline: Option<Instant>,
     pods: Vec<Pod>,
-    succeeded: BTreeSet<u32>,
-    failed_indexes: BTreeSet<u32>,
-    failures: u32,
     started: u32,
-    finished: bool,
+    tally: JobTally,
 }
 
 /// What the played cluster did, for the test's assertions and its failure messages.
@@ -117,10 +110,6 @@ fn service_names(svc: &str, ns: &str) -> [String; 4] {
         format!("{svc}.{ns}.svc"),
         format!("{svc}.{ns}.svc.cluster.local"),
     ]
-}
-
-fn index_list(set: &BTreeSet<u32>) -> String {
-    set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
 
 impl Cluster {
@@ -267,7 +256,7 @@ impl Cluster {
         let pod = job.spec.clone().unwrap().template.spec.unwrap();
         let played = self.jobs.get_mut(&name).unwrap();
         played.started += 1;
-        let (attempt, indexed) = (played.started, played.indexed);
+        let (attempt, indexed) = (played.started, played.tally.indexed);
         let ctx = PodContext {
             name: format!("{}-{name}-{index}-{attempt}", self.ns),
             namespace: self.ns.clone(),
@@ -320,23 +309,19 @@ impl Cluster {
             let name = job.name_any();
             if !self.jobs.contains_key(&name) {
                 let spec = job.spec.clone().unwrap();
-                let completions = u32::try_from(spec.completions.unwrap_or(1)).unwrap();
+                let tally = JobTally::of(&spec);
+                let completions = tally.completions;
+                let started = tally.started();
                 self.jobs.insert(
                     name.clone(),
                     PlayedJob {
                         uid: job.uid().unwrap_or_default(),
-                        indexed: spec.completion_mode.as_deref() == Some("Indexed"),
-                        completions,
-                        backoff_limit: u32::try_from(spec.backoff_limit.unwrap_or(6)).unwrap(),
                         deadline: spec.active_deadline_seconds.map(|s| {
                             Instant::now() + Duration::from_secs(u64::try_from(s).unwrap())
                         }),
                         pods: Vec::new(),
-                        succeeded: BTreeSet::new(),
-                        failed_indexes: BTreeSet::new(),
-                        failures: 0,
                         started: 0,
-                        finished: false,
+                        tally,
                     },
                 );
                 self.tally.jobs += 1;
@@ -348,15 +333,13 @@ impl Cluster {
                 api.patch_status(
                     &name,
                     &PatchParams::default(),
-                    &Patch::Merge(
-                        json!({"status": {"startTime": now_rfc3339(), "active": completions}}),
-                    ),
+                    &Patch::Merge(json!({ "status": started })),
                 )
                 .await
                 .unwrap();
                 continue;
             }
-            if self.jobs[&name].finished {
+            if self.jobs[&name].tally.finished {
                 continue;
             }
             self.settle(&api, &job).await;
@@ -383,22 +366,16 @@ impl Cluster {
         }
         let mut retry = Vec::new();
         for (pod, st) in exited {
-            let played = self.jobs.get_mut(&name).unwrap();
-            if st.success() {
-                played.succeeded.insert(pod.index);
-            } else {
-                played.failures += 1;
+            if !st.success() {
                 self.tally.failed_pods.push(format!(
                     "{} ({st}):\n{}",
                     pod.run.name,
                     std::fs::read_to_string(&pod.log).unwrap_or_default()
                 ));
-                if played.indexed {
-                    // backoffLimitPerIndex: 0 (the operator's worker Jobs).
-                    played.failed_indexes.insert(pod.index);
-                } else if played.failures <= played.backoff_limit {
-                    retry.push(pod.index);
-                }
+            }
+            let played = self.jobs.get_mut(&name).unwrap();
+            if played.tally.exited(pod.index, st.success()) {
+                retry.push(pod.index);
             }
         }
         for i in retry {
@@ -412,51 +389,7 @@ impl Cluster {
                 p.run.stop();
             }
         }
-        let active = u32::try_from(played.pods.len()).unwrap();
-        let all_done = u32::try_from(played.succeeded.len() + played.failed_indexes.len()).unwrap()
-            == played.completions;
-        let condition = if over_deadline {
-            Some((
-                "Failed",
-                "DeadlineExceeded",
-                "Job was active longer than specified deadline",
-            ))
-        } else if played.succeeded.len() == played.completions as usize {
-            Some((
-                "Complete",
-                "CompletionsReached",
-                "Reached expected number of succeeded pods",
-            ))
-        } else if played.indexed && all_done {
-            Some(("Failed", "FailedIndexes", "Job has failed indexes"))
-        } else if !played.indexed && played.failures > played.backoff_limit {
-            Some((
-                "Failed",
-                "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
-            ))
-        } else {
-            None
-        };
-        let mut status = json!({
-            "active": if condition.is_some() { 0 } else { active },
-            "succeeded": played.succeeded.len(),
-            "failed": played.failures,
-        });
-        if played.indexed {
-            status["completedIndexes"] = index_list(&played.succeeded).into();
-            status["failedIndexes"] = index_list(&played.failed_indexes).into();
-        }
-        if let Some((type_, reason, message)) = condition {
-            played.finished = true;
-            if type_ == "Complete" {
-                status["completionTime"] = now_rfc3339().into();
-            }
-            status["conditions"] = json!([{
-                "type": type_, "status": "True", "reason": reason, "message": message,
-                "lastProbeTime": now_rfc3339(), "lastTransitionTime": now_rfc3339()
-            }]);
-        }
+        let status = played.tally.status(played.pods.len(), over_deadline);
         api.patch_status(
             &name,
             &PatchParams::default(),

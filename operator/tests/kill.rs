@@ -28,6 +28,8 @@
 //! `PQBENCH_KILL_SEED` replays a draw of instants (the test prints its seed).
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+#[path = "support/job_controller.rs"]
+mod job_controller;
 #[path = "support/k8s.rs"]
 mod k8s;
 #[path = "../../tests/support/pod_env.rs"]
@@ -39,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use job_controller::JobTally;
 use k8s::{client_or_skip, install_crd, namespace};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -233,14 +236,8 @@ struct Pod {
 /// A Job as its controller tracks it.
 struct PlayedJob {
     uid: String,
-    indexed: bool,
-    completions: u32,
-    backoff_limit: u32,
     pods: Vec<Pod>,
-    succeeded: BTreeSet<u32>,
-    failed_indexes: BTreeSet<u32>,
-    failures: u32,
-    finished: bool,
+    tally: JobTally,
 }
 
 /// What happened during one pass of the harness.
@@ -270,14 +267,6 @@ struct Kubelet {
     stopping: Vec<Child>,
     /// Every pod's log.
     logs: Vec<PathBuf>,
-}
-
-fn index_list(set: &BTreeSet<u32>) -> String {
-    set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-}
-
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
 impl Kubelet {
@@ -363,25 +352,18 @@ impl Kubelet {
                 .cloned()
                 .unwrap_or_default();
             if !self.jobs.contains_key(&name) {
-                let spec = job.spec.clone().unwrap();
-                let indexed = spec.completion_mode.as_deref() == Some("Indexed");
-                let completions = u32::try_from(spec.completions.unwrap_or(1)).unwrap();
+                let tally = JobTally::of(job.spec.as_ref().unwrap());
+                let started = tally.started();
                 let mut pods = Vec::new();
-                for i in 0..completions {
-                    pods.push(self.start_pod(&job, i, indexed).await);
+                for i in 0..tally.completions {
+                    pods.push(self.start_pod(&job, i, tally.indexed).await);
                 }
                 self.jobs.insert(
                     name.clone(),
                     PlayedJob {
                         uid: job.uid().unwrap_or_default(),
-                        indexed,
-                        completions,
-                        backoff_limit: u32::try_from(spec.backoff_limit.unwrap_or(6)).unwrap(),
                         pods,
-                        succeeded: BTreeSet::new(),
-                        failed_indexes: BTreeSet::new(),
-                        failures: 0,
-                        finished: false,
+                        tally,
                     },
                 );
                 self.played.push((
@@ -397,15 +379,13 @@ impl Kubelet {
                 api.patch_status(
                     &name,
                     &PatchParams::default(),
-                    &Patch::Merge(
-                        json!({"status": {"startTime": now_rfc3339(), "active": completions}}),
-                    ),
+                    &Patch::Merge(json!({ "status": started })),
                 )
                 .await
                 .unwrap();
                 continue;
             }
-            if !self.jobs[&name].finished {
+            if !self.jobs[&name].tally.finished {
                 self.settle(&api, &job).await;
             }
         }
@@ -439,16 +419,8 @@ impl Kubelet {
                 st.to_string(),
             ));
             let played = self.jobs.get_mut(&name).unwrap();
-            if st.success() {
-                played.succeeded.insert(pod.index);
-            } else {
-                played.failures += 1;
-                if played.indexed {
-                    // backoffLimitPerIndex: 0 (the operator's worker Jobs).
-                    played.failed_indexes.insert(pod.index);
-                } else if played.failures <= played.backoff_limit {
-                    retry.push(pod.index);
-                }
+            if played.tally.exited(pod.index, st.success()) {
+                retry.push(pod.index);
             }
         }
         for i in retry {
@@ -456,43 +428,7 @@ impl Kubelet {
             self.jobs.get_mut(&name).unwrap().pods.push(pod);
         }
         let played = self.jobs.get_mut(&name).unwrap();
-        let done = played.succeeded.len() + played.failed_indexes.len();
-        let condition = if played.succeeded.len() == played.completions as usize {
-            Some((
-                "Complete",
-                "CompletionsReached",
-                "Reached expected number of succeeded pods",
-            ))
-        } else if played.indexed && done == played.completions as usize {
-            Some(("Failed", "FailedIndexes", "Job has failed indexes"))
-        } else if !played.indexed && played.failures > played.backoff_limit {
-            Some((
-                "Failed",
-                "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
-            ))
-        } else {
-            None
-        };
-        let mut status = json!({
-            "active": if condition.is_some() { 0 } else { played.pods.len() },
-            "succeeded": played.succeeded.len(),
-            "failed": played.failures,
-        });
-        if played.indexed {
-            status["completedIndexes"] = index_list(&played.succeeded).into();
-            status["failedIndexes"] = index_list(&played.failed_indexes).into();
-        }
-        if let Some((type_, reason, message)) = condition {
-            played.finished = true;
-            if type_ == "Complete" {
-                status["completionTime"] = now_rfc3339().into();
-            }
-            status["conditions"] = json!([{
-                "type": type_, "status": "True", "reason": reason, "message": message,
-                "lastProbeTime": now_rfc3339(), "lastTransitionTime": now_rfc3339()
-            }]);
-        }
+        let status = played.tally.status(played.pods.len(), false);
         // The operator may have deleted the Job meanwhile.
         let _ = api
             .patch_status(
