@@ -261,26 +261,65 @@ macro_rules! forward {
     };
 }
 
+/// Forwards S3 operations on a bucket's objects to `s3s-fs` once the bucket exists:
+/// `s3s-fs` makes a missing bucket's directory on a write (and answers a read with
+/// NoSuchKey), where S3 answers NoSuchBucket. A client that never created its bucket must
+/// fail here as it would on any other server.
+macro_rules! in_bucket {
+    ($($name:ident: $input:ty => $output:ty;)*) => {
+        $(
+            fn $name<'life0, 'async_trait>(
+                &'life0 self,
+                req: S3Request<$input>,
+            ) -> BoxFut<'async_trait, $output>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                Box::pin(async move {
+                    self.bucket_exists(&req.input.bucket)?;
+                    self.inner.$name(req).await
+                })
+            }
+        )*
+    };
+}
+
+impl Fs {
+    /// NoSuchBucket unless `bucket` is a bucket (a directory of the data directory).
+    fn bucket_exists(&self, bucket: &str) -> S3Result<()> {
+        let name_ok =
+            !bucket.is_empty() && !bucket.contains('/') && bucket != "." && bucket != "..";
+        if name_ok && self.root.join(bucket).is_dir() {
+            Ok(())
+        } else {
+            Err(s3s::s3_error!(NoSuchBucket, "the bucket does not exist"))
+        }
+    }
+}
+
 impl S3 for Fs {
-    forward! {
-        create_bucket: CreateBucketInput => CreateBucketOutput;
-        delete_bucket: DeleteBucketInput => DeleteBucketOutput;
-        head_bucket: HeadBucketInput => HeadBucketOutput;
-        list_buckets: ListBucketsInput => ListBucketsOutput;
-        get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
+    in_bucket! {
         put_object: PutObjectInput => PutObjectOutput;
         get_object: GetObjectInput => GetObjectOutput;
         head_object: HeadObjectInput => HeadObjectOutput;
         delete_object: DeleteObjectInput => DeleteObjectOutput;
         delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
         copy_object: CopyObjectInput => CopyObjectOutput;
-        list_objects: ListObjectsInput => ListObjectsOutput;
-        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
         create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput;
         upload_part: UploadPartInput => UploadPartOutput;
         complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput;
+        list_objects: ListObjectsInput => ListObjectsOutput;
+        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
         abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput;
         list_parts: ListPartsInput => ListPartsOutput;
+    }
+    forward! {
+        create_bucket: CreateBucketInput => CreateBucketOutput;
+        delete_bucket: DeleteBucketInput => DeleteBucketOutput;
+        head_bucket: HeadBucketInput => HeadBucketOutput;
+        list_buckets: ListBucketsInput => ListBucketsOutput;
+        get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
     }
 
     fn list_multipart_uploads<'life0, 'async_trait>(
@@ -292,6 +331,7 @@ impl S3 for Fs {
         Self: 'async_trait,
     {
         Box::pin(async move {
+            self.bucket_exists(&req.input.bucket)?;
             let input = req.input;
             let uploads = list_uploads(&self.root, &input.bucket, input.prefix.as_deref())
                 .map_err(|e| s3s::s3_error!(InternalError, "listing uploads: {e}"))?;

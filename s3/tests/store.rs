@@ -711,6 +711,51 @@ fn listing_deletion_and_gc_scope((kind, client): (Kind, S3ClientKind)) {
     });
 }
 
+/// A bucket nobody created: a put and a get fail with NoSuchBucket, and nothing appears
+/// (the embedded server made a missing bucket's directory on a write, where S3 refuses).
+fn missing_bucket((kind, client): (Kind, S3ClientKind)) {
+    let server = TestServer::start(kind);
+    let mut settings = server.settings();
+    settings.s3_client = client;
+    let store = Store::new(&settings, "no-such-bucket", TENANT).expect("store");
+    let keys = Keys::new(Mode::X25519);
+    let no_such_bucket = |what: &str, e: Error| match e {
+        Error::S3 {
+            class: S3Class::NoSuchBucket,
+            ..
+        } => {}
+        other => panic!("{what}: {other}"),
+    };
+    run(async {
+        let data = payload(KIB, 7);
+        let e = store
+            .put(
+                &keys.sender(Backend::AwsLc),
+                "k",
+                data.len() as u64,
+                &data[..],
+                &mut quiet(),
+            )
+            .await
+            .expect_err("a put into a missing bucket");
+        no_such_bucket("put", e);
+        let e = store
+            .objects()
+            .get_object("no-such-bucket", "k")
+            .await
+            .expect_err("a get from a missing bucket");
+        no_such_bucket("get", e);
+        let buckets = server
+            .sdk()
+            .list_buckets()
+            .send()
+            .await
+            .expect("list buckets");
+        let names: Vec<_> = buckets.buckets().iter().filter_map(|b| b.name()).collect();
+        assert!(!names.contains(&"no-such-bucket"), "{names:?}");
+    });
+}
+
 macro_rules! server_tests {
     ($name:ident, $kind:expr) => {
         mod $name {
@@ -764,6 +809,11 @@ macro_rules! server_tests {
             #[test]
             fn listing_deletion_and_gc_touch_only_what_they_should() {
                 listing_deletion_and_gc_scope($kind);
+            }
+
+            #[test]
+            fn a_missing_bucket_is_no_such_bucket() {
+                missing_bucket($kind);
             }
         }
     };
