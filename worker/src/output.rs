@@ -133,8 +133,15 @@ pub async fn write(ex: &Executed, results: Option<&S3Settings>) -> Result<Writte
     let json = |v: &dyn erased::Json| v.to_json();
     let r = dir.join(files::RECORDS);
     // The records are on disk already (the spool): copied beside their final name (the
-    // temporary directory may be another file system), then renamed into place.
-    if let Err(e) = std::fs::copy(&ex.records, r.with_extension("tmp")) {
+    // temporary directory may be another file system), then renamed into place. Copied
+    // into a new file, not with `fs::copy`, which would give it the spool's private mode.
+    let copy = |from: &Path, to: &Path| {
+        std::io::copy(
+            &mut std::fs::File::open(from)?,
+            &mut std::fs::File::create(to)?,
+        )
+    };
+    if let Err(e) = copy(&ex.records, &r.with_extension("tmp")) {
         let tmp = r.with_extension("tmp");
         return Err(failed(&tmp, io_err(&tmp, &e)));
     }
