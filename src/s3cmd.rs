@@ -255,7 +255,7 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
         .with_context(|| format!("cannot stat {}", a.input.display()))?
         .len();
     let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
-    runtime()?.block_on(async {
+    let done = runtime()?.block_on(async {
         if a.create_bucket {
             store.create_bucket().await?;
         }
@@ -293,6 +293,29 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
             );
         }
         Ok(())
+    });
+    done.map_err(|e| {
+        if no_such_bucket(&e) {
+            e.context(format!(
+                "bucket {} does not exist: pass --create-bucket to create it",
+                a.object.bucket
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+/// Whether `e` is an S3 answer that the bucket does not exist.
+fn no_such_bucket(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<s3::Error>(),
+            Some(s3::Error::S3 {
+                class: s3::S3Class::NoSuchBucket,
+                ..
+            })
+        )
     })
 }
 

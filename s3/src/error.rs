@@ -53,16 +53,14 @@ impl S3Class {
     fn hint(self) -> &'static str {
         match self {
             Self::Connect => {
-                "cannot connect to the S3 endpoint; is the server running and is --endpoint right?"
+                "cannot connect to the S3 endpoint; is the server running, and is the endpoint right?"
             }
             Self::Timeout => "the request timed out",
             Self::Io => "the connection to the S3 server broke",
             Self::NotFound => "no such object",
-            Self::NoSuchBucket => {
-                "no such bucket; create it first (e.g. `pqbench put --create-bucket`)"
-            }
+            Self::NoSuchBucket => "no such bucket; create it first",
             Self::Denied => {
-                "access denied; check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) and --region"
+                "access denied; check the credentials (the access key pair) and the region"
             }
             Self::Service => "the server returned an error",
             Self::Other => "the request failed",
@@ -234,7 +232,7 @@ pub(crate) fn not_http(err: &(dyn std::error::Error + 'static)) -> bool {
 pub(crate) fn detail(err: &(dyn std::error::Error + 'static)) -> String {
     if not_http(err) {
         format!(
-            "the endpoint's answer is not an HTTP response (is --endpoint an S3 server?): {}",
+            "the endpoint's answer is not an HTTP response (is the endpoint an S3 server?): {}",
             chain(err)
         )
     } else {
