@@ -12,7 +12,10 @@
 //! - `runs/<runId>/p<index>/`: each run's files, as `pqbench-worker` writes them;
 //! - `incomplete/`: runs cut off by an interruption, moved aside (never analysed, never
 //!   deleted);
-//! - `runs.csv`, `report.json`, `report.md` and `plots/*.svg` after the analysis.
+//! - `runs.csv`, `report.json`, `report.md` and `plots/*.svg` after the analysis;
+//! - `.lock`: held (an advisory `flock`) by the `pqbench run` using the directory, with its
+//!   process id inside; a second `pqbench run` on the same directory is refused, since it
+//!   would carry out the same runs again beside the first.
 //!
 //! A rerun of the same command skips every complete run, moves a cut-off run aside and
 //! runs it again, and refuses to continue a directory whose plan has another hash. Ctrl-C
@@ -320,6 +323,49 @@ fn prepare_dir(dir: &Path, text: &str, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// The name of the lock file in a campaign directory.
+const LOCK: &str = ".lock";
+
+/// Creates the campaign directory `dir` if need be and holds it for this invocation (an
+/// exclusive `flock` on `dir/.lock`, released when the returned file is closed, also by
+/// the kernel when the process dies). A directory another `pqbench run` holds is refused:
+/// both would see the same runs missing and carry each of them out twice.
+fn lock_dir(dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(LOCK);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open the lock file {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            let holder = holder.trim();
+            bail!(
+                "{} is in use by another pqbench run{}: wait for it to end (or stop it), \
+                 or give this one another --out",
+                dir.display(),
+                if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({holder})")
+                }
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+        }
+    }
+    file.set_len(0)
+        .and_then(|()| writeln!(file, "process {}", std::process::id()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(file)
+}
+
 /// The campaign's keys directory: `--keys-dir`, or
 /// `$XDG_STATE_HOME/pqbench/keys/<campaign>-<first 12 hex digits of the pre-registration
 /// hash>` (a resumed run of the same campaign finds its keys again).
@@ -460,6 +506,8 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     // Keys first: a refused keys directory leaves nothing behind in the results.
     let keys = keys_dir(a.keys_dir.as_deref(), &plan)?;
     prepare_keys(&keys, &plan).with_context(|| format!("keys directory {}", keys.display()))?;
+    // One invocation at a time per results directory, held from before its first write.
+    let _lock = lock_dir(&dir)?;
     // The copy kept with the results is the campaign alone: the file's other objects may
     // be Secrets.
     prepare_dir(&dir, f.campaign_only.as_deref().unwrap_or(&text), &plan)?;

@@ -9,7 +9,8 @@
 
 mod common;
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{ok, s};
@@ -633,6 +634,15 @@ fn s3_commands_against_serve_s3() {
     put.extend(k.seal.iter().map(String::as_str));
     let input = t.join("in.bin");
     put.extend(["--in", s(&input)]);
+    // A bucket that does not exist: the error says which flag creates it.
+    let mut missing = put.clone();
+    missing[2] = "no-such-bucket";
+    let e = err(&with_env(&srv, &missing), "put into a missing bucket");
+    assert!(
+        e.contains("bucket no-such-bucket does not exist: pass --create-bucket to create it")
+            && e.contains("no such bucket"),
+        "{e}"
+    );
     let out = ok(&with_env(&srv, &put), "put");
     let version = out.lines().next().expect("version").to_owned();
     assert!(out.contains("verified"), "{out}");
@@ -1514,7 +1524,6 @@ spec:
     );
 }
 
-/// Whether a (one-process) run directory is complete: its checksum list is written last.
 /// Issue 16 item 8: the results directory holds no secret (no key file, no credentials);
 /// the campaign's keys and the embedded server's credentials are in its keys directory
 /// under `XDG_STATE_HOME`, 0700 with 0600 files.
@@ -1529,6 +1538,14 @@ fn secrets_kept_outside(out: &Path, camp: &Path) {
         leaked.is_empty(),
         "secrets in the results directory: {leaked:?}"
     );
+    // Shared as it is: every file in the results directory has the one mode the umask
+    // gives, the records (copied from the worker's private spool) too.
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    let mut modes: BTreeMap<u32, Vec<&PathBuf>> = BTreeMap::new();
+    for f in &files {
+        modes.entry(mode(f)).or_default().push(f);
+    }
+    assert_eq!(modes.len(), 1, "files of differing modes: {modes:#?}");
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(camp.join("plan.json")).expect("plan"))
             .expect("json");
@@ -1536,7 +1553,6 @@ fn secrets_kept_outside(out: &Path, camp: &Path) {
     let keys = state_home()
         .join("pqbench/keys")
         .join(format!("tiny-{}", &hash[..12]));
-    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
     assert_eq!(mode(&keys), 0o700, "{}", keys.display());
     for f in ["x25519.key", "ml-kem-768.key", "s3.env"] {
         assert_eq!(mode(&keys.join(f)), 0o600, "{f} in {}", keys.display());
@@ -1574,6 +1590,25 @@ fn campaign_refuses_keys_inside_a_git_work_tree() {
     let ignore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.gitignore"))
         .expect(".gitignore");
     assert!(ignore.lines().any(|l| l == "/pqbench-results/"), "{ignore}");
+}
+
+/// The files of every complete run under `runs` (one process each), with their bytes.
+fn complete_files(runs: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for run in std::fs::read_dir(runs).expect("runs").flatten() {
+        let p0 = run.path().join("p0");
+        if !run_complete(&run.path()) {
+            continue;
+        }
+        for f in std::fs::read_dir(&p0).expect("p0").flatten() {
+            if !f.path().is_file() {
+                continue;
+            }
+            let bytes = std::fs::read(f.path()).expect("read");
+            files.insert(f.path(), bytes);
+        }
+    }
+    files
 }
 
 fn run_complete(d: &Path) -> bool {
@@ -1625,6 +1660,29 @@ fn campaign_ctrl_c_reports_and_resumes() {
     let file = tiny(dir.path(), 2);
     let out = dir.path().join("results");
     let child = start_campaign_until_one_run(&file, &out);
+    // A second invocation on the same results directory is refused while the first holds
+    // it (both would carry out the same runs), and changes nothing there.
+    let before = complete_files(&out.join("tiny").join("runs"));
+    let second = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let refused = err(&second, "a second pqbench run on the same --out");
+    assert_eq!(second.status.code(), Some(1), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "{} is in use by another pqbench run (process {}): wait for it to end",
+            out.join("tiny").display(),
+            child.id()
+        )),
+        "{refused}"
+    );
+    assert!(!before.is_empty());
+    let after = complete_files(&out.join("tiny").join("runs"));
+    for (path, bytes) in &before {
+        assert!(
+            after.get(path) == Some(bytes),
+            "{} changed beside the refused run",
+            path.display()
+        );
+    }
     signal_group(&child, "INT");
     let o = child.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&o.stderr);
