@@ -243,30 +243,12 @@ struct Fs {
 
 type BoxFut<'a, T> = Pin<Box<dyn Future<Output = S3Result<S3Response<T>>> + Send + 'a>>;
 
-/// Forwards S3 operations to `s3s-fs` unchanged.
+/// Forwards S3 operations to `s3s-fs`; an operation marked `if bucket_exists` only once
+/// its bucket exists: `s3s-fs` makes a missing bucket's directory on a write (and answers a
+/// read with NoSuchKey), where S3 answers NoSuchBucket. A client that never created its
+/// bucket must fail here as it would on any other server.
 macro_rules! forward {
-    ($($name:ident: $input:ty => $output:ty;)*) => {
-        $(
-            fn $name<'life0, 'async_trait>(
-                &'life0 self,
-                req: S3Request<$input>,
-            ) -> BoxFut<'async_trait, $output>
-            where
-                'life0: 'async_trait,
-                Self: 'async_trait,
-            {
-                self.inner.$name(req)
-            }
-        )*
-    };
-}
-
-/// Forwards S3 operations on a bucket's objects to `s3s-fs` once the bucket exists:
-/// `s3s-fs` makes a missing bucket's directory on a write (and answers a read with
-/// NoSuchKey), where S3 answers NoSuchBucket. A client that never created its bucket must
-/// fail here as it would on any other server.
-macro_rules! in_bucket {
-    ($($name:ident: $input:ty => $output:ty;)*) => {
+    ($($name:ident: $input:ty => $output:ty $(, if $check:ident)?;)*) => {
         $(
             fn $name<'life0, 'async_trait>(
                 &'life0 self,
@@ -277,7 +259,7 @@ macro_rules! in_bucket {
                 Self: 'async_trait,
             {
                 Box::pin(async move {
-                    self.bucket_exists(&req.input.bucket)?;
+                    $(self.$check(&req.input.bucket)?;)?
                     self.inner.$name(req).await
                 })
             }
@@ -299,27 +281,25 @@ impl Fs {
 }
 
 impl S3 for Fs {
-    in_bucket! {
-        put_object: PutObjectInput => PutObjectOutput;
-        get_object: GetObjectInput => GetObjectOutput;
-        head_object: HeadObjectInput => HeadObjectOutput;
-        delete_object: DeleteObjectInput => DeleteObjectOutput;
-        delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
-        copy_object: CopyObjectInput => CopyObjectOutput;
-        create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput;
-        upload_part: UploadPartInput => UploadPartOutput;
-        complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput;
-        list_objects: ListObjectsInput => ListObjectsOutput;
-        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
-        abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput;
-        list_parts: ListPartsInput => ListPartsOutput;
-    }
     forward! {
         create_bucket: CreateBucketInput => CreateBucketOutput;
         delete_bucket: DeleteBucketInput => DeleteBucketOutput;
         head_bucket: HeadBucketInput => HeadBucketOutput;
         list_buckets: ListBucketsInput => ListBucketsOutput;
         get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
+        put_object: PutObjectInput => PutObjectOutput, if bucket_exists;
+        get_object: GetObjectInput => GetObjectOutput, if bucket_exists;
+        head_object: HeadObjectInput => HeadObjectOutput, if bucket_exists;
+        delete_object: DeleteObjectInput => DeleteObjectOutput, if bucket_exists;
+        delete_objects: DeleteObjectsInput => DeleteObjectsOutput, if bucket_exists;
+        copy_object: CopyObjectInput => CopyObjectOutput, if bucket_exists;
+        list_objects: ListObjectsInput => ListObjectsOutput, if bucket_exists;
+        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output, if bucket_exists;
+        create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput, if bucket_exists;
+        upload_part: UploadPartInput => UploadPartOutput, if bucket_exists;
+        complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput, if bucket_exists;
+        abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput, if bucket_exists;
+        list_parts: ListPartsInput => ListPartsOutput, if bucket_exists;
     }
 
     fn list_multipart_uploads<'life0, 'async_trait>(
