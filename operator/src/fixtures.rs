@@ -19,6 +19,9 @@ use crate::api::BenchmarkCampaign;
 use crate::metrics::Metrics;
 use crate::reconcile::{Config, Context, reconcile};
 
+#[path = "../tests/support/stored_campaign.rs"]
+mod stored_campaign;
+
 const NS: &str = "bench";
 
 /// `examples/quick.yaml`, parsed and validated (the unit tests' campaign).
@@ -100,22 +103,7 @@ enum Scenario {
 }
 
 fn base() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/cluster-minio.yaml"
-    ))
-    .unwrap();
-    let mut v: Value = serde_yaml_ng::from_str(&text).unwrap();
-    v["metadata"] = json!({
-        "name": "quick",
-        "namespace": NS,
-        "uid": "0000-1111",
-        "generation": 1,
-        "creationTimestamp": "2026-11-30T12:00:00Z",
-        "resourceVersion": "1",
-        "finalizers": ["pqbench.io/cleanup"],
-    });
-    v
+    stored_campaign::cluster_minio(NS, &["pqbench.io/cleanup"])
 }
 
 fn not_found() -> Value {

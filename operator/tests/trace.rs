@@ -12,6 +12,9 @@
 
 #![allow(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
+#[path = "support/stored_campaign.rs"]
+mod stored_campaign;
+
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,6 @@ use std::time::Duration;
 use http::{Method, Request, Response, StatusCode};
 use kube::Client;
 use kube::client::Body;
-use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 use operator::BenchmarkCampaign;
@@ -29,26 +31,11 @@ use operator::reconcile::{Config, Context, reconcile};
 const NS: &str = "bench";
 const CAMPAIGN: &str = "/apis/pqbench.io/v1alpha1/namespaces/bench/benchmarkcampaigns/quick";
 
-/// `examples/cluster-minio.yaml` as a new campaign: no finalizer yet, so the pass's one call
-/// is the patch that adds it.
-fn new_campaign() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/cluster-minio.yaml"
-    ))
-    .unwrap();
-    let mut v: Value = serde_yaml_ng::from_str(&text).unwrap();
-    v["metadata"] = json!({
-        "name": "quick", "namespace": NS, "uid": "0000-1111", "generation": 1,
-        "creationTimestamp": "2026-11-30T12:00:00Z", "resourceVersion": "1", "finalizers": [],
-    });
-    v
-}
-
 /// One reconcile pass against a mock API server that expects exactly the finalizer patch.
 async fn one_pass(metrics: Arc<Metrics>) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let campaign = new_campaign();
+    // A new campaign: no finalizer yet, so the pass's one call is the patch that adds it.
+    let campaign = stored_campaign::cluster_minio(NS, &[]);
     let server = tokio::spawn({
         let campaign = campaign.clone();
         async move {
