@@ -309,13 +309,8 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
 /// Whether `e` is an S3 answer that the bucket does not exist.
 fn no_such_bucket(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<s3::Error>(),
-            Some(s3::Error::S3 {
-                class: s3::S3Class::NoSuchBucket,
-                ..
-            })
-        )
+        c.downcast_ref::<s3::Error>().and_then(s3::Error::s3_class)
+            == Some(s3::S3Class::NoSuchBucket)
     })
 }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{ok, s};
+use common::{ok, run_complete, s};
 
 /// This test binary's `XDG_STATE_HOME` (a temporary directory): the keys `pqbench run`
 /// keeps there stay out of the user's home.
@@ -1609,10 +1609,6 @@ fn complete_files(runs: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
-}
-
-fn run_complete(d: &Path) -> bool {
-    d.join("p0").join("SHA256SUMS").is_file()
 }
 
 /// Starts `pqbench run` in its own process group (as a terminal would) and returns once one
