@@ -1081,6 +1081,9 @@ impl Local<'_> {
         let mut gate_open = false;
         while children.iter().any(|c| c.status.is_none()) {
             std::thread::sleep(Duration::from_millis(100));
+            // Read before the processes are polled: a process still going at the poll was
+            // still going at `now`, so it is late only if `now` is past the deadline.
+            let now = SystemTime::now();
             for c in &mut children {
                 if c.status.is_some() {
                     continue;
@@ -1125,7 +1128,7 @@ impl Local<'_> {
                     }
                 }
             }
-            let late = SystemTime::now()
+            let late = now
                 .duration_since(started)
                 .is_ok_and(|d| d > self.policy.run_deadline);
             if late {

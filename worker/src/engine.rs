@@ -271,10 +271,10 @@ async fn wait_turn(opened: Option<&mut tokio::sync::watch::Receiver<()>>, next: 
 }
 
 impl Ctx {
-    /// Interleaved, outside an own slice: the instant the next one begins.
-    fn next_turn(&self) -> Option<Instant> {
+    /// Interleaved, `now` outside an own slice: the instant the next one begins.
+    fn next_turn(&self, now: Instant) -> Option<Instant> {
         let t = self.turns?;
-        t.next_own(Instant::now().saturating_duration_since(self.origin))
+        t.next_own(now.saturating_duration_since(self.origin))
             .map(|d| self.origin + d)
     }
 }
@@ -283,14 +283,19 @@ fn nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// One request; returns its record and, for a PUT, what it wrote.
+/// One request, started at `start`; returns its record and, for a PUT, what it wrote.
+///
+/// `start` is the instant the caller decided from that the request may start (inside the
+/// window, inside an own slice, before the drain ends): the record's start is that same
+/// instant, never one read a moment later, which on a loaded machine can fall past the
+/// boundary the decision was made against.
 async fn one(
     ctx: &Ctx,
     worker: u32,
     seq: u64,
+    start: Instant,
     arrival: Option<Instant>,
 ) -> (Record, Option<(String, String)>) {
-    let start = Instant::now();
     // Closed loop: a request arrives when it starts.
     let arrival = arrival.unwrap_or(start);
     let phase = if arrival < ctx.measure_from {
@@ -400,15 +405,21 @@ async fn closed_worker(ctx: Arc<Ctx>, worker: u32, spool: SpoolSender) -> Worker
     let started = offset_ms(ctx.origin);
     let mut seq = 0;
     let mut opened = ctx.turn_opened.clone();
-    while Instant::now() < ctx.end {
-        if let Some(next) = ctx.next_turn() {
+    loop {
+        // One instant decides whether a request starts (before the end, inside an own
+        // slice) and is its start.
+        let now = Instant::now();
+        if now >= ctx.end {
+            break;
+        }
+        if let Some(next) = ctx.next_turn(now) {
             if next >= ctx.end {
                 break;
             }
             wait_turn(opened.as_mut(), next).await;
             continue;
         }
-        let (r, w) = one(&ctx, worker, seq, None).await;
+        let (r, w) = one(&ctx, worker, seq, now, None).await;
         let failed = r.outcome != Some(Outcome::Ok);
         spool_one(&spool, r, w);
         seq += 1;
@@ -436,7 +447,9 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue, spool: SpoolSende
     loop {
         let next = queue.lock().await.recv().await;
         let Some((seq, arrival)) = next else { break };
-        if Instant::now() >= ctx.start_by {
+        // One instant decides whether the request may still start and is its start.
+        let now = Instant::now();
+        if now >= ctx.start_by {
             // Arrived in time but no worker was free before the end: a failure.
             ctx.monitor.failed.fetch_add(1, Ordering::Relaxed);
             let offset = arrival.saturating_duration_since(ctx.origin);
@@ -469,7 +482,7 @@ async fn open_worker(ctx: Arc<Ctx>, worker: u32, queue: Queue, spool: SpoolSende
             spool.record(r);
             continue;
         }
-        let (r, w) = one(&ctx, worker, seq, Some(arrival)).await;
+        let (r, w) = one(&ctx, worker, seq, now, Some(arrival)).await;
         let failed = r.outcome != Some(Outcome::Ok);
         spool_one(&spool, r, w);
         if failed {
@@ -1134,12 +1147,15 @@ async fn gate_in_dir(
     let give_up = Instant::now() + gate.timeout.0;
     let mut last = String::from("no start instant yet");
     loop {
+        // Read before looking: giving up at `now` means a look begun at or after the
+        // timeout found nothing.
+        let now = Instant::now();
         match tokio::fs::read_to_string(&key).await {
             Ok(text) => return parse_start(&text, &place),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => last = e.to_string(),
         }
-        if Instant::now() >= give_up {
+        if now >= give_up {
             return Err(gate_timed_out(&place, gate, &last));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1168,6 +1184,8 @@ async fn gate_in_bucket(
     let give_up = Instant::now() + gate.timeout.0;
     let mut last = String::from("no start instant yet");
     loop {
+        // As in the directory: the instant is read before the look.
+        let now = Instant::now();
         match s3.get_object().bucket(bucket).key(&key).send().await {
             Ok(o) => {
                 let body =
@@ -1184,7 +1202,7 @@ async fn gate_in_bucket(
                 }
             }
         }
-        if Instant::now() >= give_up {
+        if now >= give_up {
             return Err(gate_timed_out(&format!("s3://{bucket}/{key}"), gate, &last));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -392,7 +392,8 @@ pub async fn pause(sources: &Sources, rule: &PauseRule) -> PauseTaken {
         } else {
             quiet_since = None;
         }
-        if t0.elapsed() >= rule.max_wait.0 {
+        // The reading's instant decides, not a later one.
+        if now - t0 >= rule.max_wait.0 {
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
