@@ -6,7 +6,8 @@
 //! - while provisioning;
 //! - while a run's Job is active (its workers preparing, waiting at the gate or measuring);
 //! - between runs (a run's files just uploaded, the next Job not yet made);
-//! - while analysing (the analysis Job running);
+//! - while analysing (the analysis Job made; its pod is started once the first kill of the
+//!   analysis has landed, since an analysis can be over before a kill's delay is);
 //! - once, between runs, the leader stays down: the standby must take the Lease over and
 //!   carry the campaign on, and the old leader comes back as the standby.
 //!
@@ -320,8 +321,10 @@ impl Kubelet {
     }
 
     /// One pass: pods for new Jobs, exits into the Jobs' status, deleted Jobs' pods
-    /// stopped.
-    async fn tick(&mut self) -> Seen {
+    /// stopped. With `hold_analysis`, the analysis Job's pod is not started yet: the
+    /// analysis can take less time than a kill's delay, and the campaign stays in
+    /// `Analyzing` until its kill has landed (as provisioning waits for the S3 server).
+    async fn tick(&mut self, hold_analysis: bool) -> Seen {
         let mut seen = Seen::default();
         let api: Api<Job> = Api::namespaced(self.client.clone(), &self.ns);
         let jobs = api.list(&ListParams::default()).await.unwrap().items;
@@ -352,6 +355,9 @@ impl Kubelet {
                 .cloned()
                 .unwrap_or_default();
             if !self.jobs.contains_key(&name) {
+                if component == "analysis" && hold_analysis {
+                    continue;
+                }
                 let tally = JobTally::of(job.spec.as_ref().unwrap());
                 let started = tally.started();
                 let mut pods = Vec::new();
@@ -997,7 +1003,7 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
             store = Some(server.settings().client().unwrap());
             s3 = Some(server);
         }
-        let mut seen = kubelet.tick().await;
+        let mut seen = kubelet.tick(!killer.killed_in(Stage::Analysing)).await;
         if let (Some(store), Some(loc)) = (&store, &st.results) {
             let now_complete = complete_runs(store, loc).await;
             seen.completed = now_complete.len().saturating_sub(complete.len());
