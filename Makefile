@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all soak test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all check soak test lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -16,21 +16,38 @@ $(PY): tests/interop/requirements.txt
 
 python: $(PY) ## install the Python oracle
 
-# Run every test: vector self-check against OpenSSL, the statistics oracle regenerated and
-# compared with the committed fixture, the CRD drift check, the Helm chart check, the fuzz
-# smoke (every target built and run briefly), then the whole workspace with the test
-# Kubernetes API server running (scripts/with-k8s-apiserver.sh), then the container images
-# built from the test binaries and checked with podman.
-test: $(PY) oracle-check crd-check chart-check fuzz-smoke
-	$(PY) envelope/tests/vectors/check_vectors.py
-	scripts/with-k8s-apiserver.sh cargo test --workspace
-	$(MAKE) image-check IMAGE_PROFILE=test
+# Each part of make test is timed (scripts/timed): .ci/run prints the table.
+TIMED := scripts/timed
+
+# Run every test: the statistics oracle regenerated and compared with the committed
+# fixture, the Helm chart check, the fuzz smoke (every target built and run briefly), the
+# vector self-check against OpenSSL, then the whole workspace's tests with cargo-nextest
+# (.config/nextest.toml) with the test Kubernetes API server running
+# (scripts/with-k8s-apiserver.sh) and its doctests, then the container images built from the
+# test binaries and checked with podman. The CRD drift check is a test of the workspace
+# (operator/tests/crd.rs: crds/ and the chart's copy are what the types generate).
+test:
+	$(TIMED) "test: python venv" $(MAKE) -s python
+	$(TIMED) "test: oracle-check" $(MAKE) -s oracle-check
+	$(TIMED) "test: chart-check" $(MAKE) -s chart-check
+	$(TIMED) "test: fuzz-smoke" $(MAKE) -s fuzz-smoke
+	$(TIMED) "test: vectors" $(PY) envelope/tests/vectors/check_vectors.py
+	$(TIMED) "test: build" cargo test --workspace --no-run --quiet
+	$(TIMED) "test: cargo nextest" scripts/with-k8s-apiserver.sh cargo nextest run --workspace
+	$(TIMED) "test: doctests" cargo test --workspace --doc --quiet
+	$(TIMED) "test: image-check" $(MAKE) -s image-check IMAGE_PROFILE=test
+
+# The developer's fast loop (a few minutes warm): formatting, clippy, and the pure crates'
+# tests (no server, no API server, no images). make test is still what must pass.
+check: fmt clippy
+	cargo nextest run -p envelope -p stats -p campaign -p run
 
 # Regenerate the BenchmarkCampaign CRD from the Rust types (operator/src/api.rs, campaign).
 crds:
 	cargo run -q -p operator --bin crdgen
 
-# The committed CRD (crds/ and the chart's copy in charts/) must be what the types generate.
+# The committed CRD (crds/ and the chart's copy in charts/) must be what the types generate
+# (make test checks the same in operator/tests/crd.rs, without a build of its own).
 crd-check: crds
 	git diff --exit-code -- crds/ charts/ || { echo "*** crd-check: crds/ or charts/ differ from the commit: the committed CRD is stale (commit what make crds wrote) or chart edits are uncommitted ***" >&2; exit 1; }
 
@@ -54,7 +71,8 @@ image-check:
 # Coverage-guided fuzzing (fuzz/, nightly cargo fuzz; scripts/fuzz.sh): every target for
 # FUZZ_SECONDS each, from the committed seeds, after replaying every saved crash.
 # `make fuzz FUZZ_SECONDS=3600 FUZZ_JOBS=2` is a long run; fuzz-smoke (25 s per target) is
-# the short one of make test, there so that every target keeps building and running; its
+# the short one of make test, there so that every target keeps building and running (two
+# targets at a time, one per core); its
 # seed is fixed (FUZZ_SMOKE_SEED), so CI replays the developer's smoke rather than a new draw,
 # and it builds the targets unoptimised (FUZZ_PROFILE=dev: half the build time).
 FUZZ_SECONDS ?= 600
@@ -62,7 +80,7 @@ fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 fuzz-smoke:
-	FUZZ_SEED=$(FUZZ_SMOKE_SEED) FUZZ_PROFILE=dev scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+	FUZZ_SEED=$(FUZZ_SMOKE_SEED) FUZZ_PROFILE=dev FUZZ_PARALLEL=2 scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 FUZZ_SMOKE_SEED ?= 1
 FUZZ_SMOKE_SECONDS ?= 25
 

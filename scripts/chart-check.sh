@@ -19,10 +19,10 @@
 #   6. `checkov --framework kubernetes` on everything rendered: any finding fails except the
 #      checks accepted in charts/pqbench/CHECKOV.md, and an accepted check that no longer
 #      fires fails too (stale acceptance);
-#   7. shellcheck on this script, scripts/images.sh and tests/e2e/kind/run.sh, hadolint on the Dockerfile (the
+#   7. shellcheck on this script, scripts/images.sh, tests/e2e/kind/run.sh, .ci/run and scripts/timed, hadolint on the Dockerfile (the
 #      images are not built here: no Docker).
 # Tools live in their own venv (.venv-chart, pinned below; it carries its own .gitignore).
-# The CRD drift check against the Rust types is `make crd-check`.
+# The CRD drift check against the Rust types is a test (operator/tests/crd.rs; `make crd-check`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,14 +49,17 @@ die() {
 }
 
 write_docs=0
+venv_only=0
 for arg in "$@"; do
     case "$arg" in
         --write-docs) write_docs=1 ;;
+        # Only the tools' venv (.ci/run makes it in the background, beside the builds).
+        --venv-only) venv_only=1 ;;
         -h | --help)
             sed -n '2,/^set -euo/p' "$0" | sed '$d'
             exit 0
             ;;
-        *) die "unknown argument $arg (only --write-docs)" ;;
+        *) die "unknown argument $arg (only --write-docs or --venv-only)" ;;
     esac
 done
 
@@ -72,6 +75,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.pins" 2>/dev/null)" != "$pins
         die "pip could not install ${pins_text//$'\n'/ }"
     echo "$pins_text" >"$VENV/.pins"
 fi
+[ "$venv_only" = 0 ] || exit 0
 PY=$VENV/bin/python
 export PATH="$PWD/$VENV/bin:$PATH"
 
@@ -425,7 +429,7 @@ done
 
 say "shellcheck, hadolint"
 shellcheck --version | sed -n 's/^version: /  shellcheck /p'
-shellcheck scripts/chart-check.sh scripts/images.sh tests/e2e/kind/run.sh || die "shellcheck"
+shellcheck scripts/chart-check.sh scripts/images.sh tests/e2e/kind/run.sh .ci/run scripts/timed || die "shellcheck"
 echo "  $(hadolint --version)"
 hadolint Dockerfile || die "hadolint Dockerfile"
 

@@ -13,7 +13,9 @@
 # Environment: FUZZ_SANITIZER (default `none`: every workspace crate forbids unsafe code and
 # cargo fuzz does not instrument the C of AWS-LC, so AddressSanitizer finds little here and
 # costs ~3x the executions; `address` for a deeper run), FUZZ_JOBS (parallel fuzzing
-# processes per target, default 1), FUZZ_TABLE (where the table goes, default
+# processes per target, default 1), FUZZ_PARALLEL (targets fuzzed at once, default 1; the
+# smoke runs two, one per core), FUZZ_BUILD_ONLY (set: build the targets and stop; .ci/run
+# builds the smoke's in the background), FUZZ_TABLE (where the table goes, default
 # target/fuzz-table.txt; two runs side by side need two), FUZZ_REPORT (a file to append it to),
 # FUZZ_SEED (libFuzzer's random seed; unset, each run draws one and explores anew, which a
 # long run wants; make fuzz-smoke fixes it, so that a CI run follows the same mutations as
@@ -44,6 +46,12 @@ case ${FUZZ_SEED:-1} in '' | *[!0-9]*)
 esac
 table=${FUZZ_TABLE:-target/fuzz-table.txt}
 jobs=${FUZZ_JOBS:-1}
+parallel=${FUZZ_PARALLEL:-1}
+case $parallel in '' | 0 | *[!0-9]*)
+    echo "fuzz.sh: FUZZ_PARALLEL must be a whole number of at least 1, not '$parallel'" >&2
+    exit 2
+    ;;
+esac
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
     echo "*** fuzz.sh: no nightly toolchain (rustup run nightly rustc failed); cargo fuzz needs it. The machine image ships one: check 'rustup toolchain list' ***" >&2
@@ -76,6 +84,7 @@ esac
 echo "== fuzz: build (nightly $(rustup run nightly rustc --version | awk '{print $2}'), sanitizer $sanitizer, ${FUZZ_PROFILE:-release} profile)"
 (cd fuzz && cargo +nightly fuzz build "${profile_flag[@]}" --sanitizer "$sanitizer" --target-dir "$root/target/fuzz")
 bin="$root/target/fuzz/x86_64-unknown-linux-gnu/$profile"
+[ -z "${FUZZ_BUILD_ONLY:-}" ] || exit 0
 
 echo "== fuzz: replaying saved crashes (fuzz/regressions/)"
 for t in "${targets[@]}"; do
@@ -89,32 +98,52 @@ for t in "${targets[@]}"; do
     echo "$t: $(ls "$dir" | wc -l) saved inputs pass"
 done
 
-printf '%-12s %8s %12s %9s %8s %9s %7s\n' target seconds executions exec/s cov features corpus >"$table"
-for t in "${targets[@]}"; do
+# One target: fuzzes it, then writes its row of the table to target/fuzz-row-<target>.txt.
+fuzz_one() {
+    local t=$1
     echo "== fuzz: $t for ${seconds}s"
-    corpus=target/fuzz-corpus/$t
-    artifacts=target/fuzz-artifacts/$t/
+    local corpus=target/fuzz-corpus/$t artifacts=target/fuzz-artifacts/$t/ log=target/fuzz-$t.log
     mkdir -p "$corpus" "$artifacts"
-    log=target/fuzz-$t.log
-    args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096
+    local args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096
         -artifact_prefix="$artifacts" "$corpus" "fuzz/corpus/$t")
     [ -z "${FUZZ_SEED:-}" ] || args=(-seed="$FUZZ_SEED" "${args[@]}")
     [ "$jobs" -gt 1 ] && args=(-fork="$jobs" "${args[@]}")
     if ! "$bin/$t" "${args[@]}" >"$log" 2>&1; then
         grep -v '^#' "$log" | tail -40 >&2
+        local found
         found=$(grep -o "Test unit written to [^ ]*" "$log" | tail -1 | cut -d' ' -f5)
         echo "*** fuzz.sh: $t failed; input: ${found:-see $log}; replay: $bin/$t ${found:-INPUT} ***" >&2
-        exit 1
+        return 1
     fi
     # The last status line (`#N DONE cov: …`, or `#N: cov: …` with -fork) holds the
     # executions and the coverage reached.
+    local last execs cov ft corp
     last=$(grep -E '^#[0-9]+' "$log" | tail -1)
     execs=$(grep -oE '^#[0-9]+' <<<"$last" | tr -d '#')
     cov=$(grep -o 'cov: [0-9]*' <<<"$last" | awk '{print $2}')
     ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}')
     corp=$(ls "$corpus" | wc -l)
     printf '%-12s %8s %12s %9s %8s %9s %7s\n' "$t" "$seconds" "$execs" "$((execs / (seconds > 0 ? seconds : 1)))" \
-        "${cov:-?}" "${ft:-?}" "$corp" | tee -a "$table"
+        "${cov:-?}" "${ft:-?}" "$corp" >"target/fuzz-row-$t.txt"
+}
+
+# FUZZ_PARALLEL targets at a time (each one process, or FUZZ_JOBS with -fork).
+failed=0
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+    pids=()
+    for t in "${targets[@]:i:parallel}"; do
+        rm -f "target/fuzz-row-$t.txt"
+        fuzz_one "$t" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do
+        wait "$p" || failed=1
+    done
+    [ "$failed" = 0 ] || exit 1
+done
+printf '%-12s %8s %12s %9s %8s %9s %7s\n' target seconds executions exec/s cov features corpus >"$table"
+for t in "${targets[@]}"; do
+    cat "target/fuzz-row-$t.txt" >>"$table"
 done
 echo "== fuzz: done, no failures"
 cat "$table"
