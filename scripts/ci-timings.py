@@ -3,16 +3,20 @@
 
     scripts/ci-timings.py TIMINGS START [JUNIT...]
 
-TIMINGS: the lines scripts/timed appended (name, start, end, exit status; tab-separated).
-START: the Unix time .ci/run started at. JUNIT: cargo-nextest's JUnit reports
+TIMINGS: the lines scripts/timed appended (name, start, end, exit status, CPU seconds;
+tab-separated). START: the Unix time .ci/run started at. JUNIT: cargo-nextest's JUnit reports
 (target/nextest/<profile>/junit.xml), for the ten slowest test binaries.
 
 Stages are listed in the order they started, with their start (minutes:seconds after
 .ci/run's) and their length; background builds run beside the stages that start after
-them. A stage that has not ended (the run failed in it) has no line: the table is printed
-on every exit.
+them. The CPU column is the user and system time of the stage's processes: on two cores a
+stage can use at most twice its length, and background stages share the cores with what
+runs beside them. A stage that has not ended (the run failed in it) has no line: the table
+is printed on every exit. PQBENCH_CI_CPU (set by .ci/run) is the CPU seconds of the whole
+run, for the total line.
 """
 
+import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -30,10 +34,10 @@ def stages(path):
         with open(path, encoding="utf-8") as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) != 4:
+                if len(parts) != 5:
                     continue
-                name, start, end, rc = parts
-                rows.append((float(start), float(end), name, rc))
+                name, start, end, rc, cpu = parts
+                rows.append((float(start), float(end), name, rc, float(cpu)))
     except FileNotFoundError:
         pass
     return sorted(rows)
@@ -72,9 +76,13 @@ def main():
     rows = stages(timings)
     width = max([len(r[2]) for r in rows] + [20])
     print(f"== timing table ({mmss(time.time() - start)} in all)")
-    print(f"{'stage':<{width}}  {'start':>6}  {'took':>6}  exit")
-    for s, e, name, rc in rows:
-        print(f"{name:<{width}}  {mmss(s - start):>6}  {mmss(e - s):>6}  {rc}")
+    print(f"{'stage':<{width}}  {'start':>6}  {'took':>6}  {'cpu':>6}  exit")
+    for s, e, name, rc, cpu in rows:
+        print(f"{name:<{width}}  {mmss(s - start):>6}  {mmss(e - s):>6}  {mmss(cpu):>6}  {rc}")
+    total_cpu = os.environ.get("PQBENCH_CI_CPU")
+    if total_cpu:
+        wall = time.time() - start
+        print(f"{'all of .ci/run':<{width}}  {'0:00':>6}  {mmss(wall):>6}  {mmss(float(total_cpu)):>6}")
     bins = binaries(sys.argv[3:])
     if bins:
         slow = sorted(bins.items(), key=lambda kv: -kv[1][0])[:10]
