@@ -78,8 +78,8 @@ pub(crate) fn garage_binary() -> PathBuf {
     panic!(
         "the Garage tests need the garage 2.5.0 binary and none was found (looked at \
          $PQBENCH_GARAGE, PATH and ~/.cargo/bin). Install it with \
-         `cargo install garage --version 2.5.0 --locked` (`.ci/run` does this) or point \
-         PQBENCH_GARAGE at it."
+         `scripts/garage-install.sh` (as `.ci/run` does) or `cargo install garage --version \
+         2.5.0 --locked`, or point PQBENCH_GARAGE at it."
     );
 }
 
