@@ -19,37 +19,31 @@ python: $(PY) ## install the Python oracle
 # Each part of make test is timed (scripts/timed): .ci/run prints the table.
 TIMED := scripts/timed
 
-# Run every test. The workspace's test build first; then three lanes side by side, since
-# on 2 cores the suite waits far more than it computes: the container images built from the
-# test binaries and checked with podman (make image-check: a played campaign that mostly
-# waits, with a test API server of its own); the checks that compute (make test-checks: the
-# statistics oracle regenerated and compared with the committed fixture, the Helm chart
-# check, the vector self-check against OpenSSL, the doctests, the fuzz smoke); and the
-# workspace's tests with cargo-nextest (.config/nextest.toml), NEXTEST_THREADS at a time,
-# with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh), all but the
-# test group `measure`. Then the tests of that group, which measure and judge what they
-# measured, one at a time with nothing beside them. The CRD drift check is a test of the
-# workspace (operator/tests/crd.rs: crds/ and the chart's copy are what the types generate).
+# Run every test. The workspace's test build first; then the container images built from
+# the test binaries and checked with podman (make image-check: a played campaign that mostly
+# waits) beside the checks that only compute: the statistics oracle regenerated and
+# compared with the committed fixture, the Helm chart check, the fuzz smoke (every target
+# built and run briefly), the vector self-check against OpenSSL and the doctests; then the
+# whole workspace's tests with cargo-nextest (.config/nextest.toml, NEXTEST_THREADS at a
+# time) with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh). The
+# CRD drift check is a test of the workspace (operator/tests/crd.rs: crds/ and the chart's
+# copy are what the types generate).
 test:
 	$(TIMED) "test: python venv" $(MAKE) -s python
 	$(TIMED) "test: build" cargo test --workspace --no-run --quiet
 	scripts/beside.sh target/image-check.log \
 	    $(TIMED) "test: image-check (beside)" $(MAKE) -s image-check IMAGE_PROFILE=test \
-	    -- scripts/beside.sh target/test-checks.log \
-	    $(TIMED) "test: checks (beside)" $(MAKE) -s test-checks \
-	    -- $(TIMED) "test: cargo nextest, all but group measure" scripts/with-k8s-apiserver.sh \
-	    cargo nextest run --workspace --test-threads $(NEXTEST_THREADS) -E 'not group(measure)'
-	$(TIMED) "test: cargo nextest, group measure (alone)" \
-	    cargo nextest run --workspace --profile measure -E 'group(measure)'
+	    -- $(MAKE) -s test-checks
+	$(TIMED) "test: cargo nextest" scripts/with-k8s-apiserver.sh \
+	    cargo nextest run --workspace --test-threads $(NEXTEST_THREADS)
 
-# The checks of make test that compute and do not measure. The fuzz smoke fuzzes one
-# target at a time (a core each, as two at a time did): make test runs it beside the tests.
+# The checks of make test that compute and do not measure.
 test-checks:
 	$(TIMED) "test: oracle-check" $(MAKE) -s oracle-check
 	$(TIMED) "test: chart-check" $(MAKE) -s chart-check
+	$(TIMED) "test: fuzz-smoke" $(MAKE) -s fuzz-smoke
 	$(TIMED) "test: vectors" $(PY) envelope/tests/vectors/check_vectors.py
 	$(TIMED) "test: doctests" cargo test --workspace --doc --quiet
-	$(TIMED) "test: fuzz-smoke" $(MAKE) -s fuzz-smoke
 
 # Tests at a time in make test: two per core. The suite waits far more than it computes
 # (campaign windows, pauses, retries' backoff, servers): on 2 cores, with the tests that
@@ -91,7 +85,8 @@ image-check:
 # Coverage-guided fuzzing (fuzz/, nightly cargo fuzz; scripts/fuzz.sh): every target for
 # FUZZ_SECONDS each, from the committed seeds, after replaying every saved crash.
 # `make fuzz FUZZ_SECONDS=3600 FUZZ_JOBS=2` is a long run; fuzz-smoke (25 s per target) is
-# the short one of make test, there so that every target keeps building and running; its
+# the short one of make test, there so that every target keeps building and running (two
+# targets at a time, one per core); its
 # seed is fixed (FUZZ_SMOKE_SEED), so CI replays the developer's smoke rather than a new draw,
 # and it builds the targets unoptimised (FUZZ_PROFILE=dev: half the build time).
 FUZZ_SECONDS ?= 600
@@ -99,7 +94,7 @@ fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 fuzz-smoke:
-	FUZZ_SEED=$(FUZZ_SMOKE_SEED) FUZZ_PROFILE=dev scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+	FUZZ_SEED=$(FUZZ_SMOKE_SEED) FUZZ_PROFILE=dev FUZZ_PARALLEL=2 scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 FUZZ_SMOKE_SEED ?= 1
 FUZZ_SMOKE_SECONDS ?= 25
 

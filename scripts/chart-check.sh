@@ -20,8 +20,8 @@
 #      checks accepted in charts/pqbench/CHECKOV.md, and an accepted check that no longer
 #      fires fails too (stale acceptance);
 #   7. shellcheck on this script, scripts/images.sh, tests/e2e/kind/run.sh, .ci/run, scripts/timed,
-#      scripts/beside.sh, scripts/garage-install.sh and scripts/with-k8s-apiserver.sh, hadolint
-#      on the Dockerfile (the images are not built here: no Docker).
+#      scripts/beside.sh and scripts/garage-install.sh, hadolint on the Dockerfile (the
+#      images are not built here: no Docker).
 # Tools live in their own venv (.venv-chart, pinned below; it carries its own .gitignore).
 # The CRD drift check against the Rust types is a test (operator/tests/crd.rs; `make crd-check`).
 set -euo pipefail
@@ -431,7 +431,7 @@ done
 say "shellcheck, hadolint"
 shellcheck --version | sed -n 's/^version: /  shellcheck /p'
 shellcheck scripts/chart-check.sh scripts/images.sh tests/e2e/kind/run.sh .ci/run scripts/timed \
-    scripts/beside.sh scripts/garage-install.sh scripts/with-k8s-apiserver.sh || die "shellcheck"
+    scripts/beside.sh scripts/garage-install.sh || die "shellcheck"
 echo "  $(hadolint --version)"
 hadolint Dockerfile || die "hadolint Dockerfile"
 

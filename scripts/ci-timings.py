@@ -44,11 +44,7 @@ def stages(path):
 
 
 def binaries(paths):
-    """Per test binary: (span in s, summed test time in s, tests, failures).
-
-    A binary whose tests ran in more than one nextest run (make test runs the group
-    `measure` on its own) adds up: the spans of its runs, its times, tests and failures.
-    """
+    """Per test binary: (span in s, summed test time in s, tests, failures)."""
     out = {}
     for path in paths:
         try:
@@ -69,9 +65,7 @@ def binaries(paths):
                     starts.append(t)
                     ends.append(t + took)
             span = max(ends) - min(starts) if starts else total
-            name = suite.get("name", "?")
-            before = out.get(name, (0.0, 0.0, 0, 0))
-            out[name] = (before[0] + span, before[1] + total, before[2] + n, before[3] + failed)
+            out[suite.get("name", "?")] = (span, total, n, failed)
     return out
 
 

@@ -107,9 +107,7 @@ check() {
     build "${1:-release}"
     # --workspace: the features of the whole workspace, as `cargo test --workspace` built
     # them; the root package alone unifies fewer and rebuilt 85 crates (4 min 43 s cold).
-    # An API server of its own on other ports: make test runs this beside the tests, which
-    # start theirs on the default ones.
-    PQBENCH_IMAGE_TAG=$TAG K8S_TEST_APISERVER_PORTS="16453 12389 12390" scripts/with-k8s-apiserver.sh \
+    PQBENCH_IMAGE_TAG=$TAG scripts/with-k8s-apiserver.sh \
         cargo nextest run --workspace --profile images --run-ignored only \
         -E 'binary_id(pqbench::images) | binary_id(pqbench::played_jobs)'
 

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command with the test Kubernetes API server (../shared/tools/k8s-test-apiserver:
 # Kubernetes 1.36's CRD machinery on etcd) started on 127.0.0.1 and KUBECONFIG pointing at
-# it, and stops the server afterwards. K8S_TEST_APISERVER_PORTS="API ETCD ETCD-PEER" picks
-# other ports than the server's own (16443 12379 12380), for a second server beside the
-# first (make test: the image check's, beside the tests').
+# it, and stops the server afterwards.
 #
 # If the server's binaries are not built (its build.sh failed or never ran), the command
 # runs with PQBENCH_K8S_SKIP set to the reason: the API-server tests then say so loudly and
@@ -20,7 +18,6 @@ fi
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/pqbench-k8s.XXXXXX")/run
 export RUN
 trap 'bash "$TOOL/stop.sh" >/dev/null 2>&1 || true; rm -rf "$(dirname "$RUN")"' EXIT
-read -r port eport pport <<<"${K8S_TEST_APISERVER_PORTS:-16443 12379 12380}"
-PORT=$port EPORT=$eport PPORT=$pport bash "$TOOL/start.sh"
+bash "$TOOL/start.sh"
 export KUBECONFIG="$RUN/kubeconfig"
 "$@"
