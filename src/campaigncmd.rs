@@ -22,39 +22,30 @@
 //! stops after the runs already complete (the run in progress is cut off) and says how to
 //! resume; the exit status is then 130.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use campaign::analysis::{self, Config};
-use campaign::design::{self, Assumptions, Plan, PlannedRun};
+use campaign::design::{self, Assumptions, Plan};
 use campaign::report::Header;
 use campaign::units::format_duration;
 use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use run::planner::Environment;
-use run::runspec::{KeyRef, Output, RunSpec, S3Target, StartGate, Telemetry, ready_key, start_key};
-use run::schedule::{self, Attempt, AttemptState, GivenUp, Observed, Policy};
+use run::runspec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
+use run::schedule::{self, Policy};
 use serde::Serialize;
 
-use worker::progress::{Progress, Unit};
-
+use crate::local::{FullDisk, GIVEN_UP, INTERRUPTED, Local, complete_runs, read_given_up};
 use crate::serverproc::local_or_embedded;
 
 const BUCKET: &str = "pqbench-campaign";
-
-/// POSIX SIGINT, the signal of a terminal's Ctrl-C.
-const SIGINT: i32 = 2;
-
-/// Set by the Ctrl-C (SIGINT) handler of `pqbench run`, or when a run's process ended by
-/// SIGINT.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Args, Debug)]
 pub(crate) struct PlanArgs {
@@ -485,16 +476,6 @@ fn local_cpus(m: &Manifest, embedded: bool) -> Result<run::planner::LocalCpus> {
     Ok(run::planner::LocalCpus { allowed, placement })
 }
 
-/// Whether a run directory holds every process's checksummed files.
-fn run_complete(run_dir: &Path, processes: u32) -> bool {
-    (0..processes).all(|i| {
-        run_dir
-            .join(format!("p{i}"))
-            .join(run::summary::files::CHECKSUMS)
-            .is_file()
-    })
-}
-
 pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let text = campaign::yaml::read_text(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
@@ -573,7 +554,6 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             server_cpus.as_deref(),
         )?;
         let env = Environment {
-            interleaves: true,
             s3: S3Target {
                 endpoint: endpoint.clone(),
                 region: a.region.clone(),
@@ -690,58 +670,6 @@ fn interrupted(file: &Path, plan: &Plan, runs_dir: &Path, processes: u32) -> Exi
     ExitCode::from(130)
 }
 
-/// The given-up runs of a campaign directory (`failed-runs.json`, the local counterpart of
-/// the operator's `failedRuns`).
-const GIVEN_UP: &str = "failed-runs.json";
-
-fn read_given_up(dir: &Path) -> Result<Vec<GivenUp>> {
-    let path = dir.join(GIVEN_UP);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a list of given-up runs; repair or delete it",
-                path.display()
-            )
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-fn write_given_up(dir: &Path, runs: &[GivenUp]) -> Result<()> {
-    let path = dir.join(GIVEN_UP);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(runs)? + "\n")
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// The runs of `plan` whose every process has its checksummed files.
-fn complete_runs(runs_dir: &Path, plan: &Plan, processes: u32) -> BTreeSet<String> {
-    plan.runs
-        .iter()
-        .filter(|r| run_complete(&runs_dir.join(&r.run_id), processes))
-        .map(|r| r.run_id.clone())
-        .collect()
-}
-
-/// The results directory's file system had no room left (what failed).
-#[derive(Debug)]
-struct FullDisk(String);
-
-impl std::fmt::Display for FullDisk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for FullDisk {}
-
-/// Whether the file system of `dir` has no room for a 64 KiB file: the error, if so.
-fn out_of_space(dir: &Path) -> Option<String> {
-    worker::output::no_room(dir).map(|e| format!("{}: {e}", dir.display()))
-}
-
 /// An error of the campaign, said as a full results disk when that is what it is: what to
 /// do, and that nothing is lost.
 fn explain_full_disk(e: anyhow::Error, dir: &Path, plan: &Plan, processes: u32) -> anyhow::Error {
@@ -764,494 +692,6 @@ fn explain_full_disk(e: anyhow::Error, dir: &Path, plan: &Plan, processes: u32) 
     )
 }
 
-/// Sleeps for `d` in short steps; false if Ctrl-C came meanwhile.
-fn wait_unless_interrupted(d: Duration) -> bool {
-    let until = std::time::Instant::now() + d;
-    while std::time::Instant::now() < until {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    !INTERRUPTED.load(Ordering::SeqCst)
-}
-
-fn unix_millis() -> u128 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis()
-}
-
-/// A campaign carried out on this machine: the I/O around [`schedule::decide`] (the run
-/// directories, `failed-runs.json`, one `pqbench run-spec` process per client process).
-struct Local<'a> {
-    dir: &'a Path,
-    runs_dir: &'a Path,
-    plan: &'a Plan,
-    manifest: &'a Manifest,
-    env: &'a Environment,
-    policy: &'a Policy,
-    /// Where each worker process gets its own `TMPDIR`.
-    scratch: &'a Path,
-}
-
-impl Local<'_> {
-    /// Decides and acts until every run is complete or given up, or Ctrl-C.
-    fn carry_out(&self, given_up: &mut Vec<GivenUp>) -> Result<()> {
-        let processes = self.manifest.spec.clients.processes;
-        let since = SystemTime::now();
-        let mut finished_since = 0;
-        let mut current: Option<(Attempt, AttemptState)> = None;
-        let bar = Progress::new(
-            "runs",
-            u64::try_from(self.plan.runs.len()).unwrap_or(u64::MAX),
-            Unit::Count,
-        );
-        loop {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            let complete = complete_runs(self.runs_dir, self.plan, processes);
-            let d = schedule::decide(
-                self.plan,
-                self.policy,
-                &Observed {
-                    now: SystemTime::now(),
-                    complete: &complete,
-                    given_up: given_up.as_slice(),
-                    current: current.as_ref().map(|(a, s)| (a, s)),
-                    since,
-                    finished_since,
-                },
-            );
-            if d.completed.is_some() {
-                finished_since += 1;
-            }
-            let (run_id, index, attempt) = match d.next {
-                schedule::Next::Done => return Ok(()),
-                schedule::Next::Wait => {
-                    bail!("internal: the schedule waits for an attempt that is not going")
-                }
-                schedule::Next::GiveUp(g) => {
-                    let aside = self.move_aside(&g.run_id)?;
-                    bar.line(&format!(
-                        "run {} failed {} attempt(s) ({}); given up, the campaign goes on without it{}",
-                        g.run_id,
-                        g.attempts,
-                        g.reason,
-                        aside
-                            .map(|p| format!(" (its files moved to {})", p.display()))
-                            .unwrap_or_default()
-                    ));
-                    given_up.push(g);
-                    write_given_up(self.dir, given_up)?;
-                    finished_since += 1;
-                    current = None;
-                    continue;
-                }
-                schedule::Next::Start { run_id, index } => {
-                    if let Some(aside) = self.move_aside(&run_id)? {
-                        bar.line(&format!(
-                            "run {run_id} was cut off; its files moved to {} and it runs again",
-                            aside.display()
-                        ));
-                    }
-                    (run_id, index, 1)
-                }
-                schedule::Next::Retry {
-                    run_id,
-                    index,
-                    attempt,
-                    why,
-                } => {
-                    let invalid = matches!(current, Some((_, AttemptState::Invalid(_))));
-                    let aside = if invalid {
-                        self.keep_attempt(&run_id, attempt - 1)?
-                    } else {
-                        self.move_aside(&run_id)?
-                    };
-                    let delay = schedule::retry_delay(attempt);
-                    bar.line(&format!(
-                        "run {run_id} attempt {} failed ({why}){}; attempt {attempt} of {} in {}",
-                        attempt - 1,
-                        aside
-                            .map(|p| format!("; its files moved to {}", p.display()))
-                            .unwrap_or_default(),
-                        self.policy.retries + 1,
-                        campaign::units::format_duration(delay)
-                    ));
-                    if !wait_unless_interrupted(delay) {
-                        return Ok(());
-                    }
-                    (run_id, index, attempt)
-                }
-            };
-            let r = &self.plan.runs[index as usize];
-            let eta = d
-                .progress
-                .eta
-                .map(|t| t.duration_since(SystemTime::now()).unwrap_or_default());
-            bar.set(
-                u64::from(d.progress.done),
-                &format!("done; next {} (block {})", r.run_id, r.block),
-                eta,
-            );
-            // Interleaved: the block's other runs still to do take their turns beside it.
-            let mates = self.block_mates(r, &complete, given_up);
-            let mut specs = run::planner::run_specs(self.manifest, self.plan, r, self.env)?;
-            for m in &mates {
-                if let Some(aside) = self.move_aside(&m.run_id)? {
-                    bar.line(&format!(
-                        "run {} was cut off; its files moved to {} and it runs again",
-                        m.run_id,
-                        aside.display()
-                    ));
-                }
-                specs.extend(run::planner::run_specs(
-                    self.manifest,
-                    self.plan,
-                    m,
-                    self.env,
-                )?);
-            }
-            let a = Attempt {
-                run_id,
-                index,
-                attempt,
-                started: SystemTime::now(),
-            };
-            let mut states = self.attempt(&specs, a.started)?;
-            // A results disk without room fails every attempt alike: stop instead of
-            // spending the retries (the caller says what to do).
-            if states.values().any(|s| !matches!(s, AttemptState::Going))
-                && let Some(detail) = out_of_space(self.dir)
-            {
-                bail!(FullDisk(detail));
-            }
-            let state = states.remove(&a.run_id).unwrap_or(AttemptState::Going);
-            for (mate, st) in states {
-                finished_since += self.settle_mate(&bar, &mate, st)?;
-            }
-            current = Some((a, state));
-        }
-    }
-
-    /// Keeps an invalid attempt's files as `attempts/<runId>/a<attempt>/` (never analysed,
-    /// never deleted; counted in the report's attempts table).
-    fn keep_attempt(&self, run_id: &str, attempt: u32) -> Result<Option<PathBuf>> {
-        let run_dir = self.runs_dir.join(run_id);
-        if !run_dir.exists() {
-            return Ok(None);
-        }
-        let kept = self
-            .dir
-            .join(ATTEMPTS)
-            .join(run_id)
-            .join(format!("a{attempt}"));
-        std::fs::create_dir_all(kept.parent().unwrap_or(self.dir))?;
-        if kept.exists() {
-            // A resumed campaign repeating an attempt number: keep both.
-            let alt = kept.with_file_name(format!("a{attempt}-{}", unix_millis()));
-            std::fs::rename(&run_dir, &alt)?;
-            return Ok(Some(alt));
-        }
-        std::fs::rename(&run_dir, &kept)
-            .with_context(|| format!("cannot move {} to {}", run_dir.display(), kept.display()))?;
-        Ok(Some(kept))
-    }
-
-    /// Moves what an earlier attempt of `run_id` left to `incomplete/` (never analysed, never
-    /// deleted); where it went, if there was anything.
-    fn move_aside(&self, run_id: &str) -> Result<Option<PathBuf>> {
-        let run_dir = self.runs_dir.join(run_id);
-        if !run_dir.exists() {
-            return Ok(None);
-        }
-        let aside = self
-            .dir
-            .join("incomplete")
-            .join(format!("{run_id}-{}", unix_millis()));
-        std::fs::create_dir_all(aside.parent().unwrap_or(self.dir))?;
-        std::fs::rename(&run_dir, &aside)
-            .with_context(|| format!("cannot move {} aside", run_dir.display()))?;
-        Ok(Some(aside))
-    }
-
-    /// The runs of `r`'s block still to do beside it, when the campaign interleaves its
-    /// arms: not complete, not given up.
-    fn block_mates(
-        &self,
-        r: &PlannedRun,
-        complete: &BTreeSet<String>,
-        given_up: &[GivenUp],
-    ) -> Vec<&PlannedRun> {
-        if self.manifest.spec.interleave.is_none() {
-            return Vec::new();
-        }
-        self.plan
-            .block_runs(r.block)
-            .filter(|o| o.run_id != r.run_id)
-            .filter(|o| !complete.contains(&o.run_id))
-            .filter(|o| given_up.iter().all(|g| g.run_id != o.run_id))
-            .collect()
-    }
-
-    /// What becomes of a run carried out beside the schedule's run (interleaved): kept if
-    /// complete and valid (1, a run finished), else its files are moved aside (an invalid
-    /// attempt's kept as `attempts/<runId>/a0` and counted) and the schedule starts it again
-    /// later (0), with its own attempts and retries, alone in its turns: this attempt is not
-    /// counted against `runRetries`.
-    fn settle_mate(&self, bar: &Progress, run_id: &str, st: AttemptState) -> Result<u32> {
-        let (aside, why) = match st {
-            AttemptState::Going => return Ok(1),
-            AttemptState::Invalid(why) => (self.keep_attempt(run_id, 0)?, why),
-            AttemptState::Ended(why) => (self.move_aside(run_id)?, why),
-        };
-        bar.line(&format!(
-            "run {run_id} (in its block's turns) failed ({why}){}; it runs again",
-            aside
-                .map(|p| format!("; its files moved to {}", p.display()))
-                .unwrap_or_default()
-        ));
-        Ok(0)
-    }
-
-    /// Carries out one attempt of one run, or (interleaved) of the runs of one block at
-    /// once: one fresh `pqbench run-spec` process per client process of each run, all behind
-    /// the start gates in the runs directory, which open together
-    /// [`schedule::LOCAL_START_LEAD`] after the last process is ready. Per run:
-    /// `Invalid(why)`: every file is there but the run failed validation; `Ended(why)`: the
-    /// attempt failed (a process could not carry it out, and the run's other processes are
-    /// stopped while the other runs go on; or the run deadline passed and every process was
-    /// stopped). `Going` stands for "complete and valid" (and for an interruption, which the
-    /// caller checks first). An error ([`FullDisk`]) when a process found the results
-    /// directory's file system full: no attempt can do better until space is freed.
-    fn attempt(
-        &self,
-        specs: &[RunSpec],
-        started: SystemTime,
-    ) -> Result<BTreeMap<String, AttemptState>> {
-        let exe = std::env::current_exe().context("own executable")?;
-        let mut runs: BTreeMap<String, u32> = BTreeMap::new();
-        for s in specs {
-            *runs.entry(s.run_id.clone()).or_default() += 1;
-        }
-        let of = |run_id: &str| {
-            if runs.len() > 1 {
-                format!(" of {run_id}")
-            } else {
-                String::new()
-            }
-        };
-        let mut children = Vec::new();
-        let mut tmpdirs = Vec::new();
-        for s in specs {
-            let mut s = s.clone();
-            s.start_gate = Some(StartGate::default());
-            let tmp = self
-                .scratch
-                .join(format!("{}-p{}", s.run_id, s.processes.index));
-            std::fs::create_dir_all(&tmp)
-                .with_context(|| format!("cannot create {}", tmp.display()))?;
-            tmpdirs.push(tmp.clone());
-            let mut child = Command::new(&exe)
-                .arg("run-spec")
-                .env("TMPDIR", &tmp)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .context("cannot start a worker process")?;
-            let mut stdin = child.stdin.take().context("worker stdin")?;
-            // A process stopped at once (Ctrl-C) closes the pipe: judged after its exit status.
-            let handed = stdin.write_all(serde_json::to_string(&s)?.as_bytes());
-            drop(stdin);
-            children.push(Child {
-                child,
-                handed,
-                status: None,
-                run_id: s.run_id,
-                index: s.processes.index,
-            });
-        }
-        let mut failed: BTreeMap<String, String> = BTreeMap::new();
-        let mut invalid: BTreeSet<String> = BTreeSet::new();
-        let mut no_space: Option<String> = None;
-        let mut gate_open = false;
-        while children.iter().any(|c| c.status.is_none()) {
-            std::thread::sleep(Duration::from_millis(100));
-            // Read before the processes are polled: a process still going at the poll was
-            // still going at `now`, so it is late only if `now` is past the deadline.
-            let now = SystemTime::now();
-            for c in &mut children {
-                if c.status.is_some() {
-                    continue;
-                }
-                let Some(status) = c.child.try_wait()? else {
-                    continue;
-                };
-                c.status = Some(status);
-                // SIGINT reaches the processes from the terminal, possibly before this
-                // process's handler has run: a process ended by it means an interruption.
-                if status.signal() == Some(SIGINT) || INTERRUPTED.load(Ordering::SeqCst) {
-                    INTERRUPTED.store(true, Ordering::SeqCst);
-                    continue;
-                }
-                let (i, run_id) = (c.index, &c.run_id);
-                if let Err(e) = &c.handed {
-                    failed.entry(run_id.clone()).or_insert(format!(
-                        "process {i}{} did not get its spec: {e}",
-                        of(run_id)
-                    ));
-                    continue;
-                }
-                match status.code() {
-                    Some(0) => {}
-                    Some(1) => {
-                        invalid.insert(run_id.clone());
-                    }
-                    Some(code) if code == i32::from(worker::process::Outcome::NoSpace.code()) => {
-                        no_space = Some(format!(
-                            "process {i}{} could not write its files",
-                            of(run_id)
-                        ));
-                        failed
-                            .entry(run_id.clone())
-                            .or_insert(format!("process {i}{}: the disk is full", of(run_id)));
-                    }
-                    _ => {
-                        failed.entry(run_id.clone()).or_insert(format!(
-                            "process {i}{} could not carry the run out ({status}; its messages are above)",
-                            of(run_id)
-                        ));
-                    }
-                }
-            }
-            let late = now
-                .duration_since(started)
-                .is_ok_and(|d| d > self.policy.run_deadline);
-            if late {
-                for c in children.iter().filter(|c| c.status.is_none()) {
-                    failed
-                        .entry(c.run_id.clone())
-                        .or_insert_with(|| self.policy.deadline_exceeded());
-                }
-            }
-            // A failed run's other processes would wait at the gate or measure alone: they
-            // are stopped; so is every process on an interruption.
-            let all = INTERRUPTED.load(Ordering::SeqCst);
-            for c in &mut children {
-                if c.status.is_none() && (all || failed.contains_key(&c.run_id)) {
-                    let _ = c.child.kill();
-                    c.status = Some(c.child.wait()?);
-                }
-            }
-            if all {
-                break;
-            }
-            if !gate_open {
-                let going: BTreeMap<String, u32> = runs
-                    .iter()
-                    .filter(|(r, _)| !failed.contains_key(*r))
-                    .map(|(r, n)| (r.clone(), *n))
-                    .collect();
-                gate_open = going.is_empty() || self.open_gates(&going)?;
-            }
-        }
-        for t in tmpdirs {
-            // What a process stopped with SIGKILL left behind.
-            let _ = std::fs::remove_dir_all(t);
-        }
-        if let Some(what) = no_space {
-            bail!(FullDisk(what));
-        }
-        let mut out = BTreeMap::new();
-        for (run_id, count) in runs {
-            let dir = self.runs_dir.join(&run_id);
-            let state = if INTERRUPTED.load(Ordering::SeqCst) {
-                AttemptState::Going
-            } else if let Some(w) = failed.remove(&run_id) {
-                AttemptState::Ended(w)
-            } else if !run_complete(&dir, count) {
-                AttemptState::Ended("the processes ended without every process's files".into())
-            } else if invalid.contains(&run_id) {
-                AttemptState::Invalid(failed_checks(&dir))
-            } else {
-                AttemptState::Going
-            };
-            out.insert(run_id, state);
-        }
-        Ok(out)
-    }
-
-    /// Writes one start instant for the runs once every process of every one of them is
-    /// ready ([`schedule::start_at`]), at the keys the engine's gate uses under the runs
-    /// directory; whether it is written.
-    fn open_gates(&self, runs: &BTreeMap<String, u32>) -> Result<bool> {
-        let processes: u32 = runs.values().sum();
-        let ready = runs
-            .iter()
-            .map(|(run_id, &n)| {
-                (0..n)
-                    .filter(|&i| self.runs_dir.join(ready_key("", run_id, i)).is_file())
-                    .count()
-            })
-            .sum::<usize>();
-        let Some(at) = schedule::start_at(
-            u32::try_from(ready).unwrap_or(0),
-            processes,
-            SystemTime::now(),
-            schedule::LOCAL_START_LEAD,
-        ) else {
-            return Ok(false);
-        };
-        let at = humantime::format_rfc3339_millis(at).to_string();
-        for run_id in runs.keys() {
-            let path = self.runs_dir.join(start_key("", run_id));
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, &at)
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-        Ok(true)
-    }
-}
-
-/// One `pqbench run-spec` process of an attempt.
-struct Child {
-    child: std::process::Child,
-    /// Whether it got its spec on stdin.
-    handed: std::io::Result<()>,
-    /// Its exit status, once it has ended (or been stopped).
-    status: Option<std::process::ExitStatus>,
-    /// The run it carries out, and its process index in that run.
-    run_id: String,
-    index: u32,
-}
-
-/// Where invalid attempts are kept in a campaign directory.
-const ATTEMPTS: &str = "attempts";
-
-/// The names of the failed checks of a run's processes (from their `summary.json`).
-fn failed_checks(run_dir: &Path) -> String {
-    let mut names = BTreeSet::new();
-    for p in std::fs::read_dir(run_dir).into_iter().flatten().flatten() {
-        let Some(s) = std::fs::read_to_string(p.path().join(run::summary::files::SUMMARY))
-            .ok()
-            .and_then(|t| serde_json::from_str::<run::summary::RunSummary>(&t).ok())
-        else {
-            continue;
-        };
-        names.extend(s.checks.into_iter().filter(|c| !c.passed).map(|c| c.name));
-    }
-    if names.is_empty() {
-        "failed validation".into()
-    } else {
-        names.into_iter().collect::<Vec<_>>().join(", ")
-    }
-}
-
 /// Validates and analyses a campaign directory; writes runs.csv, report.json, report.md
 /// and the plots; prints the verdict table.
 fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
@@ -1262,78 +702,6 @@ fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
         ..Header::default()
     };
     analyze_to(dir, &dir.join("runs"), &cfg, header, None, Some(plan))
-}
-
-/// The attempts of every planned run, from the campaign directory: the run's files in
-/// `runs/` (invalid when the collector excluded it), its invalid attempts kept in
-/// `attempts/<runId>/`, its failed or cut-off attempts in `incomplete/<runId>-*`, and for
-/// a run given up, `failed-runs.json` (an attempt whose processes could not carry the run
-/// out leaves no files, only its count there).
-fn run_attempts(
-    dir: &Path,
-    plan: &Plan,
-    collected: &run::rows::Collected,
-) -> Vec<analysis::RunAttempts> {
-    let count = |d: &Path| std::fs::read_dir(d).map_or(0, |e| e.flatten().count());
-    let incomplete: Vec<String> = std::fs::read_dir(dir.join("incomplete"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    let given_up = read_given_up(dir).unwrap_or_default();
-    plan.runs
-        .iter()
-        .map(|r| {
-            let given = given_up.iter().find(|g| g.run_id == r.run_id);
-            let final_there = dir.join("runs").join(&r.run_id).is_dir();
-            let final_invalid = collected
-                .excluded
-                .iter()
-                .any(|x| x.run_id.as_deref() == Some(r.run_id.as_str()));
-            let kept = count(&dir.join(ATTEMPTS).join(&r.run_id));
-            let failed = incomplete
-                .iter()
-                .filter(|n| {
-                    n.strip_prefix(r.run_id.as_str())
-                        .and_then(|rest| rest.strip_prefix('-'))
-                        .is_some_and(|ms| ms.chars().all(|c| c.is_ascii_digit()))
-                })
-                .count();
-            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-            // The kept attempts' failed checks, then the final run's when it is invalid.
-            let mut reasons: Vec<String> =
-                worker::collect::collect(&dir.join(ATTEMPTS).join(&r.run_id))
-                    .map(|c| c.excluded.into_iter().map(|e| e.reason).collect())
-                    .unwrap_or_default();
-            reasons.extend(
-                collected
-                    .excluded
-                    .iter()
-                    .filter(|x| x.run_id.as_deref() == Some(r.run_id.as_str()))
-                    .map(|x| x.reason.clone()),
-            );
-            let invalid = n(kept + usize::from(final_there && final_invalid));
-            let mut attempts = n(kept + failed + usize::from(final_there));
-            let mut failed = n(failed);
-            if let Some(g) = given {
-                // Attempts that left no files still count: they failed.
-                let unseen = g.attempts.saturating_sub(attempts);
-                attempts += unseen;
-                failed += unseen;
-                reasons.push(format!("given up: {}", g.reason));
-            }
-            analysis::RunAttempts {
-                run_id: r.run_id.clone(),
-                cell: r.cell.clone(),
-                arm: r.arm.clone(),
-                attempts,
-                invalid,
-                failed,
-                reasons,
-            }
-        })
-        .collect()
 }
 
 fn analyze_to(
@@ -1354,7 +722,10 @@ fn analyze_to(
     }
     header.excluded = collected.excluded_runs();
     let attempts = plan
-        .map(|p| run_attempts(out, p, &collected))
+        .map(|p| {
+            let given_up = read_given_up(out).unwrap_or_default();
+            worker::attempts::run_attempts(out, p, &collected, &given_up)
+        })
         .unwrap_or_default();
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;

@@ -6,6 +6,7 @@ mod campaigncmd;
 mod cli;
 mod dirstore;
 mod envcmd;
+mod local;
 mod runcmd;
 mod s3cmd;
 mod serverproc;

@@ -166,6 +166,22 @@ pub struct CurrentRun {
     /// The start instant written to the results bucket once every pod was ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<String>,
+    /// The block's runs carried out beside it, in their own turns (`interleave`), behind
+    /// the same start instant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mates: Vec<MateRun>,
+}
+
+/// A run of the current run's block carried out beside it (interleaved).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MateRun {
+    /// Run id from the plan.
+    pub run_id: String,
+    /// Position of the run in the plan, from 0.
+    pub index: u32,
+    /// Name of its Job.
+    pub job: String,
 }
 
 /// Progress through the plan.

@@ -176,7 +176,6 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
     };
     run::planner::Environment {
         cpus: None,
-        interleaves: false,
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,
@@ -271,6 +270,7 @@ pub fn analysis_spec(m: &Manifest, owner: &Owner) -> run::verdicts::AnalysisSpec
         campaign: m.clone(),
         s3: env.s3,
         results: env.output,
+        given_up: Vec::new(),
     }
 }
 
@@ -306,11 +306,12 @@ mod tests {
         );
         assert!(s.start_gate.is_some());
         assert!(s.start_at.is_none());
-        // The operator runs a block's runs one after another: no turns, each run its own
-        // windows, though the quick campaign interleaves on one machine.
-        assert!(m.spec.interleave.is_some());
-        assert_eq!(s.turns, None);
-        assert_eq!((s.warmup, s.measured), (m.spec.warmup, m.spec.measured));
+        // The quick campaign interleaves: the run takes its turn among its block's three
+        // arms, as `pqbench run` has it, its windows stretched by the arms.
+        let i = m.spec.interleave.unwrap();
+        let t = s.turns.unwrap();
+        assert_eq!((t.slice, t.of, t.turn), (i.slice, 3, plan.runs[0].position));
+        assert_eq!(s.measured.0, m.spec.measured.0 * 3);
         assert_eq!(s.run_id, plan.runs[0].run_id);
         assert_eq!(s.processes.count, m.spec.clients.processes);
         assert_eq!(

@@ -289,6 +289,33 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         }
         _ => JobState::NotLooked,
     };
+    let mut mate_jobs = std::collections::BTreeMap::new();
+    if let (Some(cur), Phase::Running) = (&status.current, phase) {
+        for m in &cur.mates {
+            mate_jobs.insert(
+                m.job.clone(),
+                observe_job(ctx, &owner.namespace, &m.job).await?,
+            );
+        }
+    }
+    // Whether the current attempt's complete runs are valid (their summaries, bounded).
+    let bucket = match (bucket, &status.current, &store) {
+        (Ok(mut view), Some(cur), Ok(s)) => {
+            let runs = std::iter::once(&cur.run_id).chain(cur.mates.iter().map(|m| &m.run_id));
+            let mut failed = None;
+            for run_id in runs.filter(|r| view.completed.contains(*r)) {
+                match s.invalid(run_id, m.spec.clients.processes).await {
+                    Ok(Some(why)) => {
+                        view.invalid.insert(run_id.clone(), why);
+                    }
+                    Ok(None) => {}
+                    Err(e) => failed = Some(e.to_string()),
+                }
+            }
+            failed.map_or(Ok(view), Err)
+        }
+        (b, _, _) => b,
+    };
     let outcome = match (phase, &store) {
         (Phase::Analyzing, Ok(s)) => s.outcome().await.transpose(),
         (Phase::Analyzing, Err(e)) => Some(Err(e.to_string())),
@@ -307,6 +334,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         server_bucket,
         bucket,
         job,
+        mate_jobs,
         outcome,
         invalid,
     };
@@ -465,21 +493,33 @@ async fn act(
                     .await?;
             }
         }
-        Action::StartJob { index, attempt } => {
-            let name = step::job_name(&plan.campaign, index, attempt);
+        Action::StartJob {
+            index,
+            attempt,
+            name,
+            turns_with,
+        } => {
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
             if jobs.get_opt(&name).await?.is_none() {
                 let spec = deploy::run_spec(m, plan, index, owner)?;
-                let cleared = store()?.clear_run(&spec.run_id).await?;
-                if cleared > 0 {
-                    info!(run = %spec.run_id, objects = cleared, "cleared an earlier attempt's objects");
+                // What a cut-off attempt left is kept aside, never deleted.
+                let moved = store()?.set_aside(&spec.run_id).await?;
+                if moved > 0 {
+                    info!(run = %spec.run_id, files = moved, "set an earlier attempt's files aside");
                 }
                 let key_types = deploy::key_types(plan);
                 let deadline = step::run_deadline(&c.spec.campaign);
                 let (pods, placement) =
                     deploy::worker_pods(&ctx.config.worker_image, c, owner, &key_types, deadline)?;
-                let job =
-                    resources::worker_job(owner, &name, &spec, attempt, index, &pods, placement)?;
+                let job = resources::worker_job(
+                    owner,
+                    &name,
+                    &spec,
+                    attempt,
+                    index,
+                    &pods,
+                    placement.beside(turns_with.as_deref()),
+                )?;
                 jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
             }
         }
@@ -488,12 +528,30 @@ async fn act(
             delete_if_present(&jobs, &name).await?;
         }
         Action::OpenGate { run_id, at } => store()?.open_gate(&run_id, &at).await?,
+        Action::KeepAttempt { run_id, attempt } => {
+            let moved = store()?.keep_attempt(&run_id, attempt).await?;
+            info!(run = %run_id, attempt, files = moved, "kept an invalid attempt's files");
+        }
+        Action::SetAside { run_id } => {
+            let moved = store()?.set_aside(&run_id).await?;
+            info!(run = %run_id, files = moved, "set a failed attempt's files aside");
+        }
         Action::StartAnalysis => {
             let name = step::analysis_job_name(&plan.campaign);
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
             if jobs.get_opt(&name).await?.is_none() {
                 store()?.clear_outcome().await?;
-                let spec = deploy::analysis_spec(m, owner);
+                let mut spec = deploy::analysis_spec(m, owner);
+                spec.given_up = c
+                    .status
+                    .iter()
+                    .flat_map(|s| &s.failed_runs)
+                    .map(|r| run::schedule::GivenUp {
+                        run_id: r.run_id.clone(),
+                        attempts: r.attempts,
+                        reason: r.reason.clone(),
+                    })
+                    .collect();
                 let deadline = step::analysis_deadline(&c.spec.campaign);
                 let (pods, placement) =
                     deploy::worker_pods(&ctx.config.worker_image, c, owner, &[], deadline)?;

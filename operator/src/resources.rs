@@ -15,10 +15,10 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
-    LocalObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext,
-    PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, Secret,
-    SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Toleration, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    LocalObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodAffinityTerm,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
+    Secret, SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
+    Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -181,7 +181,15 @@ pub struct Placement {
     pub tolerations: Vec<Toleration>,
     /// Affinity.
     pub affinity: Option<Affinity>,
+    /// The lead Job of an interleaved attempt whose pods these share nodes with
+    /// ([`Placement::beside`]).
+    pub turns_with: Option<String>,
 }
+
+/// The label of an interleaved attempt's pods: the name of its lead Job.
+pub const TURNS_LABEL: &str = "pqbench.io/turns-with";
+/// The label the Job controller puts on an Indexed Job's pods.
+pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
 impl Placement {
     /// Converts the campaign's plain-data placement; `field` names it in errors.
@@ -210,7 +218,40 @@ impl Placement {
             node_selector: cluster::node_selector(node_selector, node_group),
             tolerations,
             affinity,
+            turns_with: None,
         })
+    }
+
+    /// The placement of an interleaved attempt's pods (`lead`: its lead Job's name): on top
+    /// of the campaign's, process `i` of every run in the attempt goes to the node of
+    /// process `i` of the others (a required pod affinity on [`TURNS_LABEL`] with
+    /// `matchLabelKeys` on the completion index, by hostname), so the arms of a block take
+    /// their turns on the same machine and against the same server. The first pod of a
+    /// group may go anywhere the campaign allows (the self-affinity rule); the rest follow
+    /// it. Under the static CPU manager each pod still gets whole CPUs of its own: the arms
+    /// share the node, its memory and its network, not a core.
+    pub fn beside(mut self, lead: Option<&str>) -> Self {
+        let Some(lead) = lead else {
+            return self;
+        };
+        let term = PodAffinityTerm {
+            label_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(TURNS_LABEL.to_owned(), lead.to_owned())])),
+                ..LabelSelector::default()
+            }),
+            match_label_keys: Some(vec![COMPLETION_INDEX_LABEL.to_owned()]),
+            topology_key: "kubernetes.io/hostname".to_owned(),
+            ..PodAffinityTerm::default()
+        };
+        let mut affinity = self.affinity.take().unwrap_or_default();
+        let mut pod = affinity.pod_affinity.take().unwrap_or_default();
+        pod.required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .push(term);
+        affinity.pod_affinity = Some(pod);
+        self.affinity = Some(affinity);
+        self.turns_with = Some(lead.to_owned());
+        self
     }
 }
 
@@ -600,6 +641,9 @@ pub fn worker_job(
     labels_.insert(ATTEMPT_LABEL.to_owned(), attempt.to_string());
     let mut meta = owner.meta(name.to_owned(), "worker");
     meta.labels = Some(labels_.clone());
+    if let Some(lead) = &placement.turns_with {
+        labels_.insert(TURNS_LABEL.to_owned(), lead.clone());
+    }
     meta.annotations = Some(BTreeMap::from([(
         RUN_ID_ANNOTATION.to_owned(),
         spec.run_id.clone(),
@@ -948,6 +992,61 @@ pub(crate) mod tests {
         let g = guaranteed(None, 2);
         assert_eq!(g.limits["memory"].0, GUARANTEED_MEMORY);
         assert_eq!(g.requests["cpu"].0, "2");
+    }
+
+    #[test]
+    fn an_interleaved_attempt_s_pods_share_a_node_per_process_index() {
+        let spec = quick_spec();
+        let pods = WorkerPods {
+            image: "worker:1",
+            processes: 2,
+            resources: None,
+            image_pull_secrets: &[],
+            server_credentials: None,
+            results_credentials: None,
+            service_account_name: None,
+            key_types: &[],
+            active_deadline_seconds: 600,
+            cpus: None,
+        };
+        // The campaign's own affinity is kept beside the block's.
+        let user = serde_json::json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}});
+        let clients = Placement::new("clients", None, &[], Some(&user), "spec.clients.affinity")
+            .unwrap()
+            .beside(Some("quick-r0000-a1"));
+        let job = worker_job(&owner(), "quick-r0001-w0000a1", &spec, 0, 1, &pods, clients).unwrap();
+        let t = job.spec.unwrap().template;
+        assert_eq!(
+            t.metadata.unwrap().labels.unwrap().get(TURNS_LABEL),
+            Some(&"quick-r0000-a1".to_owned())
+        );
+        let aff = t.spec.unwrap().affinity.unwrap();
+        assert!(aff.node_affinity.is_some());
+        let terms = aff
+            .pod_affinity
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .unwrap();
+        assert_eq!(terms.len(), 1);
+        assert_eq!(terms[0].topology_key, "kubernetes.io/hostname");
+        assert_eq!(
+            terms[0].match_label_keys.as_deref(),
+            Some(&[COMPLETION_INDEX_LABEL.to_owned()][..])
+        );
+        assert_eq!(
+            terms[0]
+                .label_selector
+                .as_ref()
+                .and_then(|l| l.match_labels.as_ref())
+                .and_then(|l| l.get(TURNS_LABEL)),
+            Some(&"quick-r0000-a1".to_owned())
+        );
+        // A run alone: no block placement.
+        let alone = Placement::new("clients", None, &[], None, "spec.clients.affinity")
+            .unwrap()
+            .beside(None);
+        assert!(alone.affinity.is_none() && alone.turns_with.is_none());
     }
 
     #[test]

@@ -5,11 +5,22 @@
 //! (`run::runspec::{ready_key, start_key}`, `worker::output`):
 //! `<prefix><runId>/p<index>/<file>`.
 
+use run::schedule::kept;
 use run::summary::files;
 use run::verdicts::{AnalysisOutcome, OUTCOME};
 use s3::{ResultsBucket, S3Settings};
 
 use crate::Result;
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis()
+}
+
+/// The largest `summary.json` the operator reads (a summary is a few KiB).
+pub const SUMMARY_LIMIT: usize = 1 << 20;
 use crate::step::BucketView;
 
 /// The view of the bucket from its keys under the campaign prefix (pure).
@@ -84,9 +95,85 @@ impl ResultsStore {
         Ok(self.bucket.create_bucket().await?)
     }
 
-    /// Deletes everything under a run's prefix (what a failed attempt left).
-    pub async fn clear_run(&self, run_id: &str) -> Result<usize> {
-        Ok(self.bucket.delete_under(&format!("{run_id}/")).await?)
+    /// Whether a complete run failed validation: the failed checks of its processes'
+    /// `summary.json` (each read only up to [`SUMMARY_LIMIT`]), `None` when every process
+    /// says valid. A summary that cannot be read or parsed counts as invalid, saying so.
+    pub async fn invalid(&self, run_id: &str, processes: u32) -> Result<Option<String>> {
+        let mut failed = std::collections::BTreeSet::new();
+        for i in 0..processes {
+            let key = format!("{}{run_id}/p{i}/{}", self.bucket.prefix(), files::SUMMARY);
+            let summary = match self.bucket.get(&key).await? {
+                Some(b) if b.len() <= SUMMARY_LIMIT => {
+                    serde_json::from_slice::<run::summary::RunSummary>(&b).ok()
+                }
+                _ => None,
+            };
+            match summary {
+                Some(s) if s.valid => {}
+                Some(s) => {
+                    failed.extend(s.checks.into_iter().filter(|c| !c.passed).map(|c| c.name))
+                }
+                None => {
+                    failed.insert(format!("p{i}/{} unreadable", files::SUMMARY));
+                }
+            }
+        }
+        Ok((!failed.is_empty()).then(|| failed.into_iter().collect::<Vec<_>>().join(", ")))
+    }
+
+    /// Moves a run's files (`<runId>/p<i>/<file>`) to `<to>p<i>/<file>` under the
+    /// campaign prefix: each object copied, read back and compared, then deleted; its
+    /// control objects (ready markers, start instant) are deleted. How many files moved.
+    pub async fn move_run(&self, run_id: &str, to: &str) -> Result<usize> {
+        let prefix = self.bucket.prefix().to_owned();
+        let mut moved = 0;
+        for key in self.bucket.keys(&format!("{run_id}/")).await? {
+            let Some(rest) = key
+                .strip_prefix(&prefix)
+                .and_then(|r| r.strip_prefix(run_id))
+                .and_then(|r| r.strip_prefix('/'))
+            else {
+                continue;
+            };
+            let is_file = matches!(
+                rest.split('/').collect::<Vec<_>>()[..],
+                [p, _] if files::process_index(p).is_some()
+            );
+            if is_file {
+                let Some(body) = self.bucket.get(&key).await? else {
+                    continue;
+                };
+                let dest = format!("{prefix}{to}{rest}");
+                self.bucket.put(&dest, body.clone()).await?;
+                let back = self.bucket.get(&dest).await?;
+                if back.as_deref() != Some(body.as_slice()) {
+                    return Err(crate::Error::ResultsUnavailable(format!(
+                        "the copy of {key} at {dest} does not read back the same; the original is kept"
+                    )));
+                }
+                moved += 1;
+            }
+            self.bucket.delete(&key).await?;
+        }
+        Ok(moved)
+    }
+
+    /// Keeps an invalid attempt: [`Self::move_run`] to `attempts/<runId>/a<attempt>/`.
+    /// An attempt number kept before (a mate invalid twice, a resumed campaign) is kept
+    /// beside it as `a<attempt>-<unix ms>`.
+    pub async fn keep_attempt(&self, run_id: &str, attempt: u32) -> Result<usize> {
+        let mut to = format!("{}/{run_id}/a{attempt}/", kept::ATTEMPTS);
+        if !self.bucket.keys(&to).await?.is_empty() {
+            to = format!("{}/{run_id}/a{attempt}-{}/", kept::ATTEMPTS, unix_ms());
+        }
+        self.move_run(run_id, &to).await
+    }
+
+    /// Sets a failed or cut-off attempt aside: [`Self::move_run`] to
+    /// `incomplete/<runId>-<unix ms>/` (when it left any file).
+    pub async fn set_aside(&self, run_id: &str) -> Result<usize> {
+        let to = format!("{}/{run_id}-{}/", kept::INCOMPLETE, unix_ms());
+        self.move_run(run_id, &to).await
     }
 
     /// Writes a run's start instant (the start gate).

@@ -37,7 +37,7 @@ use run::schedule::{self, Attempt, AttemptState, GivenUp, Next, Observed, Policy
 use run::verdicts::{AnalysisOutcome, LeftOut};
 
 use crate::api::{
-    CampaignStatus, CurrentRun, FailedRun, Phase, Progress, ResultsLocation, VerdictRow,
+    CampaignStatus, CurrentRun, FailedRun, MateRun, Phase, Progress, ResultsLocation, VerdictRow,
 };
 
 pub use run::schedule::START_LEAD;
@@ -53,6 +53,9 @@ pub struct BucketView {
     pub ready: BTreeMap<String, u32>,
     /// Runs whose start instant is written.
     pub started: BTreeSet<String>,
+    /// Complete runs of the current attempt that failed validation, with the failed checks
+    /// (read from their processes' `summary.json`, bounded).
+    pub invalid: BTreeMap<String, String>,
 }
 
 /// The state of the current attempt's Job.
@@ -98,6 +101,8 @@ pub struct Facts<'a> {
     pub bucket: Result<BucketView, String>,
     /// The current attempt's Job (Running), or the analysis Job (Analyzing).
     pub job: JobState,
+    /// The Jobs of the current attempt's mates, by Job name (Running, interleaved).
+    pub mate_jobs: BTreeMap<String, JobState>,
     /// The analysis Job's outcome in the results bucket (Analyzing; `None` elsewhere or
     /// when there is none yet); `Err` when it cannot be read.
     pub outcome: Option<Result<AnalysisOutcome, String>>,
@@ -130,8 +135,27 @@ pub enum Action {
     StartJob {
         /// Plan index of the run.
         index: u32,
-        /// Attempt, from 1.
+        /// Attempt, from 1 (0 for a mate).
         attempt: u32,
+        /// The Job's name.
+        name: String,
+        /// The attempt's lead Job, whose pods this Job's pods share nodes with (one node
+        /// per process index), when the attempt is interleaved.
+        turns_with: Option<String>,
+    },
+    /// Keep an invalid attempt's objects: move them (copy, verify, delete) from
+    /// `<runId>/p*/` to `attempts/<runId>/a<attempt>/p*/`.
+    KeepAttempt {
+        /// Run id.
+        run_id: String,
+        /// The attempt kept (0 for a mate's).
+        attempt: u32,
+    },
+    /// Move what a failed or cut-off attempt left under `<runId>/p*/` to
+    /// `incomplete/<runId>-<unix ms>/p*/` (copy, verify, delete).
+    SetAside {
+        /// Run id.
+        run_id: String,
     },
     /// Delete a Job and its pods.
     DeleteJob {
@@ -200,6 +224,25 @@ fn child_name(campaign: &str, suffix: &str) -> String {
 /// shortened so that the name stays within 63 characters).
 pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
     child_name(campaign, &format!("-r{index:04}-a{attempt}"))
+}
+
+/// The plan index of a run (0 when it is not in the plan).
+fn g_index(plan: &Plan, run_id: &str) -> u32 {
+    plan.runs
+        .iter()
+        .find(|r| r.run_id == run_id)
+        .map_or(0, |r| r.index)
+}
+
+/// The block of the run at plan index `index`.
+fn block_of(plan: &Plan, index: u32) -> u32 {
+    plan.runs.get(index as usize).map_or(0, |r| r.block)
+}
+
+/// The name of a mate's Job beside the lead run `lead` (plan index) in its attempt
+/// `attempt`: `<campaign>-r<index>-w<lead>a<attempt>` (within 63 characters).
+pub fn mate_job_name(campaign: &str, index: u32, lead: u32, attempt: u32) -> String {
+    child_name(campaign, &format!("-r{index:04}-w{lead:04}a{attempt}"))
 }
 
 /// The name of the analysis Job: `<campaign>-analysis` (within 63 characters).
@@ -572,11 +615,11 @@ impl Step<'_, '_> {
                 &f.plan.prereg_hash[..f.plan.prereg_hash.len().min(16)],
                 f.plan.runs.len(),
                 f.plan.blocks,
-                if f.spec.interleave.is_some() {
-                    "; spec.interleave is for `pqbench run`: here the runs of each block run one after another"
-                } else {
-                    ""
-                }
+                f.spec.interleave.map_or_else(String::new, |i| format!(
+                    "; the arms of each block run at once in {} turns, the pods of its runs on one \
+                     node per process index",
+                    campaign::units::format_duration(i.slice.0)
+                ))
             ),
         );
         self.warn_underpowered();
@@ -713,25 +756,52 @@ impl Step<'_, '_> {
                 reason: r.reason.clone(),
             })
             .collect();
-        let attempt = self.st.current.as_ref().map(|c| {
-            let state = match &f.job {
-                JobState::Failed(why) => {
-                    AttemptState::Ended(format!("Job {} failed: {why}", c.job))
+        // What became of a run of the current attempt, from its Job and the bucket.
+        let state_of = |run_id: &str, job: &str, js: &JobState| {
+            if let Some(why) = b.invalid.get(run_id)
+                && b.completed.contains(run_id)
+            {
+                return AttemptState::Invalid(why.clone());
+            }
+            match js {
+                JobState::Failed(why) if !b.completed.contains(run_id) => {
+                    AttemptState::Ended(format!("Job {job} failed: {why}"))
                 }
-                JobState::Succeeded => AttemptState::Ended(format!(
-                    "Job {} succeeded but not every process's files are in the results bucket",
-                    c.job
-                )),
+                JobState::Succeeded if !b.completed.contains(run_id) => {
+                    AttemptState::Ended(format!(
+                        "Job {job} succeeded but not every process's files are in the results bucket"
+                    ))
+                }
                 _ => AttemptState::Going,
-            };
+            }
+        };
+        let attempt = self.st.current.as_ref().map(|c| {
             let a = Attempt {
                 run_id: c.run_id.clone(),
                 index: c.index,
                 attempt: c.attempt,
                 started: parse_time(Some(&c.created_at)).unwrap_or(f.now),
+                mates: c
+                    .mates
+                    .iter()
+                    .map(|m| schedule::Mate {
+                        run_id: m.run_id.clone(),
+                        index: m.index,
+                    })
+                    .collect(),
             };
-            (a, state)
+            (a, state_of(&c.run_id, &c.job, &f.job))
         });
+        let mate_states: BTreeMap<String, AttemptState> = self
+            .st
+            .current
+            .iter()
+            .flat_map(|c| &c.mates)
+            .map(|m| {
+                let js = f.mate_jobs.get(&m.job).unwrap_or(&JobState::NotLooked);
+                (m.run_id.clone(), state_of(&m.run_id, &m.job, js))
+            })
+            .collect();
         // Every run settled in this phase was settled by this campaign's Running phase.
         let settled = schedule::settled(f.plan, &b.completed, &given_up);
         let d = schedule::decide(
@@ -742,20 +812,67 @@ impl Step<'_, '_> {
                 complete: &b.completed,
                 given_up: &given_up,
                 current: attempt.as_ref().map(|(a, s)| (a, s)),
+                mates: &mate_states,
                 since: self.since(),
                 finished_since: settled,
             },
         );
-        if let (Some(run_id), Some(cur)) = (&d.completed, self.st.current.clone()) {
-            self.event(
-                false,
-                Reason::RunCompleted,
-                format!(
-                    "run {run_id} (attempt {}) has its files in the results bucket",
+        let lead_state = attempt.map(|(_, s)| s);
+        if let Some(cur) = self.st.current.clone() {
+            for run_id in &d.completed {
+                let attempt = if *run_id == cur.run_id {
                     cur.attempt
-                ),
-            );
-            self.st.current = None;
+                } else {
+                    0
+                };
+                let beside = if attempt == 0 {
+                    format!(" (beside run {})", cur.run_id)
+                } else {
+                    format!(" (attempt {attempt})")
+                };
+                self.event(
+                    false,
+                    Reason::RunCompleted,
+                    format!("run {run_id}{beside} has its files in the results bucket"),
+                );
+            }
+            for m in &d.mates {
+                let job = cur
+                    .mates
+                    .iter()
+                    .find(|x| x.run_id == m.run_id)
+                    .map(|x| x.job.clone());
+                let why = match &m.fate {
+                    schedule::MateFate::Complete => continue,
+                    schedule::MateFate::Invalid(why) => {
+                        self.actions.push(Action::KeepAttempt {
+                            run_id: m.run_id.clone(),
+                            attempt: 0,
+                        });
+                        format!("invalid: {why}; its objects kept as attempt a0")
+                    }
+                    schedule::MateFate::Failed(why) => {
+                        self.actions.push(Action::SetAside {
+                            run_id: m.run_id.clone(),
+                        });
+                        why.clone()
+                    }
+                };
+                if let Some(name) = job {
+                    self.actions.push(Action::DeleteJob { name });
+                }
+                self.event(
+                    true,
+                    Reason::RunRetried,
+                    format!(
+                        "run {} (in the turns of run {}) failed ({why}); it runs again",
+                        m.run_id, cur.run_id
+                    ),
+                );
+            }
+            if !d.completed.is_empty() || !d.mates.is_empty() {
+                self.st.current = None;
+            }
         }
         let processes = f.spec.clients.processes;
         match d.next {
@@ -777,21 +894,37 @@ impl Step<'_, '_> {
                 self.st.message = Some("analysing".into());
                 self.analyzing();
             }
-            Next::Start { run_id, index } => {
-                let c = CurrentRun {
-                    run_id,
-                    index,
-                    attempt: 1,
-                    job: job_name(&f.plan.campaign, index, 1),
-                    created_at: rfc3339(f.now),
-                    start_at: None,
+            Next::Start {
+                run_id,
+                index,
+                mates,
+            } => {
+                let c = self.attempt_of(run_id, index, 1, &mates, f.now);
+                let with = if c.mates.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", in turns with {} ({})",
+                        c.mates
+                            .iter()
+                            .map(|m| m.run_id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        c.mates
+                            .iter()
+                            .map(|m| m.job.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 };
-                self.actions.push(Action::StartJob { index, attempt: 1 });
+                // What a cut-off attempt of these runs left is set aside before their Jobs
+                // are made (once: a Job that exists is not made again).
+                self.start_jobs(&c);
                 self.event(
                     false,
                     Reason::RunStarted,
                     format!(
-                        "run {} ({}/{}) in Job {}",
+                        "run {} ({}/{}) in Job {}{with}",
                         c.run_id,
                         index + 1,
                         f.plan.runs.len(),
@@ -808,12 +941,22 @@ impl Step<'_, '_> {
                 index,
                 attempt,
                 why,
+                mates,
             } => {
-                if let Some(cur) = &self.st.current {
-                    self.actions.push(Action::DeleteJob {
-                        name: cur.job.clone(),
+                // An invalid attempt's objects are kept; a failed one's set aside.
+                if matches!(lead_state, Some(AttemptState::Invalid(_))) {
+                    self.actions.push(Action::KeepAttempt {
+                        run_id: run_id.clone(),
+                        attempt: attempt - 1,
+                    });
+                } else {
+                    self.actions.push(Action::SetAside {
+                        run_id: run_id.clone(),
                     });
                 }
+                self.actions.push(Action::DeleteJob {
+                    name: job_name(&f.plan.campaign, index, attempt - 1),
+                });
                 self.event(
                     true,
                     Reason::RunRetried,
@@ -823,17 +966,10 @@ impl Step<'_, '_> {
                         policy.retries + 1
                     ),
                 );
-                // The next attempt's Job is made once the backoff has passed (`Next::Wait`
-                // below); its deadline counts from then.
+                // The next attempt's Jobs are made once the backoff has passed
+                // (`Next::Wait` below); its deadline counts from then.
                 let delay = schedule::retry_delay(attempt);
-                let c = CurrentRun {
-                    run_id,
-                    index,
-                    attempt,
-                    job: job_name(&f.plan.campaign, index, attempt),
-                    created_at: rfc3339(f.now + delay),
-                    start_at: None,
-                };
+                let c = self.attempt_of(run_id, index, attempt, &mates, f.now + delay);
                 self.st.message = Some(format!(
                     "run {} attempt {attempt} starts in {}",
                     c.run_id,
@@ -844,11 +980,12 @@ impl Step<'_, '_> {
                 self.requeue(delay);
             }
             Next::GiveUp(g) => {
-                if let Some(cur) = &self.st.current {
-                    self.actions.push(Action::DeleteJob {
-                        name: cur.job.clone(),
-                    });
-                }
+                self.actions.push(Action::DeleteJob {
+                    name: job_name(&f.plan.campaign, g_index(f.plan, &g.run_id), g.attempts),
+                });
+                self.actions.push(Action::SetAside {
+                    run_id: g.run_id.clone(),
+                });
                 let reason = format!(
                     "{} (attempt {} of {})",
                     g.reason,
@@ -888,35 +1025,104 @@ impl Step<'_, '_> {
                     self.requeue(due.duration_since(f.now).unwrap_or_default());
                     return;
                 }
-                if f.job == JobState::Absent {
+                if f.job == JobState::Absent
+                    || cur
+                        .mates
+                        .iter()
+                        .any(|m| f.mate_jobs.get(&m.job) == Some(&JobState::Absent))
+                {
                     // Not made yet (a retry after its backoff), deleted behind our back, or
-                    // the create did not happen: apply it.
-                    self.actions.push(Action::StartJob {
-                        index: cur.index,
-                        attempt: cur.attempt,
-                    });
+                    // the create did not happen: apply them (a Job that exists is kept).
+                    self.start_jobs(&cur);
                 }
-                let ready = b.ready.get(&cur.run_id).copied().unwrap_or(0);
-                if !b.started.contains(&cur.run_id)
-                    && let Some(t) = schedule::start_at(ready, processes, f.now, START_LEAD)
+                // One start instant for every run of the attempt, once every pod of every
+                // one of them is ready.
+                let runs: Vec<&str> = std::iter::once(cur.run_id.as_str())
+                    .chain(cur.mates.iter().map(|m| m.run_id.as_str()))
+                    .collect();
+                let expected = processes * u32::try_from(runs.len()).unwrap_or(1);
+                let ready: u32 = runs
+                    .iter()
+                    .map(|r| b.ready.get(*r).copied().unwrap_or(0))
+                    .sum();
+                if !runs.iter().all(|r| b.started.contains(*r))
+                    && let Some(t) = schedule::start_at(ready, expected, f.now, START_LEAD)
                 {
                     let at = rfc3339(t);
-                    self.actions.push(Action::OpenGate {
-                        run_id: cur.run_id.clone(),
-                        at: at.clone(),
-                    });
+                    for r in &runs {
+                        self.actions.push(Action::OpenGate {
+                            run_id: (*r).to_owned(),
+                            at: at.clone(),
+                        });
+                    }
                     cur.start_at = Some(at);
                 }
+                let what = if cur.mates.is_empty() {
+                    format!("run {}", cur.run_id)
+                } else {
+                    format!(
+                        "block {} (run {} and {} mates)",
+                        block_of(f.plan, cur.index),
+                        cur.run_id,
+                        cur.mates.len()
+                    )
+                };
                 self.st.message = Some(match (&cur.start_at, ready) {
-                    (Some(at), _) => format!("run {} measuring (started {at})", cur.run_id),
-                    (None, r) => {
-                        format!("run {} preparing: {r}/{processes} pods ready", cur.run_id)
-                    }
+                    (Some(at), _) => format!("{what} measuring (started {at})"),
+                    (None, r) => format!("{what} preparing: {r}/{expected} pods ready"),
                 });
                 self.progress(d.progress, Some(&cur));
                 self.st.current = Some(cur);
                 self.requeue(Duration::from_secs(2));
             }
+        }
+    }
+
+    /// The record of an attempt of run `index` and its mates, due at `at`.
+    fn attempt_of(
+        &self,
+        run_id: String,
+        index: u32,
+        attempt: u32,
+        mates: &[schedule::Mate],
+        at: SystemTime,
+    ) -> CurrentRun {
+        let campaign = &self.f.plan.campaign;
+        CurrentRun {
+            run_id,
+            index,
+            attempt,
+            job: job_name(campaign, index, attempt),
+            created_at: rfc3339(at),
+            start_at: None,
+            mates: mates
+                .iter()
+                .map(|m| MateRun {
+                    run_id: m.run_id.clone(),
+                    index: m.index,
+                    job: mate_job_name(campaign, m.index, index, attempt),
+                })
+                .collect(),
+        }
+    }
+
+    /// Applies the Jobs of an attempt: its run's and its mates' (placed beside the lead's
+    /// pods).
+    fn start_jobs(&mut self, c: &CurrentRun) {
+        let turns_with = (!c.mates.is_empty()).then(|| c.job.clone());
+        self.actions.push(Action::StartJob {
+            index: c.index,
+            attempt: c.attempt,
+            name: c.job.clone(),
+            turns_with: turns_with.clone(),
+        });
+        for m in &c.mates {
+            self.actions.push(Action::StartJob {
+                index: m.index,
+                attempt: 0,
+                name: m.job.clone(),
+                turns_with: turns_with.clone(),
+            });
         }
     }
 
@@ -1168,6 +1374,7 @@ mod tests {
                 server_bucket: true,
                 bucket: Ok(bucket),
                 job,
+                mate_jobs: BTreeMap::new(),
                 outcome: None,
                 invalid: None,
             }
@@ -1195,10 +1402,18 @@ mod tests {
                     job: job_name(&self.plan.campaign, index, attempt),
                     created_at: rfc3339(self.now - Duration::from_secs(10)),
                     start_at: None,
+                    mates: Vec::new(),
                 }),
                 ..CampaignStatus::default()
             }
         }
+    }
+
+    /// Whether `d` applies the Job of attempt `attempt` of run `index`.
+    fn starts_job(d: &Decision, index: u32, attempt: u32) -> bool {
+        d.actions.iter().any(|a| {
+            matches!(a, Action::StartJob { index: i, attempt: n, .. } if *i == index && *n == attempt)
+        })
     }
 
     fn reasons(d: &Decision) -> Vec<&'static str> {
@@ -1216,23 +1431,41 @@ mod tests {
     /// [`run::schedule::Next`] must become the matching actions and status.
     #[test]
     fn the_shared_schedule_scenarios_become_the_operator_s_actions() {
-        use run::schedule::scenarios::{Expect, table};
-        let fx = Fixture::new();
-        for step in table() {
+        use run::schedule::scenarios::{Expect, block_table, invalid_table, table};
+        let steps = table()
+            .into_iter()
+            .chain(invalid_table())
+            .chain(block_table());
+        for step in steps {
+            let mut fx = Fixture::new();
+            if !step.interleave {
+                fx.m.spec.interleave = None;
+            }
+            let fx = fx;
+            let id = |i: u32| fx.plan.runs[i as usize].run_id.clone();
             let mut st = fx.running(None);
             st.current = step.current.map(|(index, attempt, ago, _)| CurrentRun {
-                run_id: fx.plan.runs[index as usize].run_id.clone(),
+                run_id: id(index),
                 index,
                 attempt,
                 job: job_name(&fx.plan.campaign, index, attempt),
                 created_at: rfc3339(fx.now - Duration::from_secs(ago)),
                 start_at: None,
+                mates: step
+                    .mates
+                    .iter()
+                    .map(|&(m, _)| MateRun {
+                        run_id: id(m),
+                        index: m,
+                        job: mate_job_name(&fx.plan.campaign, m, index, attempt),
+                    })
+                    .collect(),
             });
             st.failed_runs = step
                 .given_up
                 .iter()
                 .map(|&(i, attempts)| FailedRun {
-                    run_id: fx.plan.runs[i as usize].run_id.clone(),
+                    run_id: id(i),
                     attempts,
                     reason: "failed".into(),
                 })
@@ -1248,17 +1481,38 @@ mod tests {
                     bucket.completed.insert(r.run_id.clone());
                 }
             }
+            // How a run's ending shows on a cluster: an invalid run's Job succeeded and its
+            // summary says which checks failed; a failed one's Job failed.
+            let mut job_of = |i: u32, ended: Option<&str>| match ended {
+                Some(w) => match w.strip_prefix("invalid: ") {
+                    Some(why) => {
+                        bucket.invalid.insert(id(i), why.to_owned());
+                        JobState::Succeeded
+                    }
+                    None => JobState::Failed(w.into()),
+                },
+                None => JobState::Active,
+            };
             let job = match step.current {
                 None => JobState::NotLooked,
-                Some((_, _, _, Some(why))) => JobState::Failed(why.into()),
-                Some((_, _, _, None)) => JobState::Active,
+                Some((i, _, _, ended)) => job_of(i, ended),
             };
-            let d = decide(&fx.facts(&st, bucket, job));
+            let mate_jobs: BTreeMap<String, JobState> = st
+                .current
+                .iter()
+                .flat_map(|c| &c.mates)
+                .zip(&step.mates)
+                .map(|(m, &(i, ended))| (m.job.clone(), job_of(i, ended)))
+                .collect();
+            let d = decide(&Facts {
+                mate_jobs,
+                ..fx.facts(&st, bucket, job)
+            });
             let starts: Vec<(u32, u32)> = d
                 .actions
                 .iter()
                 .filter_map(|a| match a {
-                    Action::StartJob { index, attempt } => Some((*index, *attempt)),
+                    Action::StartJob { index, attempt, .. } => Some((*index, *attempt)),
                     _ => None,
                 })
                 .collect();
@@ -1267,18 +1521,58 @@ mod tests {
                 .iter()
                 .filter(|a| matches!(a, Action::DeleteJob { .. }))
                 .count();
+            let kept: Vec<&Action> = d
+                .actions
+                .iter()
+                .filter(|a| matches!(a, Action::KeepAttempt { .. } | Action::SetAside { .. }))
+                .collect();
             let name = step.name;
+            // Each mate that runs again has its Job deleted and its files kept or set aside.
+            let again = step
+                .settled
+                .iter()
+                .filter(|(_, f)| *f != run::schedule::scenarios::SettledAs::Complete)
+                .count();
+            for &(i, f) in &step.settled {
+                let run_id = id(i);
+                let acted = kept.iter().any(|a| match a {
+                    Action::KeepAttempt { run_id: r, attempt } => *r == run_id && *attempt == 0,
+                    Action::SetAside { run_id: r } => *r == run_id,
+                    _ => false,
+                });
+                let want = f != run::schedule::scenarios::SettledAs::Complete;
+                assert_eq!(acted, want, "{name}: mate {i} {f:?}: {kept:?}");
+            }
+            let with = |mates: &[u32]| {
+                d.status
+                    .current
+                    .as_ref()
+                    .is_some_and(|c| c.mates.iter().map(|m| m.index).collect::<Vec<_>>() == mates)
+            };
             match step.expect {
-                Expect::Start(i) => {
-                    assert_eq!(starts, [(i, 1)], "{name}");
+                Expect::Start(i) | Expect::StartWith(i, _) => {
+                    let mates = match &step.expect {
+                        Expect::StartWith(_, m) => Some(m.clone()),
+                        _ => None,
+                    };
+                    let mut want = vec![(i, 1)];
+                    if let Some(m) = &mates {
+                        want.extend(m.iter().map(|&m| (m, 0)));
+                        assert!(with(m), "{name}: {:?}", d.status.current);
+                    }
+                    assert_eq!(starts, want, "{name}");
+                    assert_eq!(deletes, again, "{name}");
                     assert_eq!(
                         d.status.current.as_ref().map(|c| c.index),
                         Some(i),
                         "{name}"
                     );
                 }
-                Expect::Retry(i, attempt, text) => {
-                    // The next attempt is recorded now and its Job made after the backoff.
+                Expect::Retry(i, attempt, text) | Expect::RetryWith(i, attempt, text, _) => {
+                    if let Expect::RetryWith(.., m) = &step.expect {
+                        assert!(with(m), "{name}: {:?}", d.status.current);
+                    }
+                    // The next attempt is recorded now and its Jobs made after the backoff.
                     assert!(starts.is_empty(), "{name}");
                     let cur = d.status.current.as_ref().unwrap();
                     assert_eq!((cur.index, cur.attempt), (i, attempt), "{name}");
@@ -1287,7 +1581,18 @@ mod tests {
                         Some(run::schedule::retry_delay(attempt)),
                         "{name}"
                     );
-                    assert_eq!(deletes, 1, "{name}");
+                    assert_eq!(deletes, 1 + again, "{name}");
+                    // The failed attempt's objects: kept when it was invalid, else set aside.
+                    let invalid = matches!(step.current, Some((_, _, _, Some(w))) if w.starts_with("invalid: "));
+                    assert!(
+                        kept.iter().any(|a| match a {
+                            Action::KeepAttempt { run_id, attempt: n } =>
+                                invalid && *run_id == id(i) && *n == attempt - 1,
+                            Action::SetAside { run_id } => !invalid && *run_id == id(i),
+                            _ => false,
+                        }),
+                        "{name}: {kept:?}"
+                    );
                     assert!(reasons(&d).contains(&"RunRetried"), "{name}");
                     assert!(
                         d.actions
@@ -1301,13 +1606,14 @@ mod tests {
                     assert!(starts.is_empty(), "{name}");
                     assert_eq!(deletes, 1, "{name}");
                     let last = d.status.failed_runs.last().unwrap();
-                    assert_eq!(last.run_id, fx.plan.runs[i as usize].run_id, "{name}");
+                    assert_eq!(last.run_id, id(i), "{name}");
                     assert_eq!(last.attempts, attempts, "{name}");
                     assert_eq!(d.status.current, None, "{name}");
                 }
                 Expect::Wait => {
                     assert!(starts.is_empty(), "{name}: {starts:?}");
                     assert_eq!(deletes, 0, "{name}");
+                    assert!(kept.is_empty(), "{name}: {kept:?}");
                     assert_eq!(d.status.current, st.current, "{name}");
                 }
                 Expect::Done => assert_eq!(d.status.phase, Phase::Analyzing, "{name}"),
@@ -1334,10 +1640,14 @@ mod tests {
         for t in ["Provisioned", "Running", "Analyzed", "Degraded", "Ready"] {
             assert!(d.status.conditions.iter().any(|c| c.type_ == t), "{t}");
         }
-        // The quick campaign interleaves its arms on one machine; here it cannot, and says so.
+        // The quick campaign interleaves its arms, and the event says how.
         assert!(f.m.spec.interleave.is_some());
-        assert!(d.actions.iter().any(|a| matches!(a, Action::Event(e)
-            if e.note.contains("spec.interleave is for `pqbench run`: here the runs of each block run one after another"))));
+        assert!(
+            d.actions.iter().any(|a| matches!(a, Action::Event(e)
+            if e.note.contains("the arms of each block run at once in 100ms turns"))),
+            "{:?}",
+            d.actions
+        );
     }
 
     /// Issue 20: the power calculation before the data, from `analysis.assumedSd`.
@@ -1396,10 +1706,7 @@ mod tests {
 
         let d = decide(&f.facts(&st, f.completed(0), JobState::NotLooked));
         assert_eq!(d.status.phase, Phase::Running);
-        assert!(d.actions.contains(&Action::StartJob {
-            index: 0,
-            attempt: 1
-        }));
+        assert!(starts_job(&d, 0, 1));
         assert_eq!(reasons(&d), ["Provisioned", "RunStarted"]);
         assert_eq!(d.status.current.unwrap().attempt, 1);
     }
@@ -1458,10 +1765,7 @@ mod tests {
         let st = f.running(Some((0, 1)));
         let d = decide(&f.facts(&st, f.completed(1), JobState::Active));
         assert_eq!(reasons(&d), ["RunCompleted", "RunStarted"]);
-        assert!(d.actions.contains(&Action::StartJob {
-            index: 1,
-            attempt: 1
-        }));
+        assert!(starts_job(&d, 1, 1));
         assert_eq!(d.status.progress.unwrap().done, 1);
     }
 
@@ -1481,10 +1785,14 @@ mod tests {
         // The second attempt waits out its backoff, then its Job is made.
         let starts = |d: &Decision| {
             d.actions.iter().any(|a| {
-                *a == Action::StartJob {
-                    index: 0,
-                    attempt: 2,
-                }
+                matches!(
+                    a,
+                    Action::StartJob {
+                        index: 0,
+                        attempt: 2,
+                        ..
+                    }
+                )
             })
         };
         assert!(!starts(&d));
@@ -1512,10 +1820,7 @@ mod tests {
             .unwrap();
         assert_eq!(degraded.status, "True");
         let d2 = decide(&f.facts(&d.status, f.completed(0), JobState::NotLooked));
-        assert!(d2.actions.contains(&Action::StartJob {
-            index: 1,
-            attempt: 1
-        }));
+        assert!(starts_job(&d2, 1, 1));
     }
 
     #[test]
@@ -1545,16 +1850,10 @@ mod tests {
         assert_eq!(d.status.current.as_ref().unwrap().index, 2);
         // Its Job is gone (the create never happened): applied again, same attempt.
         let d = decide(&f.facts(&st, f.completed(2), JobState::Absent));
-        assert!(d.actions.contains(&Action::StartJob {
-            index: 2,
-            attempt: 1
-        }));
+        assert!(starts_job(&d, 2, 1));
         // Status lagged behind the bucket (run 2 finished while the operator was down).
         let d = decide(&f.facts(&st, f.completed(3), JobState::Active));
-        assert!(d.actions.contains(&Action::StartJob {
-            index: 3,
-            attempt: 1
-        }));
+        assert!(starts_job(&d, 3, 1));
         // The bucket cannot be read: nothing is decided about runs.
         let mut facts = f.facts(&st, f.completed(0), JobState::Active);
         facts.bucket = Err("connection refused".into());

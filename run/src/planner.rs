@@ -27,10 +27,6 @@ pub struct Environment {
     /// This machine's CPU placement, when the executor pins processes itself (`pqbench
     /// run`); absent on Kubernetes, where the pods' CPU requests place them.
     pub cpus: Option<LocalCpus>,
-    /// Whether the executor carries out the runs of a block at once when the campaign
-    /// interleaves its arms (`pqbench run`). The operator does not yet: it runs them one
-    /// after another, and the specs then have no turns.
-    pub interleaves: bool,
 }
 
 /// The CPUs of one machine and where the server and the clients go on it.
@@ -83,14 +79,11 @@ pub fn run_specs(
         .map(format_cpu_list);
     // Interleaved: each arm keeps its warm-up and window as its own time, the block's
     // window is as many times longer as the block has runs.
-    let turns = spec
-        .interleave
-        .filter(|_| env.interleaves)
-        .map(|i| crate::turns::Turns {
-            slice: i.slice,
-            of: u32::try_from(plan.block_runs(run.block).count()).unwrap_or(u32::MAX),
-            turn: run.position,
-        });
+    let turns = spec.interleave.map(|i| crate::turns::Turns {
+        slice: i.slice,
+        of: u32::try_from(plan.block_runs(run.block).count()).unwrap_or(u32::MAX),
+        turn: run.position,
+    });
     let stretch = |d: crate::units::Dur| crate::units::Dur(turns.map_or(d.0, |t| d.0 * t.of));
     let mut out = Vec::new();
     for index in 0..count {

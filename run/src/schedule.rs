@@ -18,6 +18,16 @@
 //!   [`Policy::retries`] times (`runRetries`, default [`DEFAULT_RUN_RETRIES`]); then the run
 //!   is **given up**: recorded with its attempts and the last reason, left out of the
 //!   analysis, and the campaign goes on.
+//! - **Interleaved blocks** ([`Policy::interleave`], the campaign's `interleave`): a run
+//!   that starts, or starts again, takes the runs of its block still to do with it as
+//!   **mates** ([`Mate`]), each in its own turns, all behind one start instant. The attempt
+//!   is over when every run in it is complete, has failed, or the run deadline passed; until
+//!   then the schedule waits. Then each mate is settled on its own ([`MateFate`]): complete
+//!   and valid, it stands; invalid, its files are kept aside as attempt `a0` and it runs
+//!   again later; failed, its files are moved aside and it runs again later. A mate's
+//!   attempt does not count against `runRetries`: its retries are its own, once it is the
+//!   run the schedule starts (alone in its turns when its block-mates are done). The
+//!   attempt's own run (the **lead**) follows the rules above.
 //! - A run starts [`START_LEAD`] (on one machine [`LOCAL_START_LEAD`]) after the last of
 //!   its processes announced itself ready
 //!   ([`start_at`]): every process has paused, loaded its keys, passed the known-answer gate
@@ -32,12 +42,25 @@
 //! attempt in progress from the executor's record of it. Deciding again from the same facts
 //! gives the same answer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use campaign::design::{Assumptions, Plan, estimate};
 use campaign::spec::CampaignSpec;
 use serde::{Deserialize, Serialize};
+
+/// Where both executors keep what attempts left, under a campaign directory or, in the
+/// results bucket, under the campaign's prefix (`worker::attempts` reads it back for the
+/// report's Attempts table).
+pub mod kept {
+    /// Invalid attempts: `attempts/<runId>/a<N>/p<index>/<file>` (`a0`: one made beside
+    /// its block's lead).
+    pub const ATTEMPTS: &str = "attempts";
+    /// Failed and cut-off attempts: `incomplete/<runId>-<unix ms>/p<index>/<file>`.
+    pub const INCOMPLETE: &str = "incomplete";
+    /// The runs given up, a JSON list of [`super::GivenUp`].
+    pub const GIVEN_UP: &str = "failed-runs.json";
+}
 
 /// Attempts after the first when the campaign does not say (`runRetries`).
 pub const DEFAULT_RUN_RETRIES: u32 = 2;
@@ -76,6 +99,9 @@ pub struct Policy {
     pub run_deadline: Duration,
     /// The design's estimate of one run's wall time, for the ETA before a run has finished.
     pub per_run_estimate: Duration,
+    /// Whether the arms of a block run at once, in turns (`interleave`): a started run takes
+    /// its block's runs still to do as mates.
+    pub interleave: bool,
 }
 
 impl Policy {
@@ -86,6 +112,7 @@ impl Policy {
             retries: spec.run_retries.unwrap_or(DEFAULT_RUN_RETRIES),
             run_deadline: run_deadline(spec),
             per_run_estimate: estimate(plan, spec, &Assumptions::default()).wall / runs,
+            interleave: spec.interleave.is_some(),
         }
     }
 
@@ -148,6 +175,38 @@ pub struct Attempt {
     pub attempt: u32,
     /// When the attempt started (the deadline counts from here).
     pub started: SystemTime,
+    /// The block-mates carried out beside it, in their own turns (interleaved).
+    pub mates: Vec<Mate>,
+}
+
+/// A run of the lead's block carried out beside it (interleaved).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mate {
+    /// The run.
+    pub run_id: String,
+    /// Its plan index.
+    pub index: u32,
+}
+
+/// What becomes of a mate once its attempt is over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MateFate {
+    /// Complete and valid: it stands.
+    Complete,
+    /// Complete but invalid: its files are kept aside (attempt `a0`) and it runs again.
+    Invalid(String),
+    /// Failed (why): what it left is moved aside and it runs again.
+    Failed(String),
+}
+
+/// A mate settled at the end of its attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settled {
+    /// The run.
+    pub run_id: String,
+    /// What becomes of it.
+    pub fate: MateFate,
 }
 
 /// What the executor observed of the attempt in progress.
@@ -172,6 +231,8 @@ pub struct Observed<'a> {
     pub given_up: &'a [GivenUp],
     /// The attempt in progress, if any, and its state.
     pub current: Option<(&'a Attempt, &'a AttemptState)>,
+    /// The states of the current attempt's mates, by run id (a mate not listed: going).
+    pub mates: &'a BTreeMap<String, AttemptState>,
     /// When the executor began counting finished runs for the ETA.
     pub since: SystemTime,
     /// Runs finished (complete or given up) since then.
@@ -187,6 +248,9 @@ pub enum Next {
         run_id: String,
         /// Its plan index.
         index: u32,
+        /// Its block's runs still to do, started with it (interleaved); before they
+        /// start, what an earlier attempt of theirs left is moved aside.
+        mates: Vec<Mate>,
     },
     /// The current attempt failed: clear what it left and start the next attempt
     /// [`retry_delay`] later.
@@ -199,6 +263,8 @@ pub enum Next {
         attempt: u32,
         /// Why the failed attempt failed.
         why: String,
+        /// Its block's runs still to do, started with it (interleaved).
+        mates: Vec<Mate>,
     },
     /// The current attempt failed and was the last: stop what is left of it and record the
     /// run as given up. The next decision starts the next run.
@@ -225,8 +291,12 @@ pub struct Progress {
 pub struct Decision {
     /// What to do.
     pub next: Next,
-    /// The run of the attempt in progress, when its files are now complete.
-    pub completed: Option<String>,
+    /// The runs of the attempt just over whose files are complete and stand (its lead and
+    /// its mates).
+    pub completed: Vec<String>,
+    /// The mates of the attempt just over, each settled ([`MateFate`]); the executor keeps
+    /// or moves aside their files before it acts on [`Decision::next`].
+    pub mates: Vec<Settled>,
     /// Progress, counting the decision's give-up.
     pub progress: Progress,
 }
@@ -270,63 +340,164 @@ pub fn settled(plan: &Plan, complete: &BTreeSet<String>, given_up: &[GivenUp]) -
     )
 }
 
+/// The runs of `lead`'s block still to do beside it, when the campaign interleaves its
+/// arms: neither complete nor given up, in plan order.
+pub fn mates(
+    plan: &Plan,
+    policy: &Policy,
+    lead: &campaign::design::PlannedRun,
+    complete: &BTreeSet<String>,
+    given_up: &[GivenUp],
+) -> Vec<Mate> {
+    if !policy.interleave {
+        return Vec::new();
+    }
+    plan.block_runs(lead.block)
+        .filter(|r| r.run_id != lead.run_id && !complete.contains(&r.run_id))
+        .filter(|r| given_up.iter().all(|g| g.run_id != r.run_id))
+        .map(|r| Mate {
+            run_id: r.run_id.clone(),
+            index: r.index,
+        })
+        .collect()
+}
+
+/// Whether the attempt `a` is over: every run in it complete or failed, or the run
+/// deadline passed.
+fn attempt_over(policy: &Policy, o: &Observed<'_>, a: &Attempt, state: &AttemptState) -> bool {
+    let late = o
+        .now
+        .duration_since(a.started)
+        .is_ok_and(|d| d > policy.run_deadline);
+    let going = |run_id: &str, s: Option<&AttemptState>| {
+        matches!(s, None | Some(AttemptState::Going)) && !o.complete.contains(run_id)
+    };
+    late || (!going(&a.run_id, Some(state))
+        && a.mates
+            .iter()
+            .all(|m| !going(&m.run_id, o.mates.get(&m.run_id))))
+}
+
+/// What becomes of each mate of an attempt that is over.
+fn settle_mates(policy: &Policy, o: &Observed<'_>, a: &Attempt) -> Vec<Settled> {
+    a.mates
+        .iter()
+        .map(|m| {
+            let complete = o.complete.contains(&m.run_id);
+            let fate = match o.mates.get(&m.run_id) {
+                Some(AttemptState::Invalid(why)) if complete => MateFate::Invalid(why.clone()),
+                Some(AttemptState::Ended(why)) if !complete => MateFate::Failed(why.clone()),
+                _ if complete => MateFate::Complete,
+                Some(AttemptState::Ended(why) | AttemptState::Invalid(why)) => {
+                    MateFate::Failed(why.clone())
+                }
+                _ => MateFate::Failed(policy.deadline_exceeded()),
+            };
+            Settled {
+                run_id: m.run_id.clone(),
+                fate,
+            }
+        })
+        .collect()
+}
+
 /// Decides what the executor does next, from what it observed.
 pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
     let total = count(plan.runs.len());
-    let mut done = settled(plan, o.complete, o.given_up);
-    let completed = o
+    // An interleaved attempt is carried out as a whole: nothing is decided while a run
+    // in it is still going.
+    if let Some((a, state)) = o.current
+        && !attempt_over(policy, o, a, state)
+    {
+        let done = settled(plan, o.complete, o.given_up);
+        return Decision {
+            next: Next::Wait,
+            completed: Vec::new(),
+            mates: Vec::new(),
+            progress: Progress {
+                done,
+                total,
+                eta: eta(policy, o, total - done),
+            },
+        };
+    }
+    let settled_mates = o
         .current
-        .filter(|(a, _)| o.complete.contains(&a.run_id))
-        .map(|(a, _)| a.run_id.clone());
+        .map(|(a, _)| settle_mates(policy, o, a))
+        .unwrap_or_default();
+    // Mates that run again are not complete, whatever files they have now.
+    let mut complete = o.complete.clone();
+    for m in &settled_mates {
+        if m.fate != MateFate::Complete {
+            complete.remove(&m.run_id);
+        }
+    }
+    let mut completed: Vec<String> = settled_mates
+        .iter()
+        .filter(|m| m.fate == MateFate::Complete)
+        .map(|m| m.run_id.clone())
+        .collect();
+    let mut done = settled(plan, &complete, o.given_up);
+    let mates_of = |run_id: &str, complete: &BTreeSet<String>| {
+        plan.runs
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .map(|r| mates(plan, policy, r, complete, o.given_up))
+            .unwrap_or_default()
+    };
     // An invalid attempt with attempts left runs again, though its files are complete.
     if let Some((a, AttemptState::Invalid(why))) = o.current
         && a.attempt <= policy.retries
-        && o.complete.contains(&a.run_id)
+        && complete.contains(&a.run_id)
     {
+        complete.remove(&a.run_id);
+        done -= 1;
         return Decision {
             next: Next::Retry {
                 run_id: a.run_id.clone(),
                 index: a.index,
                 attempt: a.attempt + 1,
                 why: format!("invalid: {why}"),
+                mates: mates_of(&a.run_id, &complete),
             },
-            completed: None,
+            completed,
+            mates: settled_mates,
             progress: Progress {
-                done: done - 1,
+                done,
                 total,
-                eta: eta(policy, o, total - done + 1),
+                eta: eta(policy, o, total - done),
             },
         };
     }
-    let next = match settled_runs(plan, o.complete, o.given_up).find(|(_, s)| !s) {
+    if let Some((a, _)) = o.current
+        && complete.contains(&a.run_id)
+    {
+        completed.insert(0, a.run_id.clone());
+    }
+    let next = match settled_runs(plan, &complete, o.given_up).find(|(_, s)| !s) {
         None => Next::Done,
         Some((run, _)) => match o.current {
             Some((a, state)) if a.run_id == run.run_id => {
-                let late = o
-                    .now
-                    .duration_since(a.started)
-                    .is_ok_and(|d| d > policy.run_deadline);
                 let failure = match state {
-                    AttemptState::Ended(why) | AttemptState::Invalid(why) => Some(why.clone()),
-                    AttemptState::Going if late => Some(policy.deadline_exceeded()),
-                    AttemptState::Going => None,
+                    AttemptState::Ended(why) | AttemptState::Invalid(why) => why.clone(),
+                    // Over and going: past the deadline.
+                    AttemptState::Going => policy.deadline_exceeded(),
                 };
-                match failure {
-                    None => Next::Wait,
-                    Some(why) if a.attempt <= policy.retries => Next::Retry {
+                if a.attempt <= policy.retries {
+                    Next::Retry {
                         run_id: a.run_id.clone(),
                         index: a.index,
                         attempt: a.attempt + 1,
-                        why,
-                    },
-                    Some(why) => {
-                        done += 1;
-                        Next::GiveUp(GivenUp {
-                            run_id: a.run_id.clone(),
-                            attempts: a.attempt,
-                            reason: why,
-                        })
+                        why: failure,
+                        mates: mates_of(&a.run_id, &complete),
                     }
+                } else {
+                    done += 1;
+                    Next::GiveUp(GivenUp {
+                        run_id: a.run_id.clone(),
+                        attempts: a.attempt,
+                        reason: failure,
+                    })
                 }
             }
             // No attempt, or one of another run (its files were removed behind the
@@ -334,12 +505,14 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
             _ => Next::Start {
                 run_id: run.run_id.clone(),
                 index: run.index,
+                mates: mates(plan, policy, run, &complete, o.given_up),
             },
         },
     };
     Decision {
         next,
         completed,
+        mates: settled_mates,
         progress: Progress {
             done,
             total,
@@ -376,17 +549,39 @@ pub mod scenarios {
         /// The attempt in progress: (plan index, attempt, seconds since it started, how it
         /// ended: `None` still going).
         pub current: Option<(u32, u32, u64, Option<&'static str>)>,
+        /// The campaign interleaves its blocks.
+        pub interleave: bool,
+        /// The current attempt's mates: (plan index, how it ended: `None` still going).
+        pub mates: Vec<(u32, Option<&'static str>)>,
         /// What must follow.
         pub expect: Expect,
+        /// How the current attempt's mates must be settled, by plan index.
+        pub settled: Vec<(u32, SettledAs)>,
+    }
+
+    /// A mate's expected [`MateFate`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SettledAs {
+        /// [`MateFate::Complete`].
+        Complete,
+        /// [`MateFate::Invalid`].
+        Invalid,
+        /// [`MateFate::Failed`].
+        Failed,
     }
 
     /// The expected [`Next`], by plan index.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum Expect {
-        /// [`Next::Start`] of this run.
+        /// [`Next::Start`] of this run (mates not looked at).
         Start(u32),
+        /// [`Next::Start`] of this run with these mates.
+        StartWith(u32, Vec<u32>),
         /// [`Next::Retry`] of this run with this attempt, the reason containing the text.
         Retry(u32, u32, &'static str),
+        /// [`Next::Retry`] of this run with this attempt and these mates, the reason
+        /// containing the text.
+        RetryWith(u32, u32, &'static str, Vec<u32>),
         /// [`Next::GiveUp`] of this run after these attempts.
         GiveUp(u32, u32),
         /// [`Next::Wait`].
@@ -404,7 +599,10 @@ pub mod scenarios {
             rest_complete: false,
             given_up: given_up.to_vec(),
             current,
+            interleave: false,
+            mates: Vec::new(),
             expect,
+            settled: Vec::new(),
         };
         vec![
             s(
@@ -507,7 +705,10 @@ pub mod scenarios {
             rest_complete: false,
             given_up: Vec::new(),
             current,
+            interleave: false,
+            mates: Vec::new(),
             expect,
+            settled: Vec::new(),
         };
         vec![
             s(
@@ -531,7 +732,119 @@ pub mod scenarios {
         ]
     }
 
-    /// Decides one step of the table over `plan` (at least three runs) at `now`.
+    /// The scenarios of interleaved blocks, for a plan whose first two blocks hold runs 0–2
+    /// and 3–5 (the main job's three arms): a run starts with its block's runs still to do,
+    /// the attempt is over only when every run in it is, and each mate is then settled on
+    /// its own.
+    pub fn block_table() -> Vec<Step> {
+        use SettledAs::{Complete, Failed, Invalid};
+        #[allow(clippy::type_complexity, reason = "a table's row")]
+        let s = |name,
+                 complete: &[u32],
+                 current,
+                 mates: &[(u32, Option<&'static str>)],
+                 expect,
+                 settled: &[(u32, SettledAs)]| Step {
+            name,
+            complete: complete.to_vec(),
+            rest_complete: false,
+            given_up: Vec::new(),
+            current,
+            interleave: true,
+            mates: mates.to_vec(),
+            expect,
+            settled: settled.to_vec(),
+        };
+        vec![
+            s(
+                "a block starts with its mates",
+                &[],
+                None,
+                &[],
+                Expect::StartWith(0, vec![1, 2]),
+                &[],
+            ),
+            s(
+                "a block waits while any run in it is going",
+                &[0, 2],
+                Some((0, 1, 10, None)),
+                &[(1, None), (2, None)],
+                Expect::Wait,
+                &[],
+            ),
+            s(
+                "a mate still going holds the block though the lead failed",
+                &[],
+                Some((0, 1, 10, Some("process 0 could not start"))),
+                &[(1, None), (2, Some("process 0 could not start"))],
+                Expect::Wait,
+                &[],
+            ),
+            s(
+                "a block over: every run stands and the next block starts with its mates",
+                &[0, 1, 2],
+                Some((0, 1, 30, None)),
+                &[(1, None), (2, None)],
+                Expect::StartWith(3, vec![4, 5]),
+                &[(1, Complete), (2, Complete)],
+            ),
+            s(
+                "an invalid mate is kept aside and runs again, alone in its turns",
+                &[0, 1, 2],
+                Some((0, 1, 30, None)),
+                &[(1, Some("invalid: unaccounted_p99")), (2, None)],
+                Expect::StartWith(1, vec![]),
+                &[(1, Invalid), (2, Complete)],
+            ),
+            s(
+                "a failed mate is moved aside and runs again from its first attempt",
+                &[0, 2],
+                Some((0, 1, 30, None)),
+                &[(1, Some("process 0 could not start")), (2, None)],
+                Expect::StartWith(1, vec![]),
+                &[(1, Failed), (2, Complete)],
+            ),
+            s(
+                "the lead failing while its mates stand is retried alone",
+                &[1, 2],
+                Some((0, 1, 30, Some("process 0 could not start"))),
+                &[(1, None), (2, None)],
+                Expect::RetryWith(0, 2, "could not start", vec![]),
+                &[(1, Complete), (2, Complete)],
+            ),
+            s(
+                "the lead invalid and a mate failed: the lead's retry takes the mate along",
+                &[0, 2],
+                Some((0, 1, 30, Some("invalid: pause quiet"))),
+                &[
+                    (1, Some("the processes ended without every process's files")),
+                    (2, None),
+                ],
+                Expect::RetryWith(0, 2, "pause quiet", vec![1]),
+                &[(1, Failed), (2, Complete)],
+            ),
+            s(
+                "a block past the run deadline: the runs still going fail",
+                &[1],
+                Some((0, 1, 3600, None)),
+                &[(1, None), (2, None)],
+                Expect::RetryWith(0, 2, "run deadline", vec![2]),
+                &[(1, Complete), (2, Failed)],
+            ),
+        ]
+    }
+
+    /// The state a scenario's ending stands for: `None` going, `"invalid: …"` invalid, any
+    /// other text ended.
+    pub fn state_of(ended: Option<&str>) -> AttemptState {
+        ended.map_or(AttemptState::Going, |w| match w.strip_prefix("invalid: ") {
+            Some(why) => AttemptState::Invalid(why.into()),
+            None => AttemptState::Ended(w.into()),
+        })
+    }
+
+    /// Decides one step of the table over `plan` (at least six runs in blocks of three) at
+    /// `now`, under `policy` with the step's `interleave`.
     pub fn decide_step(plan: &Plan, policy: &Policy, step: &Step, now: SystemTime) -> Decision {
         let id = |i: u32| plan.runs[i as usize].run_id.clone();
         let mut complete: BTreeSet<String> = step.complete.iter().map(|&i| id(i)).collect();
@@ -559,19 +872,32 @@ pub mod scenarios {
                     index: i,
                     attempt,
                     started: now - Duration::from_secs(ago),
+                    mates: step
+                        .mates
+                        .iter()
+                        .map(|&(m, _)| Mate {
+                            run_id: id(m),
+                            index: m,
+                        })
+                        .collect(),
                 },
-                ended.map_or(AttemptState::Going, |w: &str| {
-                    match w.strip_prefix("invalid: ") {
-                        Some(why) => AttemptState::Invalid(why.into()),
-                        None => AttemptState::Ended(w.into()),
-                    }
-                }),
+                state_of(ended),
             )
         });
+        let mates: BTreeMap<String, AttemptState> = step
+            .mates
+            .iter()
+            .map(|&(m, ended)| (id(m), state_of(ended)))
+            .collect();
+        let policy = Policy {
+            interleave: step.interleave,
+            ..policy.clone()
+        };
         decide(
             plan,
-            policy,
+            &policy,
             &Observed {
+                mates: &mates,
                 now,
                 complete: &complete,
                 given_up: &given_up,
@@ -582,11 +908,58 @@ pub mod scenarios {
         )
     }
 
+    /// Whether the decision's settled mates are what `step` says, by plan index.
+    pub fn settled_as(plan: &Plan, step: &Step, d: &Decision) -> bool {
+        let got: Vec<(String, SettledAs)> = d
+            .mates
+            .iter()
+            .map(|m| {
+                let f = match m.fate {
+                    MateFate::Complete => SettledAs::Complete,
+                    MateFate::Invalid(_) => SettledAs::Invalid,
+                    MateFate::Failed(_) => SettledAs::Failed,
+                };
+                (m.run_id.clone(), f)
+            })
+            .collect();
+        let want: Vec<(String, SettledAs)> = step
+            .settled
+            .iter()
+            .map(|&(i, f)| (plan.runs[i as usize].run_id.clone(), f))
+            .collect();
+        got == want
+    }
+
     /// Whether `next` is what `expect` says, by plan index.
     pub fn matches(plan: &Plan, expect: &Expect, next: &Next) -> bool {
         let id = |i: u32| plan.runs[i as usize].run_id.as_str();
+        let same = |want: &[u32], got: &[Mate]| {
+            want.len() == got.len()
+                && want
+                    .iter()
+                    .zip(got)
+                    .all(|(&i, m)| m.index == i && m.run_id == id(i))
+        };
         match (expect, next) {
-            (Expect::Start(i), Next::Start { run_id, index }) => run_id == id(*i) && index == i,
+            (Expect::Start(i), Next::Start { run_id, index, .. }) => run_id == id(*i) && index == i,
+            (
+                Expect::StartWith(i, want),
+                Next::Start {
+                    run_id,
+                    index,
+                    mates,
+                },
+            ) => run_id == id(*i) && index == i && same(want, mates),
+            (
+                Expect::RetryWith(i, n, text, want),
+                Next::Retry {
+                    run_id,
+                    attempt,
+                    why,
+                    mates,
+                    ..
+                },
+            ) => run_id == id(*i) && attempt == n && why.contains(text) && same(want, mates),
             (
                 Expect::Retry(i, n, text),
                 Next::Retry {
@@ -609,6 +982,7 @@ mod tests {
 
     use super::scenarios::{decide_step, matches, table};
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn retries_wait_longer_each_time_up_to_a_minute() {
@@ -632,7 +1006,15 @@ mod tests {
         let policy = Policy::of(&spec, &plan);
         assert_eq!(policy.retries, 2);
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        for step in table().into_iter().chain(super::scenarios::invalid_table()) {
+        // The blocks of the main job: three arms, in plan order.
+        for (i, r) in plan.runs.iter().take(6).enumerate() {
+            assert_eq!(r.block as usize, i / 3, "{r:?}");
+        }
+        for step in table()
+            .into_iter()
+            .chain(super::scenarios::invalid_table())
+            .chain(super::scenarios::block_table())
+        {
             let d = decide_step(&plan, &policy, &step, now);
             assert!(
                 matches(&plan, &step.expect, &d.next),
@@ -640,6 +1022,13 @@ mod tests {
                 step.name,
                 step.expect,
                 d.next
+            );
+            assert!(
+                super::scenarios::settled_as(&plan, &step, &d),
+                "{}: expected the mates settled as {:?}, decided {:?}",
+                step.name,
+                step.settled,
+                d.mates
             );
         }
     }
@@ -656,6 +1045,7 @@ mod tests {
             index: 1,
             attempt: 3,
             started: now - Duration::from_secs(5),
+            mates: Vec::new(),
         };
         let ended = AttemptState::Ended("no files".into());
         let o = Observed {
@@ -663,6 +1053,7 @@ mod tests {
             complete: &complete,
             given_up: &[],
             current: Some((&a, &ended)),
+            mates: &BTreeMap::new(),
             since: now - Duration::from_secs(100),
             finished_since: 1,
         };
@@ -699,6 +1090,7 @@ mod tests {
             index: last.index,
             attempt: 1,
             started: now,
+            mates: Vec::new(),
         };
         let d = decide(
             &plan,
@@ -708,12 +1100,13 @@ mod tests {
                 complete: &all,
                 given_up: &[],
                 current: Some((&a, &AttemptState::Going)),
+                mates: &BTreeMap::new(),
                 since: now,
                 finished_since: 0,
             },
         );
         assert_eq!(d.next, Next::Done);
-        assert_eq!(d.completed.as_deref(), Some(last.run_id.as_str()));
+        assert_eq!(d.completed, std::slice::from_ref(&last.run_id));
         assert_eq!(d.progress.eta, None);
     }
 

@@ -24,6 +24,9 @@ pub struct AnalysisSpec {
     pub s3: S3Target,
     /// The results: S3 output, whose prefix holds the campaign's runs.
     pub results: Output,
+    /// The runs given up (the operator's `failedRuns`), for the report's Attempts table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub given_up: Vec<crate::schedule::GivenUp>,
 }
 
 /// One comparison's verdict (a compact `report.json` entry; `status.verdicts`).

@@ -42,7 +42,9 @@ pub async fn analyze_bucket(spec: &AnalysisSpec, tmp: &Path) -> Result<AnalysisO
     Ok(outcome)
 }
 
-/// Downloads every run's files under `dir` (`<runId>/p<index>/<file>`); how many.
+/// Downloads every run's files under `dir` in the layout of a campaign directory
+/// ([`crate::attempts`]): `runs/<runId>/p<index>/<file>`, and the attempts kept beside
+/// them (`attempts/…`, `incomplete/…`); how many.
 async fn download(store: &ResultsBucket, dir: &Path) -> Result<usize> {
     let mut n = 0;
     for key in store.keys("").await? {
@@ -75,16 +77,32 @@ async fn download(store: &ResultsBucket, dir: &Path) -> Result<usize> {
 /// and ready markers, another tool's objects, and keys such as `../p0/x`, which joined
 /// as they were would write outside `dir`.
 fn run_file_path(dir: &Path, rest: &str) -> Option<std::path::PathBuf> {
-    let [run, p, name] = rest.split('/').collect::<Vec<_>>()[..] else {
-        return None;
-    };
+    use crate::attempts::{ATTEMPTS, INCOMPLETE};
+    let parts = rest.split('/').collect::<Vec<_>>();
+    let (place, [run, p, name]) = (match parts[..] {
+        [kept, run, a, p, name] if kept == ATTEMPTS && is_attempt(a) => {
+            Some((Path::new(ATTEMPTS).join(run).join(a), [run, p, name]))
+        }
+        [aside, run, p, name] if aside == INCOMPLETE => {
+            Some((Path::new(INCOMPLETE).join(run), [run, p, name]))
+        }
+        [run, p, name] => Some((Path::new("runs").join(run), [run, p, name])),
+        _ => None,
+    })?;
     let run_ok = run::runspec::is_valid_name(run);
     let p_ok = run::summary::files::process_index(p).is_some();
     let name_ok = run::summary::files::DATA
         .into_iter()
         .chain([run::summary::files::CHECKSUMS])
         .any(|f| f == name);
-    (run_ok && p_ok && name_ok).then(|| dir.join(run).join(p).join(name))
+    (run_ok && p_ok && name_ok).then(|| dir.join(place).join(p).join(name))
+}
+
+/// `a<N>` or `a<N>-<unix ms>`: a kept attempt's directory.
+fn is_attempt(a: &str) -> bool {
+    a.strip_prefix('a').is_some_and(|rest| {
+        !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit() || c == '-')
+    })
 }
 
 /// `Err((why, fatal))`: fatal when the data cannot give verdicts (no valid run), else worth
@@ -105,7 +123,9 @@ async fn analyze(
             ))
         })?;
     download(store, dir.path()).await.map_err(|e| retry(&e))?;
-    let collected = collect(dir.path()).map_err(|e| retry(&e))?;
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).map_err(|e| retry(&e))?;
+    let collected = collect(&runs).map_err(|e| retry(&e))?;
     if collected.rows.is_empty() {
         return Err((
             format!(
@@ -119,7 +139,9 @@ async fn analyze(
     let plan = campaign::design::plan(m);
     let cfg = Config::from_spec(&m.spec);
     let excluded = collected.excluded_runs();
-    let report = analysis::analyze_full(&collected.rows, &[], &excluded, &cfg)
+    // The attempts as the operator kept them, counted as `pqbench run`'s are.
+    let attempts = crate::attempts::run_attempts(dir.path(), &plan, &collected, &spec.given_up);
+    let report = analysis::analyze_full(&collected.rows, &attempts, &excluded, &cfg)
         .map_err(|e| (e.to_string(), true))?;
     let mut header = Header {
         campaign: Some(plan.campaign.clone()),
@@ -157,11 +179,24 @@ mod tests {
         let dir = Path::new("/tmp/analysis");
         assert_eq!(
             run_file_path(dir, "quick-b0-x25519/p0/records.parquet"),
-            Some(dir.join("quick-b0-x25519/p0/records.parquet"))
+            Some(dir.join("runs/quick-b0-x25519/p0/records.parquet"))
         );
         assert_eq!(
             run_file_path(dir, "r1/p12/SHA256SUMS"),
-            Some(dir.join("r1/p12/SHA256SUMS"))
+            Some(dir.join("runs/r1/p12/SHA256SUMS"))
+        );
+        // Attempts kept by the operator, in the campaign directory's layout.
+        assert_eq!(
+            run_file_path(dir, "attempts/r1/a0/p0/summary.json"),
+            Some(dir.join("attempts/r1/a0/p0/summary.json"))
+        );
+        assert_eq!(
+            run_file_path(dir, "attempts/r1/a2-1764800000000/p1/SHA256SUMS"),
+            Some(dir.join("attempts/r1/a2-1764800000000/p1/SHA256SUMS"))
+        );
+        assert_eq!(
+            run_file_path(dir, "incomplete/r1-1764800000000/p0/summary.json"),
+            Some(dir.join("incomplete/r1-1764800000000/p0/summary.json"))
         );
         for foreign in [
             "../p0/records.parquet",
@@ -180,6 +215,11 @@ mod tests {
             "analysis.json",
             "report/report.md",
             "r 1/p0/summary.json",
+            "attempts/r1/b0/p0/summary.json",
+            "attempts/r1/a/p0/summary.json",
+            "attempts/../a0/p0/summary.json",
+            "incomplete/../p0/summary.json",
+            "attempts/r1/a0/p0/x/summary.json",
         ] {
             assert_eq!(run_file_path(dir, foreign), None, "{foreign}");
         }

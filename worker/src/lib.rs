@@ -19,6 +19,7 @@
 
 pub mod affinity;
 pub mod analyze;
+pub mod attempts;
 pub mod engine;
 mod error;
 pub mod host;
