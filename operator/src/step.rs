@@ -13,8 +13,11 @@
 //!   and headless Service; done when the server is ready and the results bucket exists.
 //! - Running: the plan's runs as the shared schedule decides them
 //!   ([`run::schedule::decide`], the same decision `pqbench run` follows), one worker Job
-//!   per attempt. A run is complete when every process's `SHA256SUMS` is in the results
-//!   bucket (valid or not: the analysis judges validity). Once every pod of the attempt
+//!   per run of an attempt (an interleaved attempt holds its block's runs still to do, the
+//!   mates, placed beside the lead's pods: [`crate::resources::Placement::beside`]). A run
+//!   is complete when every process's `SHA256SUMS` is in the results bucket; its
+//!   `summary.json` then says whether it is valid, and an invalid run runs again in its
+//!   block position (its objects kept under `attempts/`). Once every pod of the attempt
 //!   announced itself ready in the bucket, the operator writes the start instant
 //!   ([`run::schedule::start_at`], the worker's start gate). A failed Job, a Job that
 //!   succeeded without its files, or the run deadline fails the attempt; the run is retried

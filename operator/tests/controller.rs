@@ -259,14 +259,53 @@ fn play_analysis(
 
 /// Plays the pods of one Job: every process of the run, with the Job's spec and the
 /// Secrets it references.
+/// A node exporter whose host never goes quiet (1 GiB of dirty memory), on 127.0.0.1:
+/// its metrics URL. It answers until the test process ends.
+fn busy_node_exporter() -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let body = "node_memory_Dirty_bytes 1073741824\nnode_memory_Writeback_bytes 0\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Plays a worker Job: each pod a worker carrying out the Job's run spec, as the pod would.
+/// With `never_quiet` (a node exporter's URL), the pods wait for a server host that never
+/// goes quiet and give up after 1 s: the run's `pause_quiet` check fails and the run is
+/// invalid, as a run on a busy cluster would be.
 fn play_job(
     job: &Job,
     secrets: &BTreeMap<String, Secret>,
     dir: &std::path::Path,
+    never_quiet: Option<&str>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let spec = job.spec.as_ref().unwrap();
     let value = |name: &str| env_value(job, secrets, name);
     let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
+    if let Some(url) = never_quiet {
+        run.pause = Some(campaign::spec::PauseRule {
+            max_dirty: campaign::units::Size(32 << 20),
+            max_disk_write_per_s: campaign::units::Size(5 << 20),
+            quiet_for: campaign::units::Dur(Duration::from_secs(1)),
+            max_wait: campaign::units::Dur(Duration::from_secs(1)),
+        });
+        run.telemetry.node_exporter = Some(run::runspec::PromSource {
+            url: url.to_owned(),
+            bearer_token_env: None,
+            bearer_token_file: None,
+        });
+    }
     // The pod's environment, as files (a test may not set process-wide variables).
     let creds = dir.join(format!("{}.env", run.run_id));
     std::fs::write(
@@ -387,6 +426,7 @@ spec:
     let mut played: BTreeSet<String> = BTreeSet::new();
     let mut analyses: BTreeSet<String> = BTreeSet::new();
     let mut threads = Vec::new();
+    let busy = busy_node_exporter();
     let until = std::time::Instant::now() + Duration::from_secs(300);
     let last = loop {
         let now = api.get("ext").await.unwrap();
@@ -447,7 +487,11 @@ spec:
                     .all(|e| e.value.is_none() && e.value_from.is_some()),
                 "credentials and keys come from Secrets by reference"
             );
-            threads.extend(play_job(&job, &all, dir.path()));
+            // The first attempt of the second run is made invalid (its pause gives up): the
+            // operator must run it again in its place and keep the attempt.
+            let invalid =
+                (name == operator::step::job_name(&plan.campaign, 1, 1)).then_some(busy.as_str());
+            threads.extend(play_job(&job, &all, dir.path(), invalid));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
@@ -456,18 +500,52 @@ spec:
     }
     let st = last.status.unwrap();
     assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
-    assert_eq!(
-        played.len(),
-        plan.runs.len(),
-        "one Job per run, none repeated: {played:?}"
+    // Every run's first attempt, and a further attempt only after an invalid one, whose
+    // objects are kept in the bucket: the second run's (made invalid) at least.
+    let store = s3.settings().client().unwrap();
+    let loc = st.results.clone().unwrap();
+    let keys: Vec<String> = store
+        .list_objects_v2()
+        .bucket(&loc.bucket)
+        .prefix(&loc.prefix)
+        .send()
+        .await
+        .unwrap()
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    let kept = |run: &str, attempt: u32| {
+        let at = format!("{}attempts/{run}/a{attempt}/p0/summary.json", loc.prefix);
+        keys.contains(&at)
+    };
+    for r in &plan.runs {
+        assert!(
+            played.contains(&operator::step::job_name(&plan.campaign, r.index, 1)),
+            "{}: {played:?}",
+            r.run_id
+        );
+        for n in 2..=3 {
+            if played.contains(&operator::step::job_name(&plan.campaign, r.index, n)) {
+                assert!(kept(&r.run_id, n - 1), "{} attempt {n}: {keys:?}", r.run_id);
+            }
+        }
+    }
+    let second = &plan.runs[1];
+    assert!(
+        played.contains(&operator::step::job_name(&plan.campaign, 1, 2)),
+        "the invalid run ran again: {played:?}"
+    );
+    assert!(kept(&second.run_id, 1), "{keys:?}");
+    assert!(
+        played.len() <= 3 * plan.runs.len(),
+        "at most runRetries + 1 attempts per run: {played:?}"
     );
     assert_eq!(analyses.len(), 1, "one analysis Job: {analyses:?}");
     let p = st.progress.unwrap();
     assert_eq!((p.done, p.total), (12, 12));
-    let loc = st.results.unwrap();
     assert_eq!(loc.bucket, "pqbench-results");
     // The report and the run files are in the results bucket; status holds no raw data.
-    let store = s3.settings().client().unwrap();
     let report = store
         .get_object()
         .bucket(&loc.bucket)
@@ -481,6 +559,14 @@ spec:
     // Status holds exactly the report's verdicts, in compact form.
     let analysis: campaign::analysis::Report = serde_json::from_slice(&report).unwrap();
     assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
+    // The report's Attempts table counts the kept attempt: the second run's arm has more
+    // attempts than runs, one of them invalid at least.
+    let arm = analysis
+        .attempts
+        .iter()
+        .find(|a| a.arm == second.arm)
+        .unwrap_or_else(|| panic!("{:?}", analysis.attempts));
+    assert!(arm.attempts > arm.runs && arm.invalid >= 1, "{arm:?}");
     // Every run is either analysed or left out with its reason: none is lost.
     let excluded = json["excluded_runs"].as_array().unwrap();
     let analysed: usize = analysis.comparisons.iter().map(|e| 2 * e.pairs).sum();

@@ -697,7 +697,8 @@ pub mod scenarios {
 
     /// The scenarios of invalid attempts (an ending `Some("invalid: …")` is an attempt
     /// whose files are complete but whose run failed validation): the local executor
-    /// observes validity; the operator does not yet (it reads only the files' presence).
+    /// observes validity from its processes' exit status, the operator from the runs'
+    /// `summary.json` in the results bucket.
     pub fn invalid_table() -> Vec<Step> {
         let s = |name, complete: &[u32], current, expect| Step {
             name,
