@@ -729,7 +729,15 @@ fn analyze_to(
         .unwrap_or_default();
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;
-    write_report(out, &collected.rows, &attempts, cfg, header, json_path)
+    write_report(
+        out,
+        &collected.rows,
+        &attempts,
+        cfg,
+        header,
+        json_path,
+        Some(data),
+    )
 }
 
 fn write_report(
@@ -739,18 +747,32 @@ fn write_report(
     cfg: &Config,
     mut header: Header,
     json_path: Option<&Path>,
+    data: Option<&Path>,
 ) -> Result<()> {
     let report = analysis::analyze_full(rows, attempts, &header.excluded, cfg)?;
+    let mut report_json = Vec::new();
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
     let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
     for (name, bytes) in campaign::report::files(&report, &mut header) {
         let path = if name == "report.json" {
+            report_json.clone_from(&bytes);
             json_path.clone()
         } else {
             out.join(&name)
         };
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // What the report can be checked against, as the operator's analysis writes it.
+    let digests = data
+        .map(|d| worker::analyze::digests(d, &report_json))
+        .transpose()
+        .context("cannot read the run files for their digest")?;
+    if let Some(d) = &digests {
+        let path = out.join(worker::analyze::DIGESTS);
+        let mut text = serde_json::to_vec_pretty(d)?;
+        text.push(b'\n');
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     print!("{}", campaign::report::terminal(&report));
     for (run, why) in &header.excluded {
@@ -762,6 +784,15 @@ fn write_report(
         out.join("report.md").display(),
         plot_dir.display()
     );
+    if let Some(d) = digests {
+        println!(
+            "data set sha256 {} ({} files), report.json sha256 {} (in {})",
+            d.data_sha256,
+            d.data_files,
+            d.report_sha256,
+            worker::analyze::DIGESTS
+        );
+    }
     Ok(())
 }
 
@@ -899,7 +930,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                     }
                 },
             );
-            write_report(&out, &rows, &[], &cfg, header, a.json.as_deref())
+            write_report(&out, &rows, &[], &cfg, header, a.json.as_deref(), None)
         }
         None => {
             let data = if a.dir.join("runs").is_dir() {

@@ -120,6 +120,18 @@ pub struct CampaignStatus {
     /// One row per comparison, as in `report.json` (compact).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<VerdictRow>,
+    /// The report's per-request table, headline: per cell and arm, S3 requests and client
+    /// CPU per logical request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_request: Vec<run::verdicts::PerRequestRow>,
+    /// The report's cross-format ratios (an arm over its counterpart in the other object
+    /// format), where the campaign has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub format_ratios: Vec<run::verdicts::FormatRatioRow>,
+    /// SHA-256 of the data set the report came from and of `report.json` (also
+    /// `digests.json` beside the report), to check a report against its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digests: Option<run::verdicts::Digests>,
     /// Counts of verdicts (`2 Equivalent, 1 Inconclusive`), for `kubectl get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_summary: Option<String>,

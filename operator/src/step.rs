@@ -1039,20 +1039,29 @@ impl Step<'_, '_> {
                     self.start_jobs(&cur);
                 }
                 // One start instant for every run of the attempt, once every pod of every
-                // one of them is ready.
+                // one of them is ready; a run that already failed is left out (as locally:
+                // the others go on without it, and it runs again later).
+                let failed =
+                    |run_id: &str| match lead_state.as_ref().filter(|_| run_id == cur.run_id) {
+                        Some(s) => matches!(s, AttemptState::Ended(_)),
+                        None => matches!(mate_states.get(run_id), Some(AttemptState::Ended(_))),
+                    };
                 let runs: Vec<&str> = std::iter::once(cur.run_id.as_str())
                     .chain(cur.mates.iter().map(|m| m.run_id.as_str()))
+                    .filter(|r| !failed(r))
                     .collect();
                 let expected = processes * u32::try_from(runs.len()).unwrap_or(1);
                 let ready: u32 = runs
                     .iter()
                     .map(|r| b.ready.get(*r).copied().unwrap_or(0))
                     .sum();
-                if !runs.iter().all(|r| b.started.contains(*r))
-                    && let Some(t) = schedule::start_at(ready, expected, f.now, START_LEAD)
-                {
-                    let at = rfc3339(t);
-                    for r in &runs {
+                // An instant already chosen (a restart between writing the gates) stands:
+                // every run of the attempt starts at the one instant.
+                let at = cur.start_at.clone().or_else(|| {
+                    schedule::start_at(ready, expected, f.now, START_LEAD).map(rfc3339)
+                });
+                if let Some(at) = at {
+                    for r in runs.iter().filter(|r| !b.started.contains(**r)) {
                         self.actions.push(Action::OpenGate {
                             run_id: (*r).to_owned(),
                             at: at.clone(),
@@ -1150,9 +1159,15 @@ impl Step<'_, '_> {
                     verdicts,
                     excluded,
                     deviations,
+                    per_request,
+                    format_ratios,
+                    digests,
                 })),
                 _,
             ) => {
+                self.st.per_request.clone_from(per_request);
+                self.st.format_ratios.clone_from(format_ratios);
+                self.st.digests.clone_from(digests);
                 self.analyzed(verdicts, excluded, *deviations);
                 return;
             }
@@ -1762,6 +1777,67 @@ mod tests {
         );
     }
 
+    /// Interleaved: one instant for every run of the block, once all their pods are ready;
+    /// a mate whose Job failed does not hold the others (as `pqbench run`: it is stopped
+    /// alone and runs again later).
+    #[test]
+    fn a_block_opens_one_gate_for_its_runs_and_a_failed_mate_does_not_hold_it() {
+        let f = Fixture::new();
+        let mut st = f.running(Some((0, 1)));
+        let id = |i: usize| f.plan.runs[i].run_id.clone();
+        let mates: Vec<MateRun> = [1u32, 2]
+            .iter()
+            .map(|&i| MateRun {
+                run_id: id(i as usize),
+                index: i,
+                job: mate_job_name(&f.plan.campaign, i, 0, 1),
+            })
+            .collect();
+        st.current.as_mut().unwrap().mates.clone_from(&mates);
+        let p = f.m.spec.clients.processes;
+        let mut b = f.completed(0);
+        b.ready.insert(id(0), p);
+        b.ready.insert(id(2), p);
+        let opened = |d: &Decision| -> Vec<(String, String)> {
+            d.actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::OpenGate { run_id, at } => Some((run_id.clone(), at.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let jobs = |second: JobState| {
+            BTreeMap::from([
+                (mates[0].job.clone(), second),
+                (mates[1].job.clone(), JobState::Active),
+            ])
+        };
+        // The second run's pod is not ready yet: no gate.
+        let d = decide(&Facts {
+            mate_jobs: jobs(JobState::Active),
+            ..f.facts(&st, b.clone(), JobState::Active)
+        });
+        assert!(opened(&d).is_empty(), "{:?}", d.actions);
+        assert_eq!(d.status.current.as_ref().unwrap().mates, mates);
+        // It failed: the other two start at one instant without it.
+        let d = decide(&Facts {
+            mate_jobs: jobs(JobState::Failed("BackoffLimitExceeded".into())),
+            ..f.facts(&st, b.clone(), JobState::Active)
+        });
+        let at = rfc3339(f.now + START_LEAD);
+        assert_eq!(opened(&d), [(id(0), at.clone()), (id(2), at)]);
+        // Every run ready: all three at one instant.
+        b.ready.insert(id(1), p);
+        let d = decide(&Facts {
+            mate_jobs: jobs(JobState::Active),
+            ..f.facts(&st, b, JobState::Active)
+        });
+        let got = opened(&d);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got.iter().all(|(_, t)| *t == got[0].1));
+    }
+
     #[test]
     fn a_completed_run_moves_on_to_the_next() {
         let f = Fixture::new();
@@ -1907,11 +1983,28 @@ mod tests {
                 verdicts: verdicts.clone(),
                 excluded: vec![],
                 deviations: 2,
+                per_request: vec![run::verdicts::PerRequestRow {
+                    cell: "c".into(),
+                    arm: "x25519".into(),
+                    format: "v1".into(),
+                    s3_requests: "2.000".into(),
+                    cpu_per_request_us: "98.20".into(),
+                }],
+                format_ratios: vec![],
+                digests: Some(run::verdicts::Digests {
+                    data_sha256: "ab".repeat(32),
+                    data_files: 12,
+                    report_sha256: "cd".repeat(32),
+                }),
             })),
         );
         assert_eq!(done.status.phase, Phase::Succeeded);
         assert_eq!(done.status.verdicts, verdicts);
         assert_eq!(done.status.deviations, Some(2));
+        // What a platform team reads beside the verdicts: the per-request headline, and
+        // the digests a report is checked against.
+        assert_eq!(done.status.per_request[0].cpu_per_request_us, "98.20");
+        assert_eq!(done.status.digests.as_ref().unwrap().data_files, 12);
         assert_eq!(
             done.status.verdict_summary.as_deref(),
             Some("1 Inconclusive")

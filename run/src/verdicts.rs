@@ -59,6 +59,86 @@ pub struct VerdictRow {
     pub flags: Vec<String>,
 }
 
+/// One arm's line of the report's per-request table (`status.perRequest`): what one
+/// logical request costs on the wire and on the client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct PerRequestRow {
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub arm: String,
+    /// Object format (`v1`, `v2`).
+    pub format: String,
+    /// S3 requests per logical request, 4 significant digits.
+    pub s3_requests: String,
+    /// Client CPU per logical request, µs, 4 significant digits.
+    pub cpu_per_request_us: String,
+}
+
+/// A cross-format ratio of the report (`status.formatRatios`): an arm over its counterpart
+/// in the other object format.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct FormatRatioRow {
+    /// Cell id.
+    pub cell: String,
+    /// The arm.
+    pub arm: String,
+    /// The arm it is compared against.
+    pub against: String,
+    /// S3 requests per logical request, arm ÷ against.
+    pub s3_requests: String,
+    /// Client CPU per request, arm ÷ against.
+    pub cpu_per_request: String,
+}
+
+/// What a report can be checked against (`status.digests`; `digests.json` beside the
+/// report): the SHA-256 of the data set it came from and of `report.json` itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Digests {
+    /// SHA-256 (hex) of the data set: of the text `sha256sum` prints for every file of the
+    /// runs that stand (`<hex>  <runId>/p<index>/<file>` lines, sorted by path, each ending
+    /// in a newline). `cd runs && find . -type f | sed 's|^./||' | LC_ALL=C sort |
+    /// xargs sha256sum | sha256sum` recomputes it from a local campaign directory.
+    pub data_sha256: String,
+    /// How many files the data set holds.
+    pub data_files: u32,
+    /// SHA-256 (hex) of `report.json` as written.
+    pub report_sha256: String,
+}
+
+/// The per-request table's headline and the cross-format ratios of a report.
+pub fn per_request_rows(r: &Report) -> (Vec<PerRequestRow>, Vec<FormatRatioRow>) {
+    let rows = r
+        .wire
+        .iter()
+        .map(|w| PerRequestRow {
+            cell: w.cell.clone(),
+            arm: w.arm.clone(),
+            format: w.format.to_string(),
+            s3_requests: sig4(w.s3_requests),
+            cpu_per_request_us: sig4(w.cpu_per_request_us),
+        })
+        .collect();
+    let ratios = r
+        .format_ratios
+        .iter()
+        .map(|f| FormatRatioRow {
+            cell: f.cell.clone(),
+            arm: f.arm.clone(),
+            against: f.against.clone(),
+            s3_requests: sig4(f.s3_requests),
+            cpu_per_request: sig4(f.cpu_per_request),
+        })
+        .collect();
+    (rows, ratios)
+}
+
 /// A run the analysis left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -82,6 +162,15 @@ pub enum AnalysisOutcome {
         /// Departures from the pre-registered plan the report's deviations log lists.
         #[serde(default)]
         deviations: u32,
+        /// The per-request table's headline, one line per cell and arm.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        per_request: Vec<PerRequestRow>,
+        /// The cross-format ratios, where the campaign has them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        format_ratios: Vec<FormatRatioRow>,
+        /// The digests of the data set and the report.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digests: Option<Digests>,
     },
     /// No report.
     Failed {
@@ -146,10 +235,34 @@ mod tests {
                 reason: "unaccounted time".into(),
             }],
             deviations: 1,
+            per_request: vec![PerRequestRow {
+                cell: "get-64KiB-c1".into(),
+                arm: "ml-kem-768".into(),
+                format: "v1".into(),
+                s3_requests: "2.000".into(),
+                cpu_per_request_us: "101.3".into(),
+            }],
+            format_ratios: vec![],
+            digests: Some(Digests {
+                data_sha256: "0".repeat(64),
+                data_files: 6,
+                report_sha256: "1".repeat(64),
+            }),
         };
         let text = serde_json::to_string(&ok).unwrap();
         assert!(text.starts_with(r#"{"outcome":"analyzed""#), "{text}");
+        assert!(text.contains(r#""perRequest":[{"cell""#), "{text}");
+        assert!(text.contains(r#""digests":{"dataSha256""#), "{text}");
         assert_eq!(serde_json::from_str::<AnalysisOutcome>(&text).unwrap(), ok);
+        // An outcome from an analysis Job before these fields reads back without them.
+        let old: AnalysisOutcome = serde_json::from_str(
+            r#"{"outcome":"analyzed","verdicts":[],"excluded":[],"deviations":0}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            old,
+            AnalysisOutcome::Analyzed { digests: None, .. }
+        ));
         let failed: AnalysisOutcome =
             serde_json::from_str(r#"{"outcome":"failed","reason":"no valid run","fatal":true}"#)
                 .unwrap();

@@ -7,7 +7,9 @@
 //! What it cannot play: scheduling (node selectors, tolerations and affinity are not
 //! evaluated; the caller may give a pod its node's CPUs), the kubelet's CPU manager, probes, NetworkPolicy, cluster DNS and
 //! a network namespace per pod (every container shares the host's network; service names
-//! are mapped to loopback addresses with `--add-host`), image pulls (`--pull never`).
+//! are mapped to loopback addresses with `--add-host`, and an argument naming a declared
+//! container port as `ADDR:PORT` listens on an ephemeral port of 127.0.0.1, so that pods
+//! running at once do not collide), image pulls (`--pull never`).
 //! emptyDir volumes are tmpfs here. Secret values reach podman through its own
 //! environment (`--env NAME`), never its command line.
 //!
@@ -278,7 +280,23 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
             .clone()
             .ok_or_else(|| format!("container {} has no image", c.name))?,
     );
-    args.extend(c.args.iter().flatten().cloned());
+    // A pod has a network namespace of its own, so every pod may listen on its declared
+    // container ports; played on the host's network, two pods would collide (the interleaved
+    // Jobs of a block run at once). An argument `ADDR:PORT` naming a declared container
+    // port listens on an ephemeral port of 127.0.0.1 instead.
+    let ports: Vec<String> = c
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| format!(":{}", p.container_port))
+        .collect();
+    args.extend(c.args.iter().flatten().map(|a| {
+        if ports.iter().any(|p| a.ends_with(p.as_str())) && a.contains(':') {
+            "127.0.0.1:0".to_owned()
+        } else {
+            a.clone()
+        }
+    }));
     let grace = Duration::from_secs(
         pod.termination_grace_period_seconds
             .and_then(|s| u64::try_from(s).ok())

@@ -17,6 +17,9 @@ use crate::collect::collect;
 use crate::engine::results_store_settings;
 use crate::{Error, Result};
 
+/// The digests' name beside the report ([`digests`]).
+pub const DIGESTS: &str = "digests.json";
+
 /// Analyses the bucket `spec` names, with scratch space under `tmp`, and writes the outcome
 /// there. `Err` only when the results store cannot be reached to write it.
 pub async fn analyze_bucket(spec: &AnalysisSpec, tmp: &Path) -> Result<AnalysisOutcome> {
@@ -105,6 +108,42 @@ fn is_attempt(a: &str) -> bool {
     })
 }
 
+/// The digests of a data set and its report ([`run::verdicts::Digests`]): `runs` a
+/// directory of `<runId>/p<index>/<file>` (a campaign directory's `runs/`, or the analysis
+/// Job's download of the bucket), `report_json` the report's bytes as written. Both
+/// executors compute them so, so a report can be checked against the data it came from.
+pub fn digests(runs: &Path, report_json: &[u8]) -> std::io::Result<run::verdicts::Digests> {
+    use sha2::{Digest as _, Sha256};
+    fn walk(
+        dir: &Path,
+        base: &Path,
+        out: &mut Vec<(String, std::path::PathBuf)>,
+    ) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                walk(&p, base, out)?;
+            } else if let Some(rel) = p.strip_prefix(base).ok().and_then(Path::to_str) {
+                out.push((rel.to_owned(), p.clone()));
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(runs, runs, &mut files)?;
+    files.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut list = Sha256::new();
+    for (rel, path) in &files {
+        let h = Sha256::digest(std::fs::read(path)?);
+        list.update(format!("{}  {rel}\n", hex::encode(h)).as_bytes());
+    }
+    Ok(run::verdicts::Digests {
+        data_sha256: hex::encode(list.finalize()),
+        data_files: u32::try_from(files.len()).unwrap_or(u32::MAX),
+        report_sha256: hex::encode(Sha256::digest(report_json)),
+    })
+}
+
 /// `Err((why, fatal))`: fatal when the data cannot give verdicts (no valid run), else worth
 /// another try (the store, the disk).
 async fn analyze(
@@ -150,9 +189,19 @@ async fn analyze(
         plots: Vec::new(),
     };
     let mut uploads = campaign::report::files(&report, &mut header);
+    let report_json = uploads
+        .iter()
+        .find(|(n, _)| n == "report.json")
+        .map(|(_, b)| b.clone())
+        .unwrap_or_default();
+    let digests = digests(&runs, &report_json).map_err(|e| retry(&e))?;
     uploads.push((
         "runs.csv".to_owned(),
         analysis::rows_to_csv(&collected.rows).into_bytes(),
+    ));
+    uploads.push((
+        DIGESTS.to_owned(),
+        serde_json::to_vec_pretty(&digests).map_err(|e| retry(&e))?,
     ));
     for (name, bytes) in uploads {
         store
@@ -160,7 +209,11 @@ async fn analyze(
             .await
             .map_err(|e| retry(&e))?;
     }
+    let (per_request, format_ratios) = run::verdicts::per_request_rows(&report);
     Ok(AnalysisOutcome::Analyzed {
+        per_request,
+        format_ratios,
+        digests: Some(digests),
         deviations: u32::try_from(report.deviations.len()).unwrap_or(u32::MAX),
         verdicts: verdict_rows(&report),
         excluded: excluded
@@ -173,6 +226,42 @@ async fn analyze(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The data set's digest is what coreutils' `sha256sum` says of the files' listing,
+    /// as the README tells a reader to recompute it.
+    #[test]
+    fn the_data_digest_is_sha256sum_of_the_sorted_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path();
+        for (rel, body) in [
+            ("r1-b/p0/summary.json", &b"{}"[..]),
+            ("r1-b/p0/SHA256SUMS", b"x"),
+            ("r1-a/p1/records.parquet", b"\x00\x01"),
+            ("r1-a/p0/records.parquet", b"PAR1"),
+            ("R0/p0/summary.json", b"upper case sorts first"),
+        ] {
+            let p = runs.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        let d = digests(runs, b"{\"report\":1}").unwrap();
+        assert_eq!(d.data_files, 5);
+        let sh = |script: &str| {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(runs)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+        };
+        assert_eq!(
+            d.data_sha256,
+            sh("find . -type f | sed 's|^./||' | LC_ALL=C sort | xargs sha256sum | sha256sum")
+        );
+        assert_eq!(d.report_sha256, sh("printf '{\"report\":1}' | sha256sum"));
+    }
 
     #[test]
     fn only_run_files_are_downloaded_and_never_outside_the_directory() {

@@ -873,7 +873,6 @@ async fn measure(
             }
         }
     }
-    drop(records_tx);
     let mut worker_start_ms = Vec::new();
     for h in handles {
         worker_start_ms.push(h.await.map_err(|source| Error::Task {
@@ -881,11 +880,15 @@ async fn measure(
             source,
         })?);
     }
-    // An interleaved run's workers stop after its last own slice, which may end before the
-    // window does: the spool's last row group waits for the window's end, or encoding it
-    // would take the CPU from the other arms' last slices (seen in the drift plot: their
-    // last slice at half throughput). Without turns the workers ran to the end already.
+    // An interleaved run's workers stop after its last own slice, which may end up to
+    // (arms − 1) slices before the window does. The spool's writer thread encodes its last
+    // row group as soon as every sender is gone, so this one is held until the window's
+    // end: encoding up to 16,384 records on the clients' core took it from the block-mates'
+    // last slices (issue 35: every arm's last drift bin at 0.6-0.8 of its run's mean,
+    // latency 2.5×, because whichever arm finished first was sorting and encoding while the
+    // others measured). Without turns the workers ran to the end already.
     tokio::time::sleep_until(end.into()).await;
+    drop(records_tx);
     // Every sender is gone: the spool finishes its files (blocking, off the runtime).
     let spooled = tokio::task::spawn_blocking(move || spool.finish())
         .await
