@@ -225,6 +225,8 @@ async fn analyze(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
     use super::*;
 
     /// The data set's digest is what coreutils' `sha256sum` says of the files' listing,
