@@ -455,9 +455,14 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     let client = rt.block_on(Client::try_default()).unwrap();
     rt.block_on(k8s::install_crd(&client));
     let ns = k8s::namespace("played");
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quick.yaml"))
-            .unwrap();
+    // PQBENCH_PLAYED_CAMPAIGN plays another campaign file in its place (issue 35's
+    // benchmark plays the main job without `interleave`, runs one after another); the
+    // verdicts below are the main job's.
+    let file = std::env::var_os("PQBENCH_PLAYED_CAMPAIGN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quick.yaml"),
+        PathBuf::from,
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
     let name = campaign_name(&text);
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
