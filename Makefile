@@ -20,22 +20,25 @@ python: $(PY) ## install the Python oracle
 TIMED := scripts/timed
 
 # Run every test. The workspace's test build first; then the container images built from
-# the test binaries and checked with podman (make image-check: a played campaign that mostly
-# waits) beside the checks that only compute: the statistics oracle regenerated and
+# the test binaries and checked with podman (tests/images.rs) beside the checks that only
+# compute: the statistics oracle regenerated and
 # compared with the committed fixture, the Helm chart check, the fuzz smoke (every target
 # built and run briefly), the vector self-check against OpenSSL and the doctests; then the
 # whole workspace's tests with cargo-nextest (.config/nextest.toml, NEXTEST_THREADS at a
 # time) with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh). The
 # CRD drift check is a test of the workspace (operator/tests/crd.rs: crds/ and the chart's
-# copy are what the types generate).
+# copy are what the types generate). Last, alone, the played campaign (tests/played_jobs.rs:
+# the main job on the images with its Jobs played as containers), which measures and must
+# reach the verdicts `pqbench run` reaches.
 test:
 	$(TIMED) "test: python venv" $(MAKE) -s python
 	$(TIMED) "test: build" cargo test --workspace --no-run --quiet
 	scripts/beside.sh target/image-check.log \
-	    $(TIMED) "test: image-check (beside)" $(MAKE) -s image-check IMAGE_PROFILE=test \
+	    $(TIMED) "test: images (beside)" scripts/images.sh check-images test \
 	    -- $(MAKE) -s test-checks
 	$(TIMED) "test: cargo nextest" scripts/with-k8s-apiserver.sh \
 	    cargo nextest run --workspace --test-threads $(NEXTEST_THREADS)
+	$(TIMED) "test: played campaign (alone)" scripts/images.sh played
 
 # The checks of make test that compute and do not measure.
 test-checks:

@@ -9,6 +9,9 @@
 #   scripts/images.sh check [PROFILE] the image tests (tests/images.rs) and the played
 #                                     campaign (tests/played_jobs.rs), images built
 #                                     first, with the test API server running
+#   scripts/images.sh check-images [PROFILE]  the images built, then tests/images.rs
+#   scripts/images.sh played          the played campaign alone, on the images as built
+#                                     (it measures: make test runs it with nothing beside)
 #
 # The images are the Dockerfile's `operator` and `worker` targets with RUNTIME_IMAGE set to
 # the local base and BINARIES=prebuilt: the same user (65532), entrypoint and labels as a
@@ -103,19 +106,27 @@ build() {
     podman image prune --force >/dev/null
 }
 
+# The image tests (tests/images.rs), the played campaign (tests/played_jobs.rs), or both, on
+# the images as built. --workspace: the features of the whole workspace, as `cargo test
+# --workspace` built them; the root package alone unifies fewer and rebuilt 85 crates
+# (4 min 43 s cold).
+run_tests() {
+    PQBENCH_IMAGE_TAG=$TAG scripts/with-k8s-apiserver.sh \
+        cargo nextest run --workspace --profile images --run-ignored only -E "$1"
+}
+IMAGES='binary_id(pqbench::images)'
+PLAYED='binary_id(pqbench::played_jobs)'
+
 check() {
     build "${1:-release}"
-    # --workspace: the features of the whole workspace, as `cargo test --workspace` built
-    # them; the root package alone unifies fewer and rebuilt 85 crates (4 min 43 s cold).
-    PQBENCH_IMAGE_TAG=$TAG scripts/with-k8s-apiserver.sh \
-        cargo nextest run --workspace --profile images --run-ignored only \
-        -E 'binary_id(pqbench::images) | binary_id(pqbench::played_jobs)'
-
+    run_tests "$IMAGES | $PLAYED"
 }
 
 case "${1:-}" in
     base) base ;;
     build) build "${2:-release}" ;;
     check) check "${2:-release}" ;;
-    *) die "usage: scripts/images.sh base | build [release|test] | check [release|test]" ;;
+    check-images) build "${2:-release}" && run_tests "$IMAGES" ;;
+    played) run_tests "$PLAYED" ;;
+    *) die "usage: scripts/images.sh base | build [release|test] | check [release|test] | check-images [release|test] | played" ;;
 esac

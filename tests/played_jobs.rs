@@ -15,12 +15,20 @@
 //!   sidecar, each on the port its Service names, on a loopback address of their own; the
 //!   StatefulSet's status then says one ready replica;
 //! - **cluster DNS**: the Service names (`<svc>.<ns>.svc` and the shorter forms) resolve to
-//!   that address in every container (`--add-host`), the operator's included.
+//!   that address in every container (`--add-host`), the operator's included;
+//! - **the control plane's place**: the test API server, etcd and this test run on the
+//!   server group's CPUs, off the clients' cores, as a cluster's control plane is off its
+//!   client nodes.
 //!
-//! The campaign must reach `Succeeded` with a verdict for each of its comparisons in status.
-//! `make image-check` runs it (it is `#[ignore]`d in `cargo test`: it needs the images, root
-//! and the test API server); it takes about as long as `pqbench run examples/quick.yaml`
-//! plus a container start per run.
+//! The campaign must reach `Succeeded` with the verdicts `pqbench run` reaches (ML-KEM-768
+//! equivalent to X25519 within ±5 %, RustCrypto's ML-KEM-768 a deficit against aws-lc's), and
+//! the second run of the first block, made invalid in its first attempt (its pause pointed
+//! at a node exporter that never goes quiet), must be kept as `attempts/<run>/a0` and run
+//! again, and counted in the report's Attempts table and status's deviations.
+//! `make image-check` runs it, and `make test` runs it alone after the other tests, since
+//! it measures (it is `#[ignore]`d in `cargo test`: it needs the images, root and the test
+//! API server); it takes about as long as `pqbench run examples/quick.yaml` plus a
+//! container start per run.
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
@@ -90,6 +98,9 @@ struct Tally {
 }
 
 struct Cluster {
+    /// The Job whose pods this play makes invalid, and the never-quiet node exporter they
+    /// are pointed at ([`make_invalid`]).
+    invalid: Option<(String, String)>,
     client: Client,
     ns: String,
     ip: IpAddr,
@@ -100,6 +111,71 @@ struct Cluster {
     minio: BTreeMap<String, Minio>,
     jobs: BTreeMap<String, PlayedJob>,
     tally: Tally,
+}
+
+/// Places this process and the test API server's processes (their pid files beside
+/// `KUBECONFIG`), every thread of each, on `cpus` (`taskset -a`).
+fn control_plane_on(cpus: &str) {
+    let kubeconfig = PathBuf::from(std::env::var("KUBECONFIG").expect("KUBECONFIG"));
+    let run = kubeconfig.parent().unwrap();
+    let mut pids = vec![std::process::id().to_string()];
+    for f in ["etcd.pid", "apiserver.pid"] {
+        if let Ok(p) = std::fs::read_to_string(run.join(f)) {
+            pids.push(p.trim().to_owned());
+        }
+    }
+    for pid in pids {
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", cpus, &pid])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "taskset -a -p -c {cpus} {pid} failed");
+    }
+}
+
+/// A node exporter whose host never goes quiet (1 GiB of dirty memory), on 127.0.0.1 (the
+/// played pods share the host's network): its metrics URL. It answers until the test
+/// process ends.
+fn busy_node_exporter() -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let body = "node_memory_Dirty_bytes 1073741824\nnode_memory_Writeback_bytes 0\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// Makes a worker pod's run invalid, as a busy cluster would: its run spec's pause waits for
+/// a server host that never goes quiet (`url`) and gives up after 1 s, so the run's
+/// `pause_quiet` check fails.
+fn make_invalid(pod: &mut k8s_openapi::api::core::v1::PodSpec, url: &str) {
+    let env = pod.containers[0].env.as_mut().unwrap();
+    let var = env.iter_mut().find(|e| e.name == "PQBENCH_RUN_SPEC").unwrap();
+    let mut spec: run::runspec::RunSpec =
+        serde_json::from_str(var.value.as_deref().unwrap()).unwrap();
+    spec.pause = Some(campaign::spec::PauseRule {
+        max_dirty: campaign::units::Size(32 << 20),
+        max_disk_write_per_s: campaign::units::Size(5 << 20),
+        quiet_for: campaign::units::Dur(Duration::from_secs(1)),
+        max_wait: campaign::units::Dur(Duration::from_secs(1)),
+    });
+    spec.telemetry.node_exporter = Some(run::runspec::PromSource {
+        url: url.to_owned(),
+        bearer_token_env: None,
+        bearer_token_file: None,
+    });
+    var.value = Some(serde_json::to_string(&spec).unwrap());
 }
 
 /// The names a Service resolves by inside the cluster.
@@ -113,6 +189,21 @@ fn service_names(svc: &str, ns: &str) -> [String; 4] {
 }
 
 impl Cluster {
+    /// Whether the played MinIO holds an object whose key ends with `suffix`.
+    fn has_object(&self, suffix: &str) -> bool {
+        fn walk(dir: &Path, suffix: &str) -> bool {
+            std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, suffix)
+                } else {
+                    p.to_string_lossy().ends_with(suffix)
+                }
+            })
+        }
+        self.minio.values().any(|m| walk(m._dir.path(), suffix))
+    }
+
     /// `report.json` from the played MinIO's data directory, if the analysis uploaded one.
     fn report(&self) -> Option<campaign::analysis::Report> {
         fn find(dir: &Path) -> Option<PathBuf> {
@@ -274,7 +365,10 @@ impl Cluster {
 
     async fn start_pod(&mut self, job: &Job, index: u32) -> Pod {
         let name = job.name_any();
-        let pod = job.spec.clone().unwrap().template.spec.unwrap();
+        let mut pod = job.spec.clone().unwrap().template.spec.unwrap();
+        if self.invalid.as_ref().is_some_and(|(job, _)| *job == name) {
+            make_invalid(&mut pod, &self.invalid.as_ref().unwrap().1);
+        }
         let played = self.jobs.get_mut(&name).unwrap();
         played.started += 1;
         let (attempt, indexed) = (played.started, played.tally.indexed);
@@ -479,6 +573,13 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         campaign::placement::place(&(0..n).collect::<Vec<_>>(), None, None, true, 1).unwrap();
     let cpu_list = |v: &Option<Vec<u32>>| v.as_deref().map(campaign::placement::format_cpu_list);
     let (server_cpus, client_cpus) = (cpu_list(&split.server), cpu_list(&split.clients));
+    // The control plane (the test API server and etcd, and this test, which plays the Job
+    // controller and the kubelets) runs on the server group's CPUs: a cluster's control
+    // plane is not on its client nodes, and its polls would otherwise take turns from the
+    // arms on the clients' cores.
+    if let Some(cpus) = &server_cpus {
+        control_plane_on(cpus);
+    }
     let kubeconfig = podman::self_contained_kubeconfig(dir.path());
     let operator_name = format!("pqbench-operator-played-{}", std::process::id());
     let operator_hosts: Vec<(String, IpAddr)> = service_names(&minio_svc, &ns)
@@ -501,7 +602,15 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         .spawn()
         .unwrap();
 
+    // The second run of the first block, a mate of its lead, is made invalid in its first
+    // attempt: the operator must keep that attempt (`attempts/<run>/a0`) and run it again.
+    let plan = campaign::design::plan(&campaign::Manifest::parse(&text, "campaign").unwrap());
+    let invalid_run = plan.runs[1].clone();
     let mut cluster = Cluster {
+        invalid: Some((
+            operator::step::mate_job_name(&plan.campaign, 1, 0, 1),
+            busy_node_exporter(),
+        )),
         client: client.clone(),
         ns: ns.clone(),
         ip,
@@ -558,6 +667,10 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     // The report as the analysis Job uploaded it, read from the played MinIO's disk before
     // it goes.
     let report = cluster.report();
+    let kept_attempt = cluster.has_object(&format!(
+        "attempts/{}/a0/p0/summary.json",
+        invalid_run.run_id
+    ));
     cluster.shutdown();
     let _ = podman()
         .args(["stop", "--time", "10", &operator_name])
@@ -647,4 +760,15 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     assert_eq!(format!("{:?}", kem.verdict), "Equivalent", "{}", say(kem));
     assert!(kem.ci90[0] > 0.95 && kem.ci90[1] < 1.05, "{}", say(kem));
     assert!(rc.deficit, "{}", say(rc));
+    // The run made invalid: kept as attempt a0 and run again, counted in the report's
+    // Attempts table and in status's deviations.
+    let kept = format!("attempts/{}/a0/p0/summary.json", invalid_run.run_id);
+    assert!(kept_attempt, "{kept} is not in the results bucket");
+    let arm = report
+        .attempts
+        .iter()
+        .find(|a| a.arm == invalid_run.arm)
+        .unwrap_or_else(|| panic!("{:?}", report.attempts));
+    assert_eq!((arm.attempts, arm.invalid), (arm.runs + 1, 1), "{arm:?}");
+    assert!(st.deviations.unwrap_or(0) >= 1, "{:?}", st.deviations);
 }
