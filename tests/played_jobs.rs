@@ -326,7 +326,17 @@ impl Cluster {
                 Path::new(exporter).exists(),
                 "{exporter} plays MinIO's node-exporter sidecar: apt-get install prometheus-node-exporter (.ci/run does)"
             );
-            let node = Command::new(exporter)
+            // The sidecar runs in MinIO's pod, on the server node: on its CPUs (unplaced, its
+            // scrapes by every worker process landed on the clients' cores).
+            let mut node = match self.node_cpus(&pod) {
+                Some(cpus) => {
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", &cpus, exporter]);
+                    c
+                }
+                None => Command::new(exporter),
+            };
+            let node = node
                 .arg(format!(
                     "--web.listen-address={}:{}",
                     self.ip,

@@ -202,11 +202,11 @@ pub struct CampaignSpec {
     /// Open loop: how long queued arrivals may still be served after the window.
     #[serde(default = "default_drain")]
     pub drain: Dur,
-    /// Interleaved arms (`pqbench run`): the runs of each block start together and take
-    /// turns in slices of `slice`, so that every arm meets the same machine within a
-    /// fraction of a second. `warmup` and `measured` stay each arm's own time, so a block's
-    /// window is as many times longer as it has arms. Closed-loop cells only. Absent, and
-    /// on a cluster (the operator does not interleave yet and ignores it): the runs of a
+    /// Interleaved arms: the runs of each block start together and take turns in slices
+    /// of `slice`, so that every arm meets the same machine within a fraction of a second
+    /// (`pqbench run`, and the operator, whose block's pods share a node per process
+    /// index). `warmup` and `measured` stay each arm's own time, so a block's window is as
+    /// many times longer as it has arms. Closed-loop cells only. Absent: the runs of a
     /// block one after another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interleave: Option<Interleave>,
