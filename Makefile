@@ -28,8 +28,7 @@ TIMED := scripts/timed
 # time) with the test Kubernetes API server running (scripts/with-k8s-apiserver.sh). The
 # CRD drift check is a test of the workspace (operator/tests/crd.rs: crds/ and the chart's
 # copy are what the types generate). Last, alone, the played campaign (tests/played_jobs.rs:
-# the main job on the images with its Jobs played as containers), which measures and must
-# reach the verdicts `pqbench run` reaches.
+# the main job on the images with its Jobs played as containers), which measures.
 test:
 	$(TIMED) "test: python venv" $(MAKE) -s python
 	$(TIMED) "test: build" cargo test --workspace --no-run --quiet
