@@ -162,7 +162,10 @@ fn busy_node_exporter() -> String {
 /// `pause_quiet` check fails.
 fn make_invalid(pod: &mut k8s_openapi::api::core::v1::PodSpec, url: &str) {
     let env = pod.containers[0].env.as_mut().unwrap();
-    let var = env.iter_mut().find(|e| e.name == "PQBENCH_RUN_SPEC").unwrap();
+    let var = env
+        .iter_mut()
+        .find(|e| e.name == "PQBENCH_RUN_SPEC")
+        .unwrap();
     let mut spec: run::runspec::RunSpec =
         serde_json::from_str(var.value.as_deref().unwrap()).unwrap();
     spec.pause = Some(campaign::spec::PauseRule {
@@ -193,14 +196,18 @@ impl Cluster {
     /// Whether the played MinIO holds an object whose key ends with `suffix`.
     fn has_object(&self, suffix: &str) -> bool {
         fn walk(dir: &Path, suffix: &str) -> bool {
-            std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, suffix)
-                } else {
-                    p.to_string_lossy().ends_with(suffix)
-                }
-            })
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let p = e.path();
+                    if p.is_dir() {
+                        walk(&p, suffix)
+                    } else {
+                        p.to_string_lossy().ends_with(suffix)
+                    }
+                })
         }
         self.minio.values().any(|m| walk(m._dir.path(), suffix))
     }
@@ -770,7 +777,12 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     let kem = entry("ml-kem-768", "x25519");
     let rc = entry("ml-kem-768-rustcrypto", "ml-kem-768");
     eprintln!("{}\n{}", say(kem), say(rc));
-    assert_ne!(format!("{:?}", kem.verdict), "NotEquivalent", "{}", say(kem));
+    assert_ne!(
+        format!("{:?}", kem.verdict),
+        "NotEquivalent",
+        "{}",
+        say(kem)
+    );
     assert!(rc.deficit, "{}", say(rc));
     // The run made invalid: kept as attempt a0 and run again, counted in the report's
     // Attempts table and in status's deviations.

@@ -166,7 +166,11 @@ pub enum AnalysisOutcome {
         #[serde(default, rename = "perRequest", skip_serializing_if = "Vec::is_empty")]
         per_request: Vec<PerRequestRow>,
         /// The cross-format ratios, where the campaign has them.
-        #[serde(default, rename = "formatRatios", skip_serializing_if = "Vec::is_empty")]
+        #[serde(
+            default,
+            rename = "formatRatios",
+            skip_serializing_if = "Vec::is_empty"
+        )]
         format_ratios: Vec<FormatRatioRow>,
         /// The digests of the data set and the report.
         #[serde(default, skip_serializing_if = "Option::is_none")]
