@@ -758,7 +758,7 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     // ML-KEM-768 not found different from X25519 (its interval not outside ±5 %). NOT YET
     // asserted: the equivalence `pqbench run` reaches (interval inside ±5 %). The played
     // cluster, interleaved, gives a paired sd of the ML-KEM/X25519 log ratio of 0.05-0.08
-    // where `pqbench run` gives 0.008 on the same machine (issue 35, 5 played runs: 2 of 5
+    // where `pqbench run` gives 0.008 on the same machine (issue 35, 6 played runs: 2 of 6
     // Equivalent), from a cause not found yet; the figures are printed for the record.
     let report = report.expect("report.json in the played MinIO's bucket");
     let entry = |mode: &str, against: &str| {
