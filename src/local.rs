@@ -48,8 +48,8 @@ pub(crate) fn run_complete(run_dir: &Path, processes: u32) -> bool {
     })
 }
 
+use run::schedule::kept;
 pub(crate) use worker::attempts::GIVEN_UP;
-use worker::attempts::{ATTEMPTS, INCOMPLETE};
 
 pub(crate) fn read_given_up(dir: &Path) -> Result<Vec<GivenUp>> {
     let path = dir.join(GIVEN_UP);
@@ -206,10 +206,10 @@ impl Local<'_> {
                     index,
                     attempt,
                     why,
+                    keep,
                     mates,
                 } => {
-                    let invalid = matches!(current, Some((_, AttemptState::Invalid(_))));
-                    let aside = if invalid {
+                    let aside = if keep {
                         self.keep_attempt(&run_id, attempt - 1)?
                     } else {
                         self.move_aside(&run_id)?
@@ -286,15 +286,13 @@ impl Local<'_> {
         if !run_dir.exists() {
             return Ok(None);
         }
-        let kept = self
-            .dir
-            .join(ATTEMPTS)
-            .join(run_id)
-            .join(format!("a{attempt}"));
+        let kept = self.dir.join(kept::attempt_dir(run_id, attempt, None));
         std::fs::create_dir_all(kept.parent().unwrap_or(self.dir))?;
         if kept.exists() {
             // A resumed campaign repeating an attempt number: keep both.
-            let alt = kept.with_file_name(format!("a{attempt}-{}", unix_millis()));
+            let alt = self
+                .dir
+                .join(kept::attempt_dir(run_id, attempt, Some(unix_millis())));
             std::fs::rename(&run_dir, &alt)?;
             return Ok(Some(alt));
         }
@@ -310,10 +308,7 @@ impl Local<'_> {
         if !run_dir.exists() {
             return Ok(None);
         }
-        let aside = self
-            .dir
-            .join(INCOMPLETE)
-            .join(format!("{run_id}-{}", unix_millis()));
+        let aside = self.dir.join(kept::incomplete_dir(run_id, unix_millis()));
         std::fs::create_dir_all(aside.parent().unwrap_or(self.dir))?;
         std::fs::rename(&run_dir, &aside)
             .with_context(|| format!("cannot move {} aside", run_dir.display()))?;

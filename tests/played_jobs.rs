@@ -33,6 +33,8 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+#[path = "../operator/tests/support/invalid_run.rs"]
+mod invalid_run;
 #[path = "../operator/tests/support/job_controller.rs"]
 mod job_controller;
 #[path = "../operator/tests/support/k8s.rs"]
@@ -100,7 +102,7 @@ struct Tally {
 
 struct Cluster {
     /// The Job whose pods this play makes invalid, and the never-quiet node exporter they
-    /// are pointed at ([`make_invalid`]).
+    /// are pointed at ([`make_pod_invalid`]).
     invalid: Option<(String, String)>,
     client: Client,
     ns: String,
@@ -135,32 +137,10 @@ fn control_plane_on(cpus: &str) {
     }
 }
 
-/// A node exporter whose host never goes quiet (1 GiB of dirty memory), on 127.0.0.1 (the
-/// played pods share the host's network): its metrics URL. It answers until the test
-/// process ends.
-fn busy_node_exporter() -> String {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let body = "node_memory_Dirty_bytes 1073741824\nnode_memory_Writeback_bytes 0\n";
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    url
-}
-
 /// Makes a worker pod's run invalid, as a busy cluster would: its run spec's pause waits for
 /// a server host that never goes quiet (`url`) and gives up after 1 s, so the run's
 /// `pause_quiet` check fails.
-fn make_invalid(pod: &mut k8s_openapi::api::core::v1::PodSpec, url: &str) {
+fn make_pod_invalid(pod: &mut k8s_openapi::api::core::v1::PodSpec, url: &str) {
     let env = pod.containers[0].env.as_mut().unwrap();
     let var = env
         .iter_mut()
@@ -168,17 +148,7 @@ fn make_invalid(pod: &mut k8s_openapi::api::core::v1::PodSpec, url: &str) {
         .unwrap();
     let mut spec: run::runspec::RunSpec =
         serde_json::from_str(var.value.as_deref().unwrap()).unwrap();
-    spec.pause = Some(campaign::spec::PauseRule {
-        max_dirty: campaign::units::Size(32 << 20),
-        max_disk_write_per_s: campaign::units::Size(5 << 20),
-        quiet_for: campaign::units::Dur(Duration::from_secs(1)),
-        max_wait: campaign::units::Dur(Duration::from_secs(1)),
-    });
-    spec.telemetry.node_exporter = Some(run::runspec::PromSource {
-        url: url.to_owned(),
-        bearer_token_env: None,
-        bearer_token_file: None,
-    });
+    invalid_run::make_invalid(&mut spec, url);
     var.value = Some(serde_json::to_string(&spec).unwrap());
 }
 
@@ -385,7 +355,7 @@ impl Cluster {
         let name = job.name_any();
         let mut pod = job.spec.clone().unwrap().template.spec.unwrap();
         if self.invalid.as_ref().is_some_and(|(job, _)| *job == name) {
-            make_invalid(&mut pod, &self.invalid.as_ref().unwrap().1);
+            make_pod_invalid(&mut pod, &self.invalid.as_ref().unwrap().1);
         }
         let played = self.jobs.get_mut(&name).unwrap();
         played.started += 1;
@@ -627,7 +597,7 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     let mut cluster = Cluster {
         invalid: Some((
             operator::step::mate_job_name(&plan.campaign, 1, 0, 1),
-            busy_node_exporter(),
+            invalid_run::busy_node_exporter(),
         )),
         client: client.clone(),
         ns: ns.clone(),

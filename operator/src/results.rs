@@ -162,9 +162,9 @@ impl ResultsStore {
     /// An attempt number kept before (a mate invalid twice, a resumed campaign) is kept
     /// beside it as `a<attempt>-<unix ms>`.
     pub async fn keep_attempt(&self, run_id: &str, attempt: u32) -> Result<usize> {
-        let mut to = format!("{}/{run_id}/a{attempt}/", kept::ATTEMPTS);
+        let mut to = format!("{}/", kept::attempt_dir(run_id, attempt, None));
         if !self.bucket.keys(&to).await?.is_empty() {
-            to = format!("{}/{run_id}/a{attempt}-{}/", kept::ATTEMPTS, unix_ms());
+            to = format!("{}/", kept::attempt_dir(run_id, attempt, Some(unix_ms())));
         }
         self.move_run(run_id, &to).await
     }
@@ -172,7 +172,7 @@ impl ResultsStore {
     /// Sets a failed or cut-off attempt aside: [`Self::move_run`] to
     /// `incomplete/<runId>-<unix ms>/` (when it left any file).
     pub async fn set_aside(&self, run_id: &str) -> Result<usize> {
-        let to = format!("{}/{run_id}-{}/", kept::INCOMPLETE, unix_ms());
+        let to = format!("{}/", kept::incomplete_dir(run_id, unix_ms()));
         self.move_run(run_id, &to).await
     }
 

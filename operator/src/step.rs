@@ -230,7 +230,7 @@ pub fn job_name(campaign: &str, index: u32, attempt: u32) -> String {
 }
 
 /// The plan index of a run (0 when it is not in the plan).
-fn g_index(plan: &Plan, run_id: &str) -> u32 {
+fn plan_index(plan: &Plan, run_id: &str) -> u32 {
     plan.runs
         .iter()
         .find(|r| r.run_id == run_id)
@@ -944,10 +944,10 @@ impl Step<'_, '_> {
                 index,
                 attempt,
                 why,
+                keep,
                 mates,
             } => {
-                // An invalid attempt's objects are kept; a failed one's set aside.
-                if matches!(lead_state, Some(AttemptState::Invalid(_))) {
+                if keep {
                     self.actions.push(Action::KeepAttempt {
                         run_id: run_id.clone(),
                         attempt: attempt - 1,
@@ -984,7 +984,7 @@ impl Step<'_, '_> {
             }
             Next::GiveUp(g) => {
                 self.actions.push(Action::DeleteJob {
-                    name: job_name(&f.plan.campaign, g_index(f.plan, &g.run_id), g.attempts),
+                    name: job_name(&f.plan.campaign, plan_index(f.plan, &g.run_id), g.attempts),
                 });
                 self.actions.push(Action::SetAside {
                     run_id: g.run_id.clone(),

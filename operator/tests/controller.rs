@@ -15,6 +15,8 @@
 //!   and writes the verdicts into status and the report into the results bucket.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+#[path = "support/invalid_run.rs"]
+mod invalid_run;
 #[path = "support/k8s.rs"]
 mod k8s;
 
@@ -259,27 +261,6 @@ fn play_analysis(
 
 /// Plays the pods of one Job: every process of the run, with the Job's spec and the
 /// Secrets it references.
-/// A node exporter whose host never goes quiet (1 GiB of dirty memory), on 127.0.0.1:
-/// its metrics URL. It answers until the test process ends.
-fn busy_node_exporter() -> String {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let body = "node_memory_Dirty_bytes 1073741824\nnode_memory_Writeback_bytes 0\n";
-            let _ = write!(
-                conn,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    url
-}
-
 /// Plays a worker Job: each pod a worker carrying out the Job's run spec, as the pod would.
 /// With `never_quiet` (a node exporter's URL), the pods wait for a server host that never
 /// goes quiet and give up after 1 s: the run's `pause_quiet` check fails and the run is
@@ -294,17 +275,7 @@ fn play_job(
     let value = |name: &str| env_value(job, secrets, name);
     let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
     if let Some(url) = never_quiet {
-        run.pause = Some(campaign::spec::PauseRule {
-            max_dirty: campaign::units::Size(32 << 20),
-            max_disk_write_per_s: campaign::units::Size(5 << 20),
-            quiet_for: campaign::units::Dur(Duration::from_secs(1)),
-            max_wait: campaign::units::Dur(Duration::from_secs(1)),
-        });
-        run.telemetry.node_exporter = Some(run::runspec::PromSource {
-            url: url.to_owned(),
-            bearer_token_env: None,
-            bearer_token_file: None,
-        });
+        invalid_run::make_invalid(&mut run, url);
     }
     // The pod's environment, as files (a test may not set process-wide variables).
     let creds = dir.join(format!("{}.env", run.run_id));
@@ -426,7 +397,7 @@ spec:
     let mut played: BTreeSet<String> = BTreeSet::new();
     let mut analyses: BTreeSet<String> = BTreeSet::new();
     let mut threads = Vec::new();
-    let busy = busy_node_exporter();
+    let busy = invalid_run::busy_node_exporter();
     let until = std::time::Instant::now() + Duration::from_secs(300);
     let last = loop {
         let now = api.get("ext").await.unwrap();

@@ -60,6 +60,20 @@ pub mod kept {
     pub const INCOMPLETE: &str = "incomplete";
     /// The runs given up, a JSON list of [`super::GivenUp`].
     pub const GIVEN_UP: &str = "failed-runs.json";
+
+    /// Where invalid attempt `attempt` of `run_id` is kept; `again` (unix ms) when that
+    /// attempt number is kept already (a mate invalid twice, a resumed campaign): beside it.
+    pub fn attempt_dir(run_id: &str, attempt: u32, again: Option<u128>) -> String {
+        match again {
+            None => format!("{ATTEMPTS}/{run_id}/a{attempt}"),
+            Some(ms) => format!("{ATTEMPTS}/{run_id}/a{attempt}-{ms}"),
+        }
+    }
+
+    /// Where a failed or cut-off attempt of `run_id` is set aside, at `unix_ms`.
+    pub fn incomplete_dir(run_id: &str, unix_ms: u128) -> String {
+        format!("{INCOMPLETE}/{run_id}-{unix_ms}")
+    }
 }
 
 /// Attempts after the first when the campaign does not say (`runRetries`).
@@ -263,6 +277,10 @@ pub enum Next {
         attempt: u32,
         /// Why the failed attempt failed.
         why: String,
+        /// The failed attempt's files are complete but invalid: keep them as attempt
+        /// `attempt - 1` ([`kept::attempt_dir`]); otherwise set what it left aside
+        /// ([`kept::incomplete_dir`]).
+        keep: bool,
         /// Its block's runs still to do, started with it (interleaved).
         mates: Vec<Mate>,
     },
@@ -458,6 +476,7 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
                 index: a.index,
                 attempt: a.attempt + 1,
                 why: format!("invalid: {why}"),
+                keep: true,
                 mates: mates_of(&a.run_id, &complete),
             },
             completed,
@@ -489,6 +508,7 @@ pub fn decide(plan: &Plan, policy: &Policy, o: &Observed<'_>) -> Decision {
                         index: a.index,
                         attempt: a.attempt + 1,
                         why: failure,
+                        keep: false,
                         mates: mates_of(&a.run_id, &complete),
                     }
                 } else {
@@ -1024,6 +1044,10 @@ mod tests {
                 step.expect,
                 d.next
             );
+            // An invalid attempt's files are kept; a failed one's set aside.
+            if let Next::Retry { why, keep, .. } = &d.next {
+                assert_eq!(*keep, why.starts_with("invalid: "), "{}", step.name);
+            }
             assert!(
                 super::scenarios::settled_as(&plan, &step, &d),
                 "{}: expected the mates settled as {:?}, decided {:?}",
