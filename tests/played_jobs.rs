@@ -18,11 +18,15 @@
 //!   that address in every container (`--add-host`), the operator's included;
 //! - **the control plane's place**: the test API server, etcd and this test run on the
 //!   server group's CPUs, off the clients' cores, as a cluster's control plane is off its
-//!   client nodes.
+//!   client nodes; the played MinIO has precedence over them there (`SERVER_NICE`), as it
+//!   would have its node to itself.
 //!
-//! The campaign must reach `Succeeded` with a verdict for each comparison (RustCrypto's
-//! ML-KEM-768 a deficit against aws-lc's; ML-KEM-768 not found different from X25519: the
-//! equivalence `pqbench run` reaches is not yet reliable here, see the test), and
+//! `PQBENCH_PLAYED_KEEP=DIR` keeps the played MinIO's data (the results bucket with every
+//! run's raw records, the kept attempts and the report) in `DIR`;
+//! `PQBENCH_PLAYED_CAMPAIGN=FILE` plays another campaign file.
+//!
+//! The campaign must reach `Succeeded` with the verdicts `pqbench run` reaches (ML-KEM-768
+//! equivalent to X25519 within ±5 %, RustCrypto's ML-KEM-768 a deficit against aws-lc's), and
 //! the second run of the first block, made invalid in its first attempt (its pause pointed
 //! at a node exporter that never goes quiet), must be kept as `attempts/<run>/a0` and run
 //! again, and counted in the report's Attempts table and status's deviations.
@@ -137,6 +141,25 @@ fn control_plane_on(cpus: &str) {
     }
 }
 
+/// The played MinIO's niceness. On this host the control plane (the test API server, etcd,
+/// this test and the operator's container) shares the server group's CPUs with MinIO, where
+/// a cluster has it on nodes of its own. At the same priority it took the server's CPU in
+/// bursts of 50-70 ms every second or two: the arm whose slice it fell into lost a third of
+/// its requests there, 8 slices of 120 per block, which made the paired sd of the
+/// ML-KEM/X25519 log ratio 0.035-0.08 against `pqbench run`'s 0.008 (issue 35; the raw
+/// records showed every long request waiting in `storage_ns`, none in the client's crypto).
+/// At -15 (CFS weight 29,154 against 1,024) the control plane runs in the server's idle time,
+/// as it would on its own nodes: no stalled slice, and the played throughput equals the local.
+const SERVER_NICE: i32 = -15;
+
+/// A process's niceness (`/proc/PID/stat`, field 19).
+fn niceness(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
 /// Makes a worker pod's run invalid, as a busy cluster would: its run spec's pause waits for
 /// a server host that never goes quiet (`url`) and gives up after 1 s, so the run's
 /// `pause_quiet` check fails.
@@ -180,6 +203,21 @@ impl Cluster {
                 })
         }
         self.minio.values().any(|m| walk(m._dir.path(), suffix))
+    }
+
+    /// Copies the played MinIO's data directories into `to` (`cp -a`).
+    fn keep_data(&self, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for (name, m) in &self.minio {
+            let ok = Command::new("cp")
+                .arg("-a")
+                .arg(m._dir.path())
+                .arg(to.join(name))
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "cp -a {} {}", m._dir.path().display(), to.display());
+        }
     }
 
     /// `report.json` from the played MinIO's data directory, if the analysis uploaded one.
@@ -281,8 +319,12 @@ impl Cluster {
                 podman::env_of(minio, &ctx).unwrap().into_iter().collect();
             let dir = tempfile::tempdir().unwrap();
             let env_file = dir.path().join("s3.env");
-            let mut s3 = Command::new(env!("CARGO_BIN_EXE_pqbench"));
-            s3.arg("serve-s3");
+            // MinIO has its node to itself on a cluster; here the control plane shares its
+            // CPUs, so the played MinIO gets precedence over it (see SERVER_NICE).
+            let mut s3 = Command::new("nice");
+            s3.args(["-n", &SERVER_NICE.to_string()])
+                .arg(env!("CARGO_BIN_EXE_pqbench"))
+                .arg("serve-s3");
             if let Some(cpus) = self.node_cpus(&pod) {
                 s3.args(["--cpus", &cpus]);
             }
@@ -329,6 +371,12 @@ impl Cluster {
                 assert!(Instant::now() < until, "serve-s3 did not start for {name}");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
+            assert_eq!(
+                niceness(s3.id()),
+                SERVER_NICE,
+                "the played MinIO (serve-s3) did not get its precedence over the control \
+                 plane (nice -n {SERVER_NICE} needs root or CAP_SYS_NICE)"
+            );
             let generation = set.metadata.generation.unwrap_or(1);
             api.patch_status(
                 &name,
@@ -655,6 +703,11 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     // The report as the analysis Job uploaded it, read from the played MinIO's disk before
     // it goes.
     let report = cluster.report();
+    // PQBENCH_PLAYED_KEEP=DIR keeps the played MinIO's data (the results bucket: runs,
+    // attempts, report) in DIR for a look at the raw records after the test.
+    if let Some(keep) = std::env::var_os("PQBENCH_PLAYED_KEEP") {
+        cluster.keep_data(Path::new(&keep));
+    }
     let kept_attempt = cluster.has_object(&format!(
         "attempts/{}/a0/p0/summary.json",
         invalid_run.run_id
@@ -724,12 +777,9 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         assert!(v.verdict.is_some(), "{v:?}");
     }
     assert!(st.verdict_summary.is_some());
-    // RustCrypto's ML-KEM-768 a deficit against aws-lc's, as `pqbench run` finds, and
-    // ML-KEM-768 not found different from X25519 (its interval not outside ±5 %). NOT YET
-    // asserted: the equivalence `pqbench run` reaches (interval inside ±5 %). The played
-    // cluster, interleaved, gives a paired sd of the ML-KEM/X25519 log ratio of 0.05-0.08
-    // where `pqbench run` gives 0.008 on the same machine (issue 35, 6 played runs: 2 of 6
-    // Equivalent), from a cause not found yet; the figures are printed for the record.
+    // The verdicts `pqbench run` reaches on this machine: ML-KEM-768 equivalent to X25519
+    // within ±5 % (its 90 % interval inside the band), RustCrypto's ML-KEM-768 a deficit
+    // against aws-lc's. A played cluster too noisy for that fails here with the spread.
     let report = report.expect("report.json in the played MinIO's bucket");
     let entry = |mode: &str, against: &str| {
         report
@@ -747,11 +797,29 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
     let kem = entry("ml-kem-768", "x25519");
     let rc = entry("ml-kem-768-rustcrypto", "ml-kem-768");
     eprintln!("{}\n{}", say(kem), say(rc));
-    assert_ne!(
+    assert_eq!(
         format!("{:?}", kem.verdict),
-        "NotEquivalent",
-        "{}",
+        "Equivalent",
+        "the played cluster is too noisy for the main job: {}",
         say(kem)
+    );
+    assert!(
+        kem.ci90[0] >= 0.95 && kem.ci90[1] <= 1.05,
+        "the 90 % interval is not inside ±5 %: {}",
+        say(kem)
+    );
+    // Status says the same as the report.
+    let status_verdict = |mode: &str, against: &str| {
+        st.verdicts
+            .iter()
+            .find(|v| v.mode == mode && v.baseline == against)
+            .and_then(|v| v.verdict.clone())
+    };
+    assert_eq!(
+        status_verdict("ml-kem-768", "x25519").as_deref(),
+        Some("Equivalent"),
+        "{:?}",
+        st.verdicts
     );
     assert!(rc.deficit, "{}", say(rc));
     // The run made invalid: kept as attempt a0 and run again, counted in the report's
