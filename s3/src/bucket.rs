@@ -37,6 +37,13 @@ impl ResultsBucket {
 
     /// Every key under `prefix` + `below`, in full.
     pub async fn keys(&self, below: &str) -> Result<Vec<String>> {
+        self.keys_at_most(below, usize::MAX).await
+    }
+
+    /// Every key under `prefix` + `below`, in full, or [`Error::TooLarge`] as soon as the
+    /// listing passes `max` keys (the rest is not listed: a reader's memory stays bounded
+    /// whatever the bucket holds).
+    pub async fn keys_at_most(&self, below: &str, max: usize) -> Result<Vec<String>> {
         let full = format!("{}{below}", self.prefix);
         let mut out = Vec::new();
         let mut token = None;
@@ -55,6 +62,14 @@ impl ResultsBucket {
                     .iter()
                     .filter_map(|o| o.key().map(str::to_owned)),
             );
+            if out.len() > max {
+                return Err(Error::TooLarge {
+                    bucket: self.bucket.clone(),
+                    target: full,
+                    what: format!("a listing of more than {max} keys"),
+                    limit: format!("{max} keys"),
+                });
+            }
             match page.next_continuation_token() {
                 Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
                 _ => break,
@@ -149,6 +164,55 @@ impl ResultsBucket {
             detail: format!("reading the body: {e}"),
         })?;
         Ok(Some(body.into_bytes().to_vec()))
+    }
+
+    /// The object at the full key `key` if it holds at most `limit` bytes; `None` when there
+    /// is none, [`Error::TooLarge`] when it is larger (by its length, or by what arrives:
+    /// the body is read no further than `limit` + 1 bytes whatever the length says).
+    pub async fn get_at_most(&self, key: &str, limit: usize) -> Result<Option<Vec<u8>>> {
+        let too_large = |size: String| Error::TooLarge {
+            bucket: self.bucket.clone(),
+            target: key.to_owned(),
+            what: format!("an object of {size}"),
+            limit: format!("{limit} bytes"),
+        };
+        let mut o = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                let e = Error::s3("GetObject", &self.bucket, key, e);
+                return match e.s3_class() {
+                    Some(S3Class::NotFound) => Ok(None),
+                    _ => Err(e),
+                };
+            }
+        };
+        if let Some(n) = o.content_length()
+            && usize::try_from(n).map_or(true, |n| n > limit)
+        {
+            return Err(too_large(format!("{n} bytes")));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = o.body.try_next().await.map_err(|e| Error::S3 {
+            op: "GetObject",
+            bucket: self.bucket.clone(),
+            target: key.to_owned(),
+            class: S3Class::Io,
+            status: None,
+            detail: format!("reading the body: {e}"),
+        })? {
+            body.extend_from_slice(&chunk);
+            if body.len() > limit {
+                return Err(too_large(format!("more than {limit} bytes")));
+            }
+        }
+        Ok(Some(body))
     }
 
     /// Deletes the object at the full key `key` (absent: nothing to do).

@@ -136,6 +136,19 @@ pub enum Error {
     /// The embedded S3 server could not start or stop.
     #[error("embedded S3 server: {0}")]
     Server(String),
+    /// What a bucket holds exceeds what the reader takes (an object's bytes, a listing's
+    /// keys): read no further.
+    #[error("s3://{bucket}/{target}: {what} exceeds the limit of {limit}")]
+    TooLarge {
+        /// The bucket.
+        bucket: String,
+        /// The object key or listed prefix.
+        target: String,
+        /// What exceeded (`an object of 9 MiB`, `more than 100000 keys`).
+        what: String,
+        /// The limit, for people (`8 MiB`, `100000 keys`).
+        limit: String,
+    },
 }
 
 /// Result with the crate's [`Error`].
@@ -154,6 +167,7 @@ impl Error {
             Self::Settings(_) => "config",
             Self::Request { .. } => "request",
             Self::Server(_) => "server",
+            Self::TooLarge { .. } => "too_large",
         }
     }
 
