@@ -193,7 +193,9 @@ VARIANTS = {
             "otlp": {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}}}]},
         },
     },
-    "watch-namespace": {"watchNamespace": "campaigns", "replicaCount": 2, "podMonitor": {"enabled": True}},
+    "watch-namespace": {"watchNamespaces": ["campaigns", "team-b"], "replicaCount": 2, "podMonitor": {"enabled": True}},
+    # The explicit opt-in to every namespace.
+    "cluster-wide": {"clusterWide": True, "podMonitor": {"enabled": True}},
     # The dashboard with its PodMonitor, where kube-prometheus-stack looks for them.
     "dashboard": {
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring",
@@ -217,11 +219,12 @@ VARIANTS = {
 }
 # What each variant must render (kind -> namespaces), and must not.
 EXPECT = {
-    "default": (["CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+    "default": (["CustomResourceDefinition", "Role", "RoleBinding",
                  "Deployment", "ServiceAccount", "Service", "NetworkPolicy"],
-                ["ServiceMonitor", "PodMonitor", "ConfigMap"]),
+                ["ServiceMonitor", "PodMonitor", "ConfigMap", "ClusterRole", "ClusterRoleBinding"]),
     "service-monitor": (["ServiceMonitor", "NetworkPolicy"], ["PodMonitor", "ConfigMap"]),
     "watch-namespace": (["Role", "RoleBinding", "PodMonitor"], ["ClusterRole", "ClusterRoleBinding", "ConfigMap"]),
+    "cluster-wide": (["ClusterRole", "ClusterRoleBinding", "Role", "PodMonitor"], ["ConfigMap"]),
     "dashboard": (["ConfigMap", "PodMonitor"], ["ServiceMonitor"]),
     "pod-monitor": (["ConfigMap", "PodMonitor"], ["ServiceMonitor"]),
     "no-crds": (["Deployment"], ["CustomResourceDefinition", "NetworkPolicy", "ServiceAccount"]),
@@ -275,6 +278,34 @@ def check_dashboard_configmap(name, vals, doc):
         fail(f"{name}: the dashboard ConfigMap's pqbench.json has no uid pqbench")
 
 
+def watched(vals):
+    """The namespaces the operator runs campaigns in (not with clusterWide)."""
+    return vals.get("watchNamespaces") or [NAMESPACE]
+
+
+RBAC_RULES = yaml.safe_load((chart_dir / "files" / "rbac-rules.yaml").read_text())
+
+
+def check_rbac(name, vals, k, doc):
+    """Namespaced by default: a ClusterRole only with clusterWide; the campaign rules are
+    files/rbac-rules.yaml exactly, in a watched namespace; Secrets never listed."""
+    meta = doc["metadata"]
+    rules = doc.get("rules") or []
+    if k == "ClusterRole" and not vals.get("clusterWide"):
+        fail(f"{name}: a ClusterRole without clusterWide")
+    if k == "Role" and meta.get("name") == FULLNAME:
+        if meta.get("namespace") not in watched(vals):
+            fail(f"{name}: the campaign Role is in {meta.get('namespace')}, not a watched namespace")
+    if meta.get("name") == FULLNAME and rules != RBAC_RULES:
+        fail(f"{name}: {k} {FULLNAME}'s rules are not files/rbac-rules.yaml")
+    for rule in rules:
+        if "secrets" in rule.get("resources", []):
+            if set(rule.get("verbs", [])) & {"list", "watch"}:
+                fail(f"{name}: {k} {meta.get('name')} lets the operator list or watch Secrets")
+            if k == "Role" and meta.get("namespace") not in watched(vals):
+                fail(f"{name}: a Secret rule in {meta.get('namespace')}, outside the watched namespaces")
+
+
 def check_pod_monitor(name, vals, doc):
     pm = vals["podMonitor"]
     meta, spec = doc["metadata"], doc.get("spec", {})
@@ -285,7 +316,8 @@ def check_pod_monitor(name, vals, doc):
     labels = meta.get("labels") or {}
     if not chart_labels_ok(labels) or any(labels.get(k) != v for k, v in pm.get("labels", {}).items()):
         fail(f"{name}: the PodMonitor's labels {labels} lack the chart's or podMonitor.labels")
-    want_ns = pm.get("namespaceSelector") or {"matchNames": [vals.get("watchNamespace") or NAMESPACE]}
+    want_ns = pm.get("namespaceSelector") or (
+        {"any": True} if vals.get("clusterWide") else {"matchNames": watched(vals)})
     if spec.get("namespaceSelector") != want_ns:
         fail(f"{name}: the PodMonitor's namespaceSelector is {spec.get('namespaceSelector')}, expected {want_ns}")
     want_sel = {"matchLabels": {"app.kubernetes.io/name": "pqbench", "app.kubernetes.io/component": "worker"}}
@@ -300,7 +332,9 @@ def check_pod_monitor(name, vals, doc):
 with helm.Chart.load(str(chart_dir)) as chart:
     for bad in ({"bogus": 1}, {"image": {"repo": "x"}}, {"logging": {"format": "xml"}},
                 {"podMonitor": {"namespaceSelector": {"matchLabels": {"a": "b"}}}},
-                {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}}):
+                {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}},
+                {"watchNamespace": "campaigns"}, {"watchNamespaces": ["Not_A_Namespace"]},
+                {"clusterWide": "yes"}):
         try:
             chart.validate_schema(bad)
             fail(f"values.schema.json accepted invalid values {bad}")
@@ -340,6 +374,8 @@ with helm.Chart.load(str(chart_dir)) as chart:
                     check_dashboard_configmap(name, vals, doc)
                 if k == "PodMonitor":
                     check_pod_monitor(name, vals, doc)
+                if k in ("Role", "ClusterRole"):
+                    check_rbac(name, vals, k, doc)
                 if k in ("Deployment",):
                     pod = doc["spec"]["template"]["spec"]
                     c = pod["containers"][0]
@@ -350,11 +386,14 @@ with helm.Chart.load(str(chart_dir)) as chart:
                             and sc.get("seccompProfile", {}).get("type") == "RuntimeDefault"):
                         fail(f"{name}: the operator container is not non-root, read-only, seccomp RuntimeDefault, no capabilities")
                     env = {e["name"]: e for e in c.get("env", [])}
-                    for var in ("PQBENCH_WORKER_IMAGE", "POD_NAME", "POD_NAMESPACE", "PQBENCH_WATCH_NAMESPACE"):
+                    for var in ("PQBENCH_WORKER_IMAGE", "POD_NAME", "POD_NAMESPACE"):
                         if var not in env:
                             fail(f"{name}: the operator container lacks {var}")
-                    if env.get("PQBENCH_WATCH_NAMESPACE", {}).get("value") != vals.get("watchNamespace", ""):
-                        fail(f"{name}: PQBENCH_WATCH_NAMESPACE is not watchNamespace")
+                    if vals.get("clusterWide"):
+                        if "--all-namespaces" not in c.get("args", []) or "PQBENCH_WATCH_NAMESPACE" in env:
+                            fail(f"{name}: clusterWide without --all-namespaces (or with PQBENCH_WATCH_NAMESPACE)")
+                    elif env.get("PQBENCH_WATCH_NAMESPACE", {}).get("value") != ",".join(watched(vals)):
+                        fail(f"{name}: PQBENCH_WATCH_NAMESPACE is not the watched namespaces {watched(vals)}")
                     if not any(m["mountPath"] == "/tmp" for m in c.get("volumeMounts", [])):
                         fail(f"{name}: no /tmp emptyDir")
         must, must_not = EXPECT[name]
@@ -364,8 +403,11 @@ with helm.Chart.load(str(chart_dir)) as chart:
         for k in must_not:
             if k in kinds:
                 fail(f"values {name}: rendered a {k} it must not")
-        if name == "watch-namespace" and sorted(kinds.get("Role", [])) != sorted(["campaigns", NAMESPACE]):
-            fail(f"values {name}: the Roles are in {kinds.get('Role')}, expected campaigns and {NAMESPACE}")
+        # The campaign Role in each watched namespace, and the Lease Role in the release's.
+        lease = [NAMESPACE] if vals.get("leaderElection", {}).get("enabled", True) else []
+        want_roles = lease + ([] if vals.get("clusterWide") else watched(vals))
+        if sorted(kinds.get("Role", [])) != sorted(want_roles):
+            fail(f"values {name}: the Roles are in {kinds.get('Role')}, expected {want_roles}")
         print(f"  rendered {name}: {n} objects ({', '.join(f'{k} x{len(v)}' if len(v) > 1 else k for k, v in sorted(kinds.items()))})")
 
 if failures:

@@ -97,8 +97,8 @@ enum Scenario {
     /// Provisioning past its deadline with MinIO never ready: Failed, Jobs stopped (no
     /// `keepOnFailure`), a Warning event; nothing is provisioned any more.
     ProvisioningDeadline,
-    /// Deleted: the finalizer deletes every child (tolerating one already gone), records
-    /// an event and removes itself.
+    /// Deleted: the finalizer deletes every child that is the campaign's (tolerating one
+    /// already gone, leaving someone else's), records an event and removes itself.
     DeletionCleansUp,
 }
 
@@ -115,6 +115,30 @@ fn job_list(names: &[&str]) -> Value {
     json!({"apiVersion": "batch/v1", "kind": "JobList", "metadata": {"resourceVersion": "1"},
            "items": names.iter().map(|n| json!({"apiVersion": "batch/v1", "kind": "Job",
                "metadata": {"name": n, "namespace": NS}})).collect::<Vec<_>>()})
+}
+
+/// An object of the campaign (its controller owner reference), as a metadata-only GET
+/// answers (`PartialObjectMetadata`).
+fn ours(api_version: &str, kind: &str, name: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind,
+           "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+               "ownerReferences": [{"apiVersion": "pqbench.io/v1alpha1",
+                   "kind": "BenchmarkCampaign", "name": "quick", "uid": "0000-1111",
+                   "controller": true, "blockOwnerDeletion": true}]}})
+}
+
+/// The metadata-only GETs of the campaign's fixed child names before they are made
+/// (Pending, Provisioning): none is there.
+fn no_foreign_children() -> Vec<Call> {
+    [
+        format!("{SECRETS}/quick-s3-credentials"),
+        format!("{SECRETS}/quick-keys"),
+        "/api/v1/namespaces/bench/services/quick-minio".to_owned(),
+        "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio".to_owned(),
+    ]
+    .into_iter()
+    .map(|p| call(Method::GET, p, Reply::NotFound))
+    .collect()
 }
 
 fn deleted() -> Value {
@@ -151,13 +175,18 @@ impl Scenario {
             Self::AddsFinalizer => vec![checked(Method::PATCH, CAMPAIGNS, Reply::Campaign, |b| {
                 assert!(b.to_string().contains("pqbench.io/cleanup"), "{b}");
             })],
-            Self::PendingProvisions => vec![
+            Self::PendingProvisions => [
                 // The results store's Secret, before anything exists.
                 call(
                     Method::GET,
                     format!("{SECRETS}/quick-s3-credentials"),
                     Reply::NotFound,
                 ),
+            ]
+            .into_iter()
+            // Nobody else's object at the child names.
+            .chain(no_foreign_children())
+            .chain([
                 checked(
                     Method::PATCH,
                     format!("{CAMPAIGNS}/status"),
@@ -198,14 +227,17 @@ impl Scenario {
                     assert!(b["data"].as_object().is_some_and(|d| !d.is_empty()));
                     assert_eq!(b["metadata"]["ownerReferences"][0]["uid"], "0000-1111");
                 }),
-                call(
-                    Method::PATCH,
-                    "/api/v1/namespaces/bench/services/quick-minio",
+                // Created (a plain create, never an apply that would merge into an object
+                // that appeared meanwhile).
+                checked(
+                    Method::POST,
+                    "/api/v1/namespaces/bench/services",
                     Reply::Echo,
+                    |b| assert_eq!(b["metadata"]["name"], "quick-minio"),
                 ),
                 checked(
-                    Method::PATCH,
-                    "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio",
+                    Method::POST,
+                    "/apis/apps/v1/namespaces/bench/statefulsets",
                     Reply::Echo,
                     |b| {
                         let pod = &b["spec"]["template"]["spec"];
@@ -213,74 +245,107 @@ impl Scenario {
                         assert_eq!(pod["containers"][1]["name"], "node-exporter");
                     },
                 ),
-            ],
-            Self::ProvisioningDeadline => vec![
-                call(
-                    Method::GET,
-                    "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio",
-                    Reply::Json(json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
-                        "metadata": {"name": "quick-minio", "namespace": NS},
-                        "status": {"replicas": 1, "readyReplicas": 0}})),
-                ),
-                call(
-                    Method::GET,
-                    format!("{SECRETS}/quick-s3-credentials"),
-                    Reply::NotFound,
-                ),
-                checked(
-                    Method::PATCH,
-                    format!("{CAMPAIGNS}/status"),
-                    Reply::Campaign,
-                    |b| {
-                        let st = &b["status"];
-                        assert_eq!(st["phase"], "Failed");
-                        let msg = st["message"].as_str().unwrap();
-                        assert!(msg.contains("not provisioned within"), "{msg}");
-                        assert!(msg.contains("0/1 pods ready"), "{msg}");
-                        assert!(st["finishedAt"].is_string());
-                    },
-                ),
-                call(
-                    Method::GET,
-                    format!("/apis/batch/v1/namespaces/bench/jobs?&labelSelector={labels}"),
-                    Reply::Json(job_list(&[])),
-                ),
-                checked(Method::POST, EVENTS, Reply::Echo, |b| {
-                    assert_eq!(b["reason"], "ProvisioningDeadlineExceeded");
-                    assert_eq!(b["type"], "Warning");
-                }),
-            ],
+            ])
+            .collect(),
+            Self::ProvisioningDeadline => {
+                let mut set = ours("apps/v1", "StatefulSet", "quick-minio");
+                set["status"] = json!({"replicas": 1, "readyReplicas": 0});
+                let mut foreign = no_foreign_children();
+                foreign[3].reply = Reply::Json(ours("apps/v1", "StatefulSet", "quick-minio"));
+                [
+                    call(
+                        Method::GET,
+                        "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio",
+                        Reply::Json(set),
+                    ),
+                    call(
+                        Method::GET,
+                        format!("{SECRETS}/quick-s3-credentials"),
+                        Reply::NotFound,
+                    ),
+                ]
+                .into_iter()
+                .chain(foreign)
+                .chain([
+                    checked(
+                        Method::PATCH,
+                        format!("{CAMPAIGNS}/status"),
+                        Reply::Campaign,
+                        |b| {
+                            let st = &b["status"];
+                            assert_eq!(st["phase"], "Failed");
+                            let msg = st["message"].as_str().unwrap();
+                            assert!(msg.contains("not provisioned within"), "{msg}");
+                            assert!(msg.contains("0/1 pods ready"), "{msg}");
+                            assert!(st["finishedAt"].is_string());
+                        },
+                    ),
+                    call(
+                        Method::GET,
+                        format!("/apis/batch/v1/namespaces/bench/jobs?&labelSelector={labels}"),
+                        Reply::Json(job_list(&[])),
+                    ),
+                    checked(Method::POST, EVENTS, Reply::Echo, |b| {
+                        assert_eq!(b["reason"], "ProvisioningDeadlineExceeded");
+                        assert_eq!(b["type"], "Warning");
+                    }),
+                ])
+                .collect()
+            }
             Self::DeletionCleansUp => vec![
                 call(
                     Method::GET,
                     format!("/apis/batch/v1/namespaces/bench/jobs?&labelSelector={labels}"),
                     Reply::Json(job_list(&["quick-r0003-a1"])),
                 ),
+                // Each child: whose it is (metadata only), then a delete whose precondition
+                // is the UID found, so an object re-created at that name is not touched.
+                call(
+                    Method::GET,
+                    "/apis/batch/v1/namespaces/bench/jobs/quick-r0003-a1",
+                    Reply::Json(ours("batch/v1", "Job", "quick-r0003-a1")),
+                ),
                 checked(
                     Method::DELETE,
                     "/apis/batch/v1/namespaces/bench/jobs/quick-r0003-a1",
                     Reply::Json(deleted()),
-                    |b| assert_eq!(b["propagationPolicy"], "Background"),
+                    |b| {
+                        assert_eq!(b["propagationPolicy"], "Background");
+                        assert_eq!(b["preconditions"]["uid"], "uid-quick-r0003-a1");
+                    },
+                ),
+                call(
+                    Method::GET,
+                    "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio",
+                    Reply::Json(ours("apps/v1", "StatefulSet", "quick-minio")),
                 ),
                 call(
                     Method::DELETE,
                     "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio",
                     Reply::Json(deleted()),
                 ),
+                // Already gone: nothing to delete.
                 call(
-                    Method::DELETE,
+                    Method::GET,
                     "/api/v1/namespaces/bench/services/quick-minio",
                     Reply::NotFound,
+                ),
+                call(
+                    Method::GET,
+                    format!("{SECRETS}/quick-s3-credentials"),
+                    Reply::Json(ours("v1", "Secret", "quick-s3-credentials")),
                 ),
                 call(
                     Method::DELETE,
                     format!("{SECRETS}/quick-s3-credentials"),
                     Reply::Json(deleted()),
                 ),
+                // Someone else's Secret at the keys' name: left alone.
                 call(
-                    Method::DELETE,
+                    Method::GET,
                     format!("{SECRETS}/quick-keys"),
-                    Reply::Json(deleted()),
+                    Reply::Json(json!({"apiVersion": "v1", "kind": "Secret",
+                        "metadata": {"name": "quick-keys", "namespace": NS, "uid": "theirs"}})),
                 ),
                 checked(Method::POST, EVENTS, Reply::Echo, |b| {
                     assert_eq!(b["reason"], "Deleted");

@@ -5,6 +5,8 @@
 //! - [`resources`]: pure builders of the child objects (Secrets, MinIO, worker Jobs);
 //! - [`step`]: the pure decision (observed facts → new status and actions);
 //! - [`reconcile`]: the executor (observes, writes status, acts) and the controller;
+//! - [`ownership`]: whose an object at a child's name is (never adopt another's);
+//! - [`rbac`]: the permissions the operator needs in a watched namespace;
 //! - [`results`]: the results bucket (what is complete, the start gate, the analysis);
 //! - [`metrics`], [`lease`], [`telemetry`]: the binary's `/metrics`, leader election and
 //!   logging.
@@ -13,6 +15,8 @@ pub mod api;
 pub mod deploy;
 pub mod lease;
 pub mod metrics;
+pub mod ownership;
+pub mod rbac;
 pub mod reconcile;
 pub mod resources;
 pub mod results;
@@ -77,6 +81,10 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// An object at one of the campaign's child names is not the campaign's (what it is and
+    /// whose); the operator neither adopts, changes nor deletes it.
+    #[error("{0}")]
+    Collision(String),
     /// A call to the results store failed.
     #[error("results store: {0}")]
     Store(#[from] s3::Error),
@@ -97,6 +105,7 @@ impl Error {
             Self::Keys { .. } => "keys",
             Self::ResultsUnavailable(_) => "store",
             Self::Kube(_) => "kube",
+            Self::Collision(_) => "collision",
             Self::Store(_) => "store",
             Self::Finalizer(_) => "finalizer",
         }

@@ -30,9 +30,19 @@ struct Args {
     /// Image of the node-exporter sidecar beside MinIO.
     #[arg(long, env = "PQBENCH_NODE_EXPORTER_IMAGE", default_value = operator::resources::DEFAULT_NODE_EXPORTER_IMAGE)]
     node_exporter_image: String,
-    /// Watch only this namespace (all when empty).
-    #[arg(long, env = "PQBENCH_WATCH_NAMESPACE", default_value = "")]
-    watch_namespace: String,
+    /// Namespaces whose campaigns to run (repeat or separate with commas); the operator
+    /// needs the rights of `charts/pqbench/files/rbac-rules.yaml` in each.
+    #[arg(
+        long,
+        env = "PQBENCH_WATCH_NAMESPACE",
+        value_delimiter = ',',
+        required_unless_present = "all_namespaces",
+        conflicts_with = "all_namespaces"
+    )]
+    watch_namespace: Vec<String>,
+    /// Run campaigns in every namespace (needs those rights cluster-wide: a ClusterRole).
+    #[arg(long)]
+    all_namespaces: bool,
     /// Hold the Lease before reconciling (one active replica).
     #[arg(long, default_value_t = true, overrides_with = "no_leader_election")]
     leader_election: bool,
@@ -108,6 +118,12 @@ async fn main() -> anyhow::Result<()> {
         info!(endpoint = %t.endpoint, protocol = %t.protocol, sample_ratio = t.sample_ratio, "exporting reconcile traces");
     }
     let args = Args::parse();
+    if args.watch_namespace.iter().any(String::is_empty) {
+        anyhow::bail!(
+            "--watch-namespace (PQBENCH_WATCH_NAMESPACE) holds an empty name: list the namespaces \
+             whose campaigns to run, separated by commas, or pass --all-namespaces"
+        );
+    }
     let client = Client::try_default()
         .await
         .context("cannot reach the Kubernetes API (in-cluster config or KUBECONFIG)")?;
@@ -161,9 +177,15 @@ async fn main() -> anyhow::Result<()> {
         },
         metrics,
     ));
-    let ns = (!args.watch_namespace.is_empty()).then_some(args.watch_namespace.as_str());
+    let scope = if args.all_namespaces {
+        info!("running campaigns in every namespace");
+        None
+    } else {
+        info!(namespaces = ?args.watch_namespace, "running campaigns in these namespaces only");
+        Some(args.watch_namespace.as_slice())
+    };
     tokio::select! {
-        () = operator::reconcile::run(ctx, ns) => info!("controller stopped"),
+        () = operator::reconcile::run_in(ctx, scope) => info!("controller stopped"),
         r = server => match r {
             Ok(Err(e)) => return Err(e),
             Ok(Ok(())) => {}

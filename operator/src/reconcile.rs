@@ -3,8 +3,10 @@
 //! then act; a finalizer deletes the children when the campaign is deleted.
 //!
 //! The status is written before the actions, so an action cut short by a crash is decided
-//! again on the next pass; every action is idempotent (create-if-absent Secrets, applied
-//! Service/StatefulSet/Job, delete-if-present, a start instant written once per attempt).
+//! again on the next pass; every action is idempotent (children created if absent, deleted
+//! if present, a start instant written once per attempt). A child is created with a plain
+//! create and deleted with its UID as precondition, and only when it is the campaign's
+//! ([`crate::ownership`]): an object of someone else at a child's name fails the campaign.
 //! Secret data is generated here and goes only into the API server: never into a log,
 //! an event or the status.
 
@@ -15,7 +17,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, Service};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::events::{Event as KEvent, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
@@ -28,8 +30,9 @@ use tracing::{info, instrument, warn};
 use crate::api::{BenchmarkCampaign, Phase};
 use crate::deploy;
 use crate::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
+use crate::ownership::{self, Holder};
 use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, Placement, SECRET_KEY};
-use crate::results::ResultsStore;
+use crate::results::{self, ResultsStore};
 use crate::step::{self, Action, Decision, Facts, JobState};
 use crate::{Error, Result};
 
@@ -172,12 +175,13 @@ async fn observe_server(
         return Ok((true, None));
     }
     let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), &owner.namespace);
-    Ok(match sets.get_opt(&owner.minio()).await? {
-        None => (
+    Ok(match find(&sets, &owner.minio(), owner).await? {
+        Found::Absent => (
             false,
             Some(format!("StatefulSet {} not created yet", owner.minio())),
         ),
-        Some(s) => {
+        Found::Foreign(what) => (false, Some(what)),
+        Found::Ours(s) => {
             let ready = s.status.and_then(|s| s.ready_replicas).unwrap_or(0);
             (
                 ready >= 1,
@@ -193,11 +197,10 @@ async fn observe_server(
 async fn minio_settings(ctx: &Context, owner: &Owner) -> Result<Option<S3Settings>> {
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     let name = owner.credentials_secret();
-    secrets
-        .get_opt(&name)
-        .await?
-        .map(|s| settings(&owner.minio_endpoint(), "us-east-1", &s, &name))
-        .transpose()
+    match find(&secrets, &name, owner).await? {
+        Found::Ours(s) => settings(&owner.minio_endpoint(), "us-east-1", &s, &name).map(Some),
+        Found::Absent | Found::Foreign(_) => Ok(None),
+    }
 }
 
 /// Whether MinIO's bucket under test exists (false also when MinIO cannot be asked).
@@ -216,10 +219,22 @@ async fn minio_bucket_exists(ctx: &Context, owner: &Owner) -> bool {
         .is_ok()
 }
 
-async fn observe_job(ctx: &Context, ns: &str, name: &str) -> Result<JobState> {
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), ns);
-    let Some(job) = jobs.get_opt(name).await? else {
-        return Ok(JobState::Absent);
+/// The state of the campaign's Job `name`; a foreign Job at that name is added to
+/// `foreign` and not looked at.
+async fn observe_job(
+    ctx: &Context,
+    owner: &Owner,
+    name: &str,
+    foreign: &mut Vec<String>,
+) -> Result<JobState> {
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let job = match find(&jobs, name, owner).await? {
+        Found::Absent => return Ok(JobState::Absent),
+        Found::Foreign(what) => {
+            foreign.push(what);
+            return Ok(JobState::NotLooked);
+        }
+        Found::Ours(job) => job,
     };
     let conds = job.status.and_then(|s| s.conditions).unwrap_or_default();
     let is = |t: &str| conds.iter().find(|c| c.type_ == t && c.status == "True");
@@ -261,12 +276,17 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         (false, None)
     };
     let store = results_store(ctx, &owner, c).await;
+    // A read past the results module's bounds: the campaign fails (not retried).
+    let mut exceeded = None;
+    let mut note = |e: Error| {
+        if results::exceeded(&e) {
+            exceeded = Some(e.to_string());
+        }
+        e.to_string()
+    };
     let bucket = if server_ready && matches!(phase, Phase::Provisioning | Phase::Running) {
         match &store {
-            Ok(s) => s
-                .observe(m.spec.clients.processes)
-                .await
-                .map_err(|e| e.to_string()),
+            Ok(s) => s.observe(m.spec.clients.processes).await.map_err(&mut note),
             Err(e) => Err(e.to_string()),
         }
     } else {
@@ -277,25 +297,23 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     } else {
         minio_bucket_exists(ctx, &owner).await
     };
+    let mut foreign = match phase {
+        Phase::Pending | Phase::Provisioning => foreign_children(ctx, &owner, c).await?,
+        _ => Vec::new(),
+    };
     let job = match (&status.current, phase) {
-        (Some(cur), Phase::Running) => observe_job(ctx, &owner.namespace, &cur.job).await?,
+        (Some(cur), Phase::Running) => observe_job(ctx, &owner, &cur.job, &mut foreign).await?,
         (_, Phase::Analyzing) => {
-            observe_job(
-                ctx,
-                &owner.namespace,
-                &step::analysis_job_name(&plan.campaign),
-            )
-            .await?
+            let name = step::analysis_job_name(&plan.campaign);
+            observe_job(ctx, &owner, &name, &mut foreign).await?
         }
         _ => JobState::NotLooked,
     };
     let mut mate_jobs = std::collections::BTreeMap::new();
     if let (Some(cur), Phase::Running) = (&status.current, phase) {
         for m in &cur.mates {
-            mate_jobs.insert(
-                m.job.clone(),
-                observe_job(ctx, &owner.namespace, &m.job).await?,
-            );
+            let state = observe_job(ctx, &owner, &m.job, &mut foreign).await?;
+            mate_jobs.insert(m.job.clone(), state);
         }
     }
     // Whether the current attempt's complete runs are valid (their summaries, bounded).
@@ -309,7 +327,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
                         view.invalid.insert(run_id.clone(), why);
                     }
                     Ok(None) => {}
-                    Err(e) => failed = Some(e.to_string()),
+                    Err(e) => failed = Some(note(e)),
                 }
             }
             failed.map_or(Ok(view), Err)
@@ -317,7 +335,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         (b, _, _) => b,
     };
     let outcome = match (phase, &store) {
-        (Phase::Analyzing, Ok(s)) => s.outcome().await.transpose(),
+        (Phase::Analyzing, Ok(s)) => s.outcome().await.map_err(&mut note).transpose(),
         (Phase::Analyzing, Err(e)) => Some(Err(e.to_string())),
         _ => None,
     };
@@ -337,11 +355,30 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         mate_jobs,
         outcome,
         invalid,
+        foreign,
+        exceeded,
     };
     let d = step::decide(&facts);
     write_status(ctx, c, &status, &d).await?;
     for a in d.actions.clone() {
-        act(ctx, c, &owner, &m, &plan, &store, a).await?;
+        match act(ctx, c, &owner, &m, &plan, &store, a).await {
+            Ok(()) => {}
+            // Moving an attempt's files met an object past the bounds: decided again with
+            // that fact, which fails the campaign.
+            Err(e) if results::exceeded(&e) => {
+                let facts = Facts {
+                    exceeded: Some(e.to_string()),
+                    ..facts
+                };
+                let failed = step::decide(&facts);
+                write_status(ctx, c, &d.status, &failed).await?;
+                for a in failed.actions {
+                    act(ctx, c, &owner, &m, &plan, &store, a).await?;
+                }
+                return Ok(Requeue::await_change());
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(d.requeue
         .map_or_else(Requeue::await_change, Requeue::requeue))
@@ -413,20 +450,16 @@ async fn act(
             .as_ref()
             .map_err(|e| Error::ResultsUnavailable(e.to_string()))
     };
-    let ssa = PatchParams::apply(MANAGER).force();
     match a {
         Action::Provision => {
             let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
             if c.spec.server.external.is_none()
-                && secrets
-                    .get_opt(&owner.credentials_secret())
-                    .await?
-                    .is_none()
+                && absent(&secrets, &owner.credentials_secret(), owner).await?
             {
                 let s = resources::credentials_secret(owner, &random_token(10), &random_token(20));
-                create_if_absent(&secrets, &s).await?;
+                create_child(&secrets, &s, owner).await?;
             }
-            if secrets.get_opt(&owner.keys_secret()).await?.is_none() {
+            if absent(&secrets, &owner.keys_secret(), owner).await? {
                 let mut keys = Vec::new();
                 for kt in deploy::key_types(plan) {
                     let keys_err = |source| Error::Keys {
@@ -438,7 +471,7 @@ async fn act(
                     let json = sk.to_file_json().map_err(keys_err)?;
                     keys.push((kt, json));
                 }
-                create_if_absent(&secrets, &resources::keys_secret(owner, &keys)).await?;
+                create_child(&secrets, &resources::keys_secret(owner, &keys), owner).await?;
             }
             if let Some(minio) = c
                 .spec
@@ -456,12 +489,7 @@ async fn act(
                     "spec.server.affinity",
                 )?;
                 let svc: Api<Service> = Api::namespaced(client.clone(), ns);
-                svc.patch(
-                    &owner.minio(),
-                    &ssa,
-                    &Patch::Apply(resources::minio_service(owner)),
-                )
-                .await?;
+                create_child(&svc, &resources::minio_service(owner), owner).await?;
                 let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
                 // server.cpus: whole CPUs, requests = limits (Guaranteed QoS).
                 let mut minio = minio;
@@ -480,7 +508,7 @@ async fn act(
                     placement,
                     &ctx.config.node_exporter_image,
                 );
-                sets.patch(&owner.minio(), &ssa, &Patch::Apply(set)).await?;
+                create_child(&sets, &set, owner).await?;
             }
         }
         Action::CreateBuckets => {
@@ -500,7 +528,7 @@ async fn act(
             turns_with,
         } => {
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-            if jobs.get_opt(&name).await?.is_none() {
+            if absent(&jobs, &name, owner).await? {
                 let spec = deploy::run_spec(m, plan, index, owner)?;
                 // What a cut-off attempt left is kept aside, never deleted.
                 let moved = store()?.set_aside(&spec.run_id).await?;
@@ -520,12 +548,12 @@ async fn act(
                     &pods,
                     placement.beside(turns_with.as_deref()),
                 )?;
-                jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
+                create_child(&jobs, &job, owner).await?;
             }
         }
         Action::DeleteJob { name } => {
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-            delete_if_present(&jobs, &name).await?;
+            delete_ours(&jobs, &name, owner).await?;
         }
         Action::OpenGate { run_id, at } => store()?.open_gate(&run_id, &at).await?,
         Action::KeepAttempt { run_id, attempt } => {
@@ -539,7 +567,7 @@ async fn act(
         Action::StartAnalysis => {
             let name = step::analysis_job_name(&plan.campaign);
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-            if jobs.get_opt(&name).await?.is_none() {
+            if absent(&jobs, &name, owner).await? {
                 store()?.clear_outcome().await?;
                 let mut spec = deploy::analysis_spec(m, owner);
                 spec.given_up = c
@@ -556,7 +584,7 @@ async fn act(
                 let (pods, placement) =
                     deploy::worker_pods(&ctx.config.worker_image, c, owner, &[], deadline)?;
                 let job = resources::analysis_job(owner, &name, &spec, &pods, placement)?;
-                jobs.patch(&name, &ssa, &Patch::Apply(job)).await?;
+                create_child(&jobs, &job, owner).await?;
             }
         }
         Action::StopJobs => stop_jobs(ctx, owner).await?,
@@ -588,25 +616,155 @@ async fn act(
     Ok(())
 }
 
-/// The pods of a worker or analysis Job: the client node group, image, resources and
-/// credentials of the campaign; `key_types` the recipient keys they get.
-async fn create_if_absent(api: &Api<Secret>, s: &Secret) -> Result<()> {
-    match api.create(&PostParams::default(), s).await {
+/// What is at one of the campaign's child names.
+enum Found<K> {
+    /// Nothing.
+    Absent,
+    /// The campaign's own object.
+    Ours(K),
+    /// Someone else's: the collision's text.
+    Foreign(String),
+}
+
+/// Says whose the object at `name` is from its metadata alone (a metadata-only GET: the
+/// data of someone else's Secret never reaches the operator); `Ours` carries its UID.
+async fn whose<K>(api: &Api<K>, name: &str, owner: &Owner) -> Result<Found<String>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(match api.get_metadata_opt(name).await? {
+        None => Found::Absent,
+        Some(o) => match ownership::holder(&o.metadata, &owner.reference.uid) {
+            Holder::Ours => Found::Ours(o.metadata.uid.unwrap_or_default()),
+            Holder::Foreign(whose) => {
+                Found::Foreign(ownership::collision(&K::kind(&()), name, &whose))
+            }
+        },
+    })
+}
+
+/// The object at `name` when it is the campaign's. A Secret is looked at by its metadata
+/// first and read whole only when it is the campaign's.
+async fn find<K>(api: &Api<K>, name: &str, owner: &Owner) -> Result<Found<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    if K::kind(&()) == "Secret" {
+        match whose(api, name, owner).await? {
+            Found::Absent => return Ok(Found::Absent),
+            Found::Foreign(what) => return Ok(Found::Foreign(what)),
+            Found::Ours(_) => {}
+        }
+    }
+    Ok(match api.get_opt(name).await? {
+        None => Found::Absent,
+        Some(o) => match ownership::holder(o.meta(), &owner.reference.uid) {
+            Holder::Ours => Found::Ours(o),
+            Holder::Foreign(whose) => {
+                Found::Foreign(ownership::collision(&K::kind(&()), name, &whose))
+            }
+        },
+    })
+}
+
+/// Whether `name` is free, so the campaign's child is still to be made there: `false` when
+/// it is the campaign's already, an error when it is someone else's.
+async fn absent<K>(api: &Api<K>, name: &str, owner: &Owner) -> Result<bool>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match whose(api, name, owner).await? {
+        Found::Absent => Ok(true),
+        Found::Ours(_) => Ok(false),
+        Found::Foreign(what) => Err(Error::Collision(what)),
+    }
+}
+
+/// Creates a child (a plain create: never merged into an object that appeared at its name
+/// meanwhile); an object already there is fine only when it is the campaign's.
+async fn create_child<K>(api: &Api<K>, obj: &K, owner: &Owner) -> Result<()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match api.create(&PostParams::default(), obj).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let name = obj.meta().name.clone().unwrap_or_default();
+            match whose(api, &name, owner).await? {
+                Found::Foreign(what) => Err(Error::Collision(what)),
+                // Ours (an earlier pass made it), or gone again: decided on the next pass.
+                Found::Ours(_) | Found::Absent => Ok(()),
+            }
+        }
         Err(e) => Err(e.into()),
     }
 }
 
-async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<()>
+/// Deletes the campaign's child `name`, with the UID found as the delete's precondition
+/// (an object re-created at that name meanwhile is not touched); someone else's object
+/// there is left as it is.
+async fn delete_ours<K>(api: &Api<K>, name: &str, owner: &Owner) -> Result<()>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    match api.delete(name, &DeleteParams::background()).await {
+    let uid = match whose(api, name, owner).await? {
+        Found::Absent => return Ok(()),
+        Found::Foreign(what) => {
+            warn!(object = %what, "not deleting an object the campaign does not own");
+            return Ok(());
+        }
+        Found::Ours(uid) => uid,
+    };
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(name, &params).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        // Gone, or replaced by another object since it was looked at.
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The campaign's fixed child names that hold someone else's object (Pending and
+/// Provisioning: before and while they are made).
+async fn foreign_children(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+) -> Result<Vec<String>> {
+    let ns = &owner.namespace;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let mut found = Vec::new();
+    let mut secret_names = vec![owner.keys_secret()];
+    let minio = c.spec.server.external.is_none();
+    if minio {
+        secret_names.insert(0, owner.credentials_secret());
+    }
+    for name in secret_names {
+        if let Found::Foreign(what) = whose(&secrets, &name, owner).await? {
+            found.push(what);
+        }
+    }
+    if minio {
+        let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+        if let Found::Foreign(what) = whose(&svc, &owner.minio(), owner).await? {
+            found.push(what);
+        }
+        let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
+        if let Found::Foreign(what) = whose(&sets, &owner.minio(), owner).await? {
+            found.push(what);
+        }
+    }
+    Ok(found)
 }
 
 /// The campaign's worker and analysis Jobs.
@@ -620,24 +778,25 @@ fn jobs_selector(owner: &Owner) -> ListParams {
 async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     for j in jobs.list(&jobs_selector(owner)).await? {
-        delete_if_present(&jobs, &j.name_any()).await?;
+        delete_ours(&jobs, &j.name_any(), owner).await?;
     }
     Ok(())
 }
 
 /// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the credentials
-/// and keys Secrets. Owner references would let the garbage collector do it; doing it
-/// here stops running workers at once and works where no collector runs.
+/// and keys Secrets, each only if it is the campaign's. Owner references would let the
+/// garbage collector do it; doing it here stops running workers at once and works where no
+/// collector runs.
 async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {
     stop_jobs(ctx, owner).await?;
     let ns = &owner.namespace;
     let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
-    delete_if_present(&sets, &owner.minio()).await?;
+    delete_ours(&sets, &owner.minio(), owner).await?;
     let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
-    delete_if_present(&svc, &owner.minio()).await?;
+    delete_ours(&svc, &owner.minio(), owner).await?;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    delete_if_present(&secrets, &owner.credentials_secret()).await?;
-    delete_if_present(&secrets, &owner.keys_secret()).await?;
+    delete_ours(&secrets, &owner.credentials_secret(), owner).await?;
+    delete_ours(&secrets, &owner.keys_secret(), owner).await?;
     Ok(())
 }
 
@@ -658,6 +817,18 @@ async fn cleanup(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         warn!(error = %e, "cannot record an event");
     }
     Ok(Requeue::await_change())
+}
+
+/// Runs a controller per namespace in `namespaces` (one for every namespace when `None`)
+/// until a termination signal. Watching each namespace on its own needs rights in those
+/// namespaces only (a Role in each), where one cluster-wide watch would need a ClusterRole.
+pub async fn run_in(ctx: Arc<Context>, namespaces: Option<&[String]>) {
+    match namespaces {
+        None => run(ctx, None).await,
+        Some(list) => {
+            futures::future::join_all(list.iter().map(|ns| run(ctx.clone(), Some(ns)))).await;
+        }
+    }
 }
 
 /// Runs the controller until a termination signal: campaigns in `namespace` (all when

@@ -21,6 +21,22 @@ fn unix_ms() -> u128 {
 
 /// The largest `summary.json` the operator reads (a summary is a few KiB).
 pub const SUMMARY_LIMIT: usize = 1 << 20;
+/// The largest `analysis.json` the operator reads (verdicts, per-request rows, digests:
+/// tens of KiB for the largest campaign the planner accepts).
+pub const OUTCOME_LIMIT: usize = 8 << 20;
+/// The most keys the operator lists under a campaign's prefix (a run leaves about ten per
+/// process: 100,000 is ten times a campaign of 1,000 runs of a process each), and under
+/// one run's.
+pub const KEYS_LIMIT: usize = 100_000;
+/// The largest object the operator moves when it keeps or sets aside an attempt (it is
+/// copied through the operator's memory and read back: twice this at most).
+pub const MOVE_LIMIT: usize = 256 << 20;
+
+/// Whether an error is a bound of this module exceeded (the campaign's fault, not the
+/// store's: it fails the campaign rather than being retried).
+pub fn exceeded(e: &crate::Error) -> bool {
+    matches!(e, crate::Error::Store(s3::Error::TooLarge { .. }))
+}
 use crate::step::BucketView;
 
 /// The view of the bucket from its keys under the campaign prefix (pure).
@@ -82,7 +98,7 @@ impl ResultsStore {
         if !self.bucket.exists().await? {
             return Ok(BucketView::default());
         }
-        let keys = self.bucket.keys("").await?;
+        let keys = self.bucket.keys_at_most("", KEYS_LIMIT).await?;
         Ok(view_from_keys(
             keys.iter().map(String::as_str),
             self.bucket.prefix(),
@@ -102,11 +118,10 @@ impl ResultsStore {
         let mut failed = std::collections::BTreeSet::new();
         for i in 0..processes {
             let key = format!("{}{run_id}/p{i}/{}", self.bucket.prefix(), files::SUMMARY);
-            let summary = match self.bucket.get(&key).await? {
-                Some(b) if b.len() <= SUMMARY_LIMIT => {
-                    serde_json::from_slice::<run::summary::RunSummary>(&b).ok()
-                }
-                _ => None,
+            let summary = match self.bucket.get_at_most(&key, SUMMARY_LIMIT).await {
+                Ok(Some(b)) => serde_json::from_slice::<run::summary::RunSummary>(&b).ok(),
+                Ok(None) | Err(s3::Error::TooLarge { .. }) => None,
+                Err(e) => return Err(e.into()),
             };
             match summary {
                 Some(s) if s.valid => {}
@@ -127,7 +142,11 @@ impl ResultsStore {
     pub async fn move_run(&self, run_id: &str, to: &str) -> Result<usize> {
         let prefix = self.bucket.prefix().to_owned();
         let mut moved = 0;
-        for key in self.bucket.keys(&format!("{run_id}/")).await? {
+        for key in self
+            .bucket
+            .keys_at_most(&format!("{run_id}/"), KEYS_LIMIT)
+            .await?
+        {
             let Some(rest) = key
                 .strip_prefix(&prefix)
                 .and_then(|r| r.strip_prefix(run_id))
@@ -140,12 +159,12 @@ impl ResultsStore {
                 [p, _] if files::process_index(p).is_some()
             );
             if is_file {
-                let Some(body) = self.bucket.get(&key).await? else {
+                let Some(body) = self.bucket.get_at_most(&key, MOVE_LIMIT).await? else {
                     continue;
                 };
                 let dest = format!("{prefix}{to}{rest}");
                 self.bucket.put(&dest, body.clone()).await?;
-                let back = self.bucket.get(&dest).await?;
+                let back = self.bucket.get_at_most(&dest, MOVE_LIMIT).await?;
                 if back.as_deref() != Some(body.as_slice()) {
                     return Err(crate::Error::ResultsUnavailable(format!(
                         "the copy of {key} at {dest} does not read back the same; the original is kept"
@@ -163,7 +182,7 @@ impl ResultsStore {
     /// beside it as `a<attempt>-<unix ms>`.
     pub async fn keep_attempt(&self, run_id: &str, attempt: u32) -> Result<usize> {
         let mut to = format!("{}/", kept::attempt_dir(run_id, attempt, None));
-        if !self.bucket.keys(&to).await?.is_empty() {
+        if !self.bucket.keys_at_most(&to, KEYS_LIMIT).await?.is_empty() {
             to = format!("{}/", kept::attempt_dir(run_id, attempt, Some(unix_ms())));
         }
         self.move_run(run_id, &to).await
@@ -186,20 +205,19 @@ impl ResultsStore {
         format!("{}{OUTCOME}", self.bucket.prefix())
     }
 
-    /// The analysis Job's outcome, if it wrote one; `Err` (why) when it cannot be read or
-    /// is not an outcome.
-    pub async fn outcome(&self) -> std::result::Result<Option<AnalysisOutcome>, String> {
+    /// The analysis Job's outcome, if it wrote one (read up to [`OUTCOME_LIMIT`]);
+    /// [`crate::Error::ResultsUnavailable`] when it is not an outcome.
+    pub async fn outcome(&self) -> Result<Option<AnalysisOutcome>> {
         let key = self.outcome_key();
-        match self.bucket.get(&key).await {
-            Ok(None) => Ok(None),
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                format!(
-                    "s3://{}/{key} is not an analysis outcome: {e}",
-                    self.bucket.bucket()
-                )
-            }),
-            Err(e) => Err(e.to_string()),
-        }
+        let Some(bytes) = self.bucket.get_at_most(&key, OUTCOME_LIMIT).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            crate::Error::ResultsUnavailable(format!(
+                "s3://{}/{key} is not an analysis outcome: {e}",
+                self.bucket.bucket()
+            ))
+        })
     }
 
     /// Deletes an earlier analysis attempt's outcome.

@@ -111,6 +111,12 @@ pub struct Facts<'a> {
     pub outcome: Option<Result<AnalysisOutcome, String>>,
     /// A spec error the API server's schema could not catch.
     pub invalid: Option<String>,
+    /// Objects at the campaign's child names that are not the campaign's (each named with
+    /// whose it is; [`crate::ownership`]).
+    pub foreign: Vec<String>,
+    /// A read of the results bucket passed the operator's bounds (an object's bytes, a
+    /// listing's keys; `crate::results`): the campaign fails, the operator reads no more.
+    pub exceeded: Option<String>,
 }
 
 /// An event to record (PascalCase reason, fixed set).
@@ -360,6 +366,10 @@ pub enum Reason {
     Deleted,
     /// The spec is invalid.
     InvalidSpec,
+    /// An object at one of the campaign's child names is not the campaign's.
+    NameCollision,
+    /// The results bucket holds more than the operator reads for a campaign.
+    ResultsTooLarge,
     /// Provisioning passed its deadline.
     ProvisioningDeadlineExceeded,
     /// The analysis passed its deadline.
@@ -393,6 +403,8 @@ impl Reason {
             Self::CleanedUp => "CleanedUp",
             Self::Deleted => "Deleted",
             Self::InvalidSpec => "InvalidSpec",
+            Self::NameCollision => "NameCollision",
+            Self::ResultsTooLarge => "ResultsTooLarge",
             Self::ProvisioningDeadlineExceeded => "ProvisioningDeadlineExceeded",
             Self::AnalysisDeadlineExceeded => "AnalysisDeadlineExceeded",
             Self::AnalysisFailed => "AnalysisFailed",
@@ -424,6 +436,8 @@ impl Reason {
             | Self::CleanedUp
             | Self::Deleted
             | Self::InvalidSpec
+            | Self::NameCollision
+            | Self::ResultsTooLarge
             | Self::ProvisioningDeadlineExceeded
             | Self::AnalysisDeadlineExceeded
             | Self::AnalysisFailed => None,
@@ -1329,6 +1343,37 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         actions: Vec::new(),
         requeue: None,
     };
+    let active = !matches!(s.st.phase, Phase::Succeeded | Phase::Failed);
+    if active && !f.foreign.is_empty() {
+        s.fail(
+            Reason::NameCollision,
+            format!(
+                "{}: the operator never adopts, changes or deletes an object the campaign \
+                 did not create; rename the campaign or remove the object",
+                f.foreign.join("; ")
+            ),
+        );
+        return Decision {
+            status: s.st,
+            actions: s.actions,
+            requeue: s.requeue,
+        };
+    }
+    if let (true, Some(e)) = (active, &f.exceeded) {
+        s.fail(
+            Reason::ResultsTooLarge,
+            format!(
+                "{e}: the results bucket holds more under this campaign's prefix than the \
+                 operator reads (something other than its workers wrote there); the campaign \
+                 stops"
+            ),
+        );
+        return Decision {
+            status: s.st,
+            actions: s.actions,
+            requeue: s.requeue,
+        };
+    }
     match s.st.phase {
         Phase::Pending => s.pending(),
         Phase::Provisioning => s.provisioning(),
@@ -1395,6 +1440,8 @@ mod tests {
                 mate_jobs: BTreeMap::new(),
                 outcome: None,
                 invalid: None,
+                foreign: Vec::new(),
+                exceeded: None,
             }
         }
 
@@ -1701,6 +1748,72 @@ mod tests {
         let d = decide(&facts);
         assert_eq!(d.status.phase, Phase::Failed);
         assert_eq!(reasons(&d), ["InvalidSpec"]);
+    }
+
+    #[test]
+    fn an_object_of_someone_else_at_a_child_name_fails_the_campaign_in_any_active_phase() {
+        let f = Fixture::new();
+        for phase in [
+            Phase::Pending,
+            Phase::Provisioning,
+            Phase::Running,
+            Phase::Analyzing,
+        ] {
+            let st = CampaignStatus {
+                phase,
+                ..CampaignStatus::default()
+            };
+            let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+            facts.foreign = vec![
+                "Secret quick-keys exists and is not owned by this campaign".into(),
+                "StatefulSet quick-minio exists and is owned by Deployment db".into(),
+            ];
+            let d = decide(&facts);
+            assert_eq!(d.status.phase, Phase::Failed, "{phase:?}");
+            assert_eq!(reasons(&d), ["NameCollision"], "{phase:?}");
+            let msg = d.status.message.unwrap();
+            assert!(
+                msg.contains("Secret quick-keys") && msg.contains("StatefulSet quick-minio"),
+                "{msg}"
+            );
+            // Nothing is created; only the campaign's own Jobs are stopped.
+            assert!(
+                d.actions
+                    .iter()
+                    .all(|a| matches!(a, Action::StopJobs | Action::Event(_))),
+                "{:?}",
+                d.actions
+            );
+        }
+        // A finished campaign stays as it ended.
+        let st = CampaignStatus {
+            phase: Phase::Succeeded,
+            ..CampaignStatus::default()
+        };
+        let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+        facts.foreign = vec!["Secret quick-keys exists and is not owned by this campaign".into()];
+        assert_eq!(decide(&facts).status.phase, Phase::Succeeded);
+    }
+
+    #[test]
+    fn a_results_bucket_past_the_bounds_fails_the_campaign() {
+        let f = Fixture::new();
+        for phase in [Phase::Provisioning, Phase::Running, Phase::Analyzing] {
+            let st = CampaignStatus {
+                phase,
+                ..CampaignStatus::default()
+            };
+            let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+            facts.exceeded = Some(
+                "s3://pqbench-results/ns/quick/uid/analysis.json: an object of 9437184 bytes \
+                 exceeds the limit of 8388608 bytes"
+                    .into(),
+            );
+            let d = decide(&facts);
+            assert_eq!(d.status.phase, Phase::Failed, "{phase:?}");
+            assert_eq!(reasons(&d), ["ResultsTooLarge"], "{phase:?}");
+            assert!(d.status.message.unwrap().contains("analysis.json"));
+        }
     }
 
     #[test]

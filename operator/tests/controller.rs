@@ -19,6 +19,10 @@
 mod invalid_run;
 #[path = "support/k8s.rs"]
 mod k8s;
+#[path = "support/play.rs"]
+mod play;
+#[path = "support/recording.rs"]
+mod recording;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -32,12 +36,13 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use operator::reconcile::{Config, Context};
 use operator::{BenchmarkCampaign, Phase};
-use run::runspec::{Credentials, KeyRef, RunSpec};
 
-/// Starts the controller for one namespace; it stops when the test ends.
-fn controller(client: &Client, ns: &str) {
+/// Starts the controller for one namespace on a client that records its requests (checked
+/// against the operator's RBAC rules at the end of each test); it stops when the test ends.
+async fn controller(ns: &str) -> recording::Recorded {
+    let (client, recorded) = recording::client().await;
     let ctx = Arc::new(Context::new(
-        client.clone(),
+        client,
         Config {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
@@ -47,6 +52,7 @@ fn controller(client: &Client, ns: &str) {
     ));
     let ns = ns.to_owned();
     tokio::spawn(async move { operator::reconcile::run(ctx, Some(&ns)).await });
+    recorded
 }
 
 fn campaign(yaml: &str) -> BenchmarkCampaign {
@@ -83,7 +89,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     let client = Client::try_default().await.unwrap();
     install_crd(&client).await;
     let ns = namespace("minio");
-    controller(&client, &ns);
+    let recorded = controller(&ns).await;
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
     let c = campaign(
         &std::fs::read_to_string(concat!(
@@ -192,129 +198,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
             .unwrap()
             .is_none()
     );
-}
-
-/// The value of a pod's environment variable: its value, or the Secret key it references.
-fn env_value(job: &Job, secrets: &BTreeMap<String, Secret>, name: &str) -> String {
-    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-    let e = pod.containers[0]
-        .env
-        .as_ref()
-        .unwrap()
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("env {name}"));
-    if let Some(v) = &e.value {
-        return v.clone();
-    }
-    let r = e
-        .value_from
-        .as_ref()
-        .unwrap()
-        .secret_key_ref
-        .as_ref()
-        .unwrap();
-    let s = &secrets[&r.name];
-    String::from_utf8(s.data.as_ref().unwrap()[&r.key].0.clone()).unwrap()
-}
-
-/// Plays the pod of the analysis Job: `pqbench-worker --analysis-env` with the Job's
-/// spec, the credentials read from the Secrets it references.
-fn play_analysis(
-    job: &Job,
-    secrets: &BTreeMap<String, Secret>,
-    dir: &std::path::Path,
-) -> std::thread::JoinHandle<()> {
-    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
-    assert_eq!(
-        pod.containers[0].args.as_deref().unwrap(),
-        ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"]
-    );
-    let mut spec: run::verdicts::AnalysisSpec =
-        serde_json::from_str(&env_value(job, secrets, "PQBENCH_ANALYSIS_SPEC")).unwrap();
-    let creds = dir.join("analysis.env");
-    std::fs::write(
-        &creds,
-        format!(
-            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-            env_value(job, secrets, "AWS_ACCESS_KEY_ID"),
-            env_value(job, secrets, "AWS_SECRET_ACCESS_KEY")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
-    spec.s3.credentials = Credentials::File(creds);
-    let tmp = dir.join("analysis-tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        match rt.block_on(worker::analyze::analyze_bucket(&spec, &tmp)) {
-            Ok(o) => eprintln!(
-                "played analysis: {}",
-                serde_json::to_string(&o).unwrap_or_default()
-            ),
-            Err(e) => eprintln!("played analysis: {e}"),
-        }
-    })
-}
-
-/// Plays the pods of one Job: every process of the run, with the Job's spec and the
-/// Secrets it references.
-/// Plays a worker Job: each pod a worker carrying out the Job's run spec, as the pod would.
-/// With `never_quiet` (a node exporter's URL), the pods wait for a server host that never
-/// goes quiet and give up after 1 s: the run's `pause_quiet` check fails and the run is
-/// invalid, as a run on a busy cluster would be.
-fn play_job(
-    job: &Job,
-    secrets: &BTreeMap<String, Secret>,
-    dir: &std::path::Path,
-    never_quiet: Option<&str>,
-) -> Vec<std::thread::JoinHandle<()>> {
-    let spec = job.spec.as_ref().unwrap();
-    let value = |name: &str| env_value(job, secrets, name);
-    let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
-    if let Some(url) = never_quiet {
-        invalid_run::make_invalid(&mut run, url);
-    }
-    // The pod's environment, as files (a test may not set process-wide variables).
-    let creds = dir.join(format!("{}.env", run.run_id));
-    std::fs::write(
-        &creds,
-        format!(
-            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-            value("AWS_ACCESS_KEY_ID"),
-            value("AWS_SECRET_ACCESS_KEY")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let keys = dir.join(format!("{}-keys", run.run_id));
-    std::fs::create_dir_all(&keys).unwrap();
-    let mode = run.cell.mode;
-    if let Some(KeyRef::Env(prefix)) = &run.recipient_key {
-        let kt = mode.key_type();
-        let p = keys.join(format!("{}.key", kt.name()));
-        std::fs::write(&p, value(&run::runspec::key_var(prefix, kt))).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        run.recipient_key = Some(KeyRef::Dir(keys));
-    }
-    run.s3.credentials = Credentials::File(creds);
-    let n = spec.completions.unwrap();
-    (0..u32::try_from(n).unwrap())
-        .map(|i| {
-            let mut s = run.clone();
-            s.processes.index = i;
-            std::thread::spawn(move || {
-                if let Err(e) =
-                    worker::engine::run_to_files(&s, &worker::engine::RunOptions::default())
-                {
-                    eprintln!("played worker {} p{i}: {e}", s.run_id);
-                }
-            })
-        })
-        .collect()
+    recording::assert_allowed(&recorded.calls(), &ns);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -353,7 +237,7 @@ async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status()
         )
         .await
         .unwrap();
-    controller(&client, &ns);
+    let recorded = controller(&ns).await;
     let yaml = format!(
         r"
 apiVersion: pqbench.io/v1alpha1
@@ -434,7 +318,7 @@ spec:
                 .cloned();
             if component.as_deref() == Some("analysis") {
                 analyses.insert(name);
-                threads.push(play_analysis(&job, &all, dir.path()));
+                threads.push(play::play_analysis(&job, &all, dir.path()));
                 continue;
             }
             played.insert(name.clone());
@@ -462,7 +346,7 @@ spec:
             // operator must run it again in its place and keep the attempt.
             let invalid =
                 (name == operator::step::job_name(&plan.campaign, 1, 1)).then_some(busy.as_str());
-            threads.extend(play_job(&job, &all, dir.path(), invalid));
+            threads.extend(play::play_job(&job, &all, dir.path(), invalid));
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
@@ -608,4 +492,5 @@ spec:
             .is_empty()
     );
     s3.stop();
+    recording::assert_allowed(&recorded.calls(), &ns);
 }

@@ -41,6 +41,17 @@ fn committed_crd_is_what_the_types_generate() {
     }
 }
 
+/// The chart's Role rules are the operator's (`operator::rbac`; `make crds` writes them).
+#[test]
+fn committed_rbac_rules_are_what_the_operator_declares() {
+    let path = "charts/pqbench/files/rbac-rules.yaml";
+    let committed = std::fs::read_to_string(root().join(path)).expect(path);
+    assert!(
+        committed == operator::rbac::rules_yaml(),
+        "{path} is stale: run `make crds` and commit the result"
+    );
+}
+
 #[test]
 fn crd_has_the_names_columns_subresource_and_rules() {
     let crd = serde_json::to_value(operator::crd()).unwrap();

@@ -23,6 +23,14 @@ the release name already contains the chart name.
 {{- end }}
 
 {{/*
+The namespaces whose campaigns the operator runs (a JSON list): watchNamespaces, or the
+release namespace. Not used with clusterWide.
+*/}}
+{{- define "pqbench.watchNamespaces" -}}
+{{- default (list .Release.Namespace) .Values.watchNamespaces | uniq | toJson }}
+{{- end }}
+
+{{/*
 Chart label value.
 */}}
 {{- define "pqbench.chart" -}}

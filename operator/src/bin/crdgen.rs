@@ -1,6 +1,8 @@
 //! `crdgen [--check] [PATH...]`: writes the `BenchmarkCampaign` CRD to
 //! `crds/benchmarkcampaigns.pqbench.io.yaml` and the Helm chart's copy
-//! (`charts/pqbench/files/`), or to the given paths; `--check` fails if any differs.
+//! (`charts/pqbench/files/`), and the operator's RBAC rules to
+//! `charts/pqbench/files/rbac-rules.yaml` (`operator::rbac`); or the CRD only to the given
+//! paths. `--check` fails if any differs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +11,8 @@ const DEFAULT: [&str; 2] = [
     "crds/benchmarkcampaigns.pqbench.io.yaml",
     "charts/pqbench/files/benchmarkcampaigns.pqbench.io.yaml",
 ];
+/// Where the chart's Role rules come from.
+const RBAC: &str = "charts/pqbench/files/rbac-rules.yaml";
 
 fn main() -> ExitCode {
     let mut check = false;
@@ -26,9 +30,6 @@ fn main() -> ExitCode {
             p => paths.push(PathBuf::from(p)),
         }
     }
-    if paths.is_empty() {
-        paths = DEFAULT.iter().map(PathBuf::from).collect();
-    }
     let yaml = match operator::crd_yaml() {
         Ok(y) => y,
         Err(e) => {
@@ -36,12 +37,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut files: Vec<(PathBuf, String)> = paths.into_iter().map(|p| (p, yaml.clone())).collect();
+    if files.is_empty() {
+        files = DEFAULT
+            .iter()
+            .map(|p| (PathBuf::from(p), yaml.clone()))
+            .collect();
+        files.push((PathBuf::from(RBAC), operator::rbac::rules_yaml()));
+    }
     let mut code = ExitCode::SUCCESS;
-    for path in &paths {
+    for (path, yaml) in &files {
         if check {
-            if std::fs::read_to_string(path).unwrap_or_default() != yaml {
+            if std::fs::read_to_string(path).unwrap_or_default() != *yaml {
                 eprintln!(
-                    "crdgen: {} is not what the Rust types generate; run `cargo run -p operator --bin crdgen`",
+                    "crdgen: {} is not what the Rust code generates; run `cargo run -p operator --bin crdgen`",
                     path.display()
                 );
                 code = ExitCode::FAILURE;
@@ -54,7 +63,7 @@ fn main() -> ExitCode {
             eprintln!("crdgen: cannot create {}: {e}", dir.display());
             return ExitCode::from(2);
         }
-        if let Err(e) = std::fs::write(path, &yaml) {
+        if let Err(e) = std::fs::write(path, yaml) {
             eprintln!("crdgen: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }

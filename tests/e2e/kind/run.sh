@@ -103,10 +103,18 @@ if [ $build = 1 ]; then
     kind load docker-image --name "$CLUSTER" "$OPERATOR_IMAGE" "$WORKER_IMAGE"
 fi
 
-log "helm install $RELEASE ($RELEASE_NS)"
+# Each scenario runs in a namespace of its own, watched by the operator (a Role in each):
+# made before the release, kept across scenarios (deleting one would delete its Role).
+watched=()
+for s in "${scenarios[@]}"; do
+    k create namespace "e2e-$s" --dry-run=client -o yaml | k apply -f - >/dev/null
+    watched+=("\"e2e-$s\"")
+done
+log "helm install $RELEASE ($RELEASE_NS), watching ${scenarios[*]/#/e2e-}"
 helm upgrade --install "$RELEASE" "$ROOT/charts/pqbench" \
     --kube-context "$KUBECTX" --namespace "$RELEASE_NS" --create-namespace \
     --set image.tag="$TAG" --set workerImage.tag="$TAG" \
+    --set-json "watchNamespaces=[$(IFS=,; echo "${watched[*]}")]" \
     --set-json 'logging={"format":"text","level":"info,operator=debug"}' \
     --wait --timeout 5m
 k -n "$RELEASE_NS" rollout status deployment --selector app.kubernetes.io/name=pqbench-operator --timeout 3m
@@ -157,8 +165,8 @@ to_seconds() {
 run_scenario() {
     local s=$1 ns="e2e-$1" file="$HERE/$1/campaign.yaml" out name
     # (set -e does not act inside a function called from `if`: every step checks itself.)
-    k delete namespace "$ns" --ignore-not-found --wait --timeout 2m >/dev/null || return 1
-    k create namespace "$ns" >/dev/null || return 1
+    # A clean namespace: an earlier run's campaigns gone (their children with them).
+    k -n "$ns" delete benchmarkcampaigns --all --wait --timeout 2m >/dev/null || return 1
 
     local reject
     reject=$(expect "$s" reject)
@@ -247,7 +255,7 @@ for s in "${scenarios[@]}"; do
     if run_scenario "$s"; then
         echo "   PASS $s"
         passed=$((passed + 1))
-        [ $keep = 1 ] || k delete namespace "e2e-$s" --wait=false >/dev/null 2>&1 || true
+        [ $keep = 1 ] || k -n "e2e-$s" delete benchmarkcampaigns --all --wait=false >/dev/null 2>&1 || true
     else
         echo "   FAIL $s"
         diagnose "e2e-$s"

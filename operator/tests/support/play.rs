@@ -1,0 +1,131 @@
+//! Plays the pods of the operator's Jobs where no kubelet runs (the test API server): a
+//! worker Job's processes run the worker's engine with the Job's run spec, the analysis
+//! Job runs `worker::analyze`, each with the credentials and keys read from the Secrets the
+//! Job references, as the pod would get them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use run::runspec::{Credentials, KeyRef, RunSpec};
+
+/// The value of a pod's environment variable: its value, or the Secret key it references.
+pub(crate) fn env_value(job: &Job, secrets: &BTreeMap<String, Secret>, name: &str) -> String {
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let e = pod.containers[0]
+        .env
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("env {name}"));
+    if let Some(v) = &e.value {
+        return v.clone();
+    }
+    let r = e
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    let s = &secrets[&r.name];
+    String::from_utf8(s.data.as_ref().unwrap()[&r.key].0.clone()).unwrap()
+}
+
+/// Plays the pod of the analysis Job: `pqbench-worker --analysis-env` with the Job's
+/// spec, the credentials read from the Secrets it references.
+pub(crate) fn play_analysis(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+) -> std::thread::JoinHandle<()> {
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.containers[0].args.as_deref().unwrap(),
+        ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"]
+    );
+    let mut spec: run::verdicts::AnalysisSpec =
+        serde_json::from_str(&env_value(job, secrets, "PQBENCH_ANALYSIS_SPEC")).unwrap();
+    let creds = dir.join("analysis.env");
+    std::fs::write(
+        &creds,
+        format!(
+            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+            env_value(job, secrets, "AWS_ACCESS_KEY_ID"),
+            env_value(job, secrets, "AWS_SECRET_ACCESS_KEY")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    spec.s3.credentials = Credentials::File(creds);
+    let tmp = dir.join("analysis-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        match rt.block_on(worker::analyze::analyze_bucket(&spec, &tmp)) {
+            Ok(o) => eprintln!(
+                "played analysis: {}",
+                serde_json::to_string(&o).unwrap_or_default()
+            ),
+            Err(e) => eprintln!("played analysis: {e}"),
+        }
+    })
+}
+
+/// Plays a worker Job: each pod a worker carrying out the Job's run spec, as the pod would.
+/// With `never_quiet` (a node exporter's URL), the pods wait for a server host that never
+/// goes quiet and give up after 1 s: the run's `pause_quiet` check fails and the run is
+/// invalid, as a run on a busy cluster would be.
+pub(crate) fn play_job(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+    never_quiet: Option<&str>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let spec = job.spec.as_ref().unwrap();
+    let value = |name: &str| env_value(job, secrets, name);
+    let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
+    if let Some(url) = never_quiet {
+        crate::invalid_run::make_invalid(&mut run, url);
+    }
+    // The pod's environment, as files (a test may not set process-wide variables).
+    let creds = dir.join(format!("{}.env", run.run_id));
+    std::fs::write(
+        &creds,
+        format!(
+            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+            value("AWS_ACCESS_KEY_ID"),
+            value("AWS_SECRET_ACCESS_KEY")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let keys = dir.join(format!("{}-keys", run.run_id));
+    std::fs::create_dir_all(&keys).unwrap();
+    let mode = run.cell.mode;
+    if let Some(KeyRef::Env(prefix)) = &run.recipient_key {
+        let kt = mode.key_type();
+        let p = keys.join(format!("{}.key", kt.name()));
+        std::fs::write(&p, value(&run::runspec::key_var(prefix, kt))).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        run.recipient_key = Some(KeyRef::Dir(keys));
+    }
+    run.s3.credentials = Credentials::File(creds);
+    let n = spec.completions.unwrap();
+    (0..u32::try_from(n).unwrap())
+        .map(|i| {
+            let mut s = run.clone();
+            s.processes.index = i;
+            std::thread::spawn(move || {
+                if let Err(e) =
+                    worker::engine::run_to_files(&s, &worker::engine::RunOptions::default())
+                {
+                    eprintln!("played worker {} p{i}: {e}", s.run_id);
+                }
+            })
+        })
+        .collect()
+}
