@@ -193,7 +193,9 @@ VARIANTS = {
             "otlp": {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}}}]},
         },
     },
-    "watch-namespace": {"watchNamespaces": ["campaigns", "team-b"], "replicaCount": 2, "podMonitor": {"enabled": True}},
+    "watch-namespace": {"watchNamespaces": ["campaigns", "team-b"], "replicaCount": 2, "podMonitor": {"enabled": True},
+                        "policy": {"allowedImages": ["registry.example.com/pqbench/"],
+                                   "allowedEndpoints": ["https://s3.ap-southeast-2.amazonaws.com"]}},
     # The explicit opt-in to every namespace.
     "cluster-wide": {"clusterWide": True, "podMonitor": {"enabled": True}},
     # The dashboard with its PodMonitor, where kube-prometheus-stack looks for them.
@@ -334,7 +336,7 @@ with helm.Chart.load(str(chart_dir)) as chart:
                 {"podMonitor": {"namespaceSelector": {"matchLabels": {"a": "b"}}}},
                 {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}},
                 {"watchNamespace": "campaigns"}, {"watchNamespaces": ["Not_A_Namespace"]},
-                {"clusterWide": "yes"}):
+                {"clusterWide": "yes"}, {"policy": {"allowedEndpoints": ["s3.example.com/path"]}}):
         try:
             chart.validate_schema(bad)
             fail(f"values.schema.json accepted invalid values {bad}")
@@ -389,6 +391,10 @@ with helm.Chart.load(str(chart_dir)) as chart:
                     for var in ("PQBENCH_WORKER_IMAGE", "POD_NAME", "POD_NAMESPACE"):
                         if var not in env:
                             fail(f"{name}: the operator container lacks {var}")
+                    for key, var in (("allowedImages", "PQBENCH_ALLOWED_IMAGES"), ("allowedEndpoints", "PQBENCH_ALLOWED_ENDPOINTS")):
+                        want = ",".join(vals.get("policy", {}).get(key, []))
+                        if env.get(var, {}).get("value", "") != want:
+                            fail(f"{name}: {var} is not policy.{key}")
                     if vals.get("clusterWide"):
                         if "--all-namespaces" not in c.get("args", []) or "PQBENCH_WATCH_NAMESPACE" in env:
                             fail(f"{name}: clusterWide without --all-namespaces (or with PQBENCH_WATCH_NAMESPACE)")

@@ -441,6 +441,7 @@ async fn run(s: Scenario) {
             worker_image: "worker:test".into(),
             node_exporter_image: crate::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
+            policy: crate::policy::Policy::default(),
         },
         Arc::new(Metrics::default()),
     ));

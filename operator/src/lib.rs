@@ -6,6 +6,7 @@
 //! - [`step`]: the pure decision (observed facts → new status and actions);
 //! - [`reconcile`]: the executor (observes, writes status, acts) and the controller;
 //! - [`ownership`]: whose an object at a child's name is (never adopt another's);
+//! - [`policy`]: what a campaign may name on a shared cluster (images, Secrets, ...);
 //! - [`rbac`]: the permissions the operator needs in a watched namespace;
 //! - [`results`]: the results bucket (what is complete, the start gate, the analysis);
 //! - [`metrics`], [`lease`], [`telemetry`]: the binary's `/metrics`, leader election and
@@ -16,6 +17,7 @@ pub mod deploy;
 pub mod lease;
 pub mod metrics;
 pub mod ownership;
+pub mod policy;
 pub mod rbac;
 pub mod reconcile;
 pub mod resources;
@@ -85,6 +87,10 @@ pub enum Error {
     /// whose); the operator neither adopts, changes nor deletes it.
     #[error("{0}")]
     Collision(String),
+    /// The tenant-input policy refused the campaign (the refused fields); nothing of it is
+    /// read or created.
+    #[error("refused by the policy: {0}")]
+    Refused(String),
     /// A call to the results store failed.
     #[error("results store: {0}")]
     Store(#[from] s3::Error),
@@ -106,6 +112,7 @@ impl Error {
             Self::ResultsUnavailable(_) => "store",
             Self::Kube(_) => "kube",
             Self::Collision(_) => "collision",
+            Self::Refused(_) => "refused",
             Self::Store(_) => "store",
             Self::Finalizer(_) => "finalizer",
         }

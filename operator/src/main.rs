@@ -43,6 +43,15 @@ struct Args {
     /// Run campaigns in every namespace (needs those rights cluster-wide: a ClusterRole).
     #[arg(long)]
     all_namespaces: bool,
+    /// Images campaigns may name besides the operator's own (`clients.image`,
+    /// `server.minio.image`): whole references, or prefixes ending in `/` (repeat or
+    /// separate with commas).
+    #[arg(long, env = "PQBENCH_ALLOWED_IMAGES", value_delimiter = ',')]
+    allowed_image: Vec<String>,
+    /// Endpoints (`https://host[:port]`) the operator may sign for with its own identity
+    /// (a campaign's `results.endpoint` without a credentials Secret).
+    #[arg(long, env = "PQBENCH_ALLOWED_ENDPOINTS", value_delimiter = ',')]
+    allowed_endpoint: Vec<String>,
     /// Hold the Lease before reconciling (one active replica).
     #[arg(long, default_value_t = true, overrides_with = "no_leader_election")]
     leader_election: bool,
@@ -174,6 +183,18 @@ async fn main() -> anyhow::Result<()> {
             worker_image: args.worker_image,
             node_exporter_image: args.node_exporter_image,
             instance: identity,
+            policy: operator::policy::Policy {
+                allowed_images: args
+                    .allowed_image
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+                allowed_endpoints: args
+                    .allowed_endpoint
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            },
         },
         metrics,
     ));

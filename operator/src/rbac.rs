@@ -63,7 +63,13 @@ pub const RULES: &[Rule] = &[
         group: "",
         resources: &["secrets"],
         verbs: &["get", "create", "delete"],
-        why: "the campaign's MinIO credentials and recipient keys (created, read, deleted; never listed), and the credentials Secret a campaign names",
+        why: "the campaign's MinIO credentials and recipient keys (created, read, deleted; never listed), and the credentials Secrets a campaign names (their labels first: the tenant-input policy)",
+    },
+    Rule {
+        group: "",
+        resources: &["serviceaccounts"],
+        verbs: &["get"],
+        why: "the labels of the ServiceAccount a campaign names for its pods (the tenant-input policy; metadata only)",
     },
     Rule {
         group: "events.k8s.io",

@@ -50,6 +50,8 @@ pub struct Config {
     pub node_exporter_image: String,
     /// Reporter instance for events (the pod name).
     pub instance: String,
+    /// What campaigns may name (images, Secrets, ServiceAccounts, signed endpoints).
+    pub policy: crate::policy::Policy,
 }
 
 /// Shared state of the reconcilers.
@@ -275,7 +277,24 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     } else {
         (false, None)
     };
-    let store = results_store(ctx, &owner, c).await;
+    // The tenant-input policy, before anything of the campaign is read or created.
+    let over = matches!(phase, Phase::Succeeded | Phase::Failed);
+    let refused = if over {
+        Vec::new()
+    } else {
+        refusals(ctx, &owner, &m.spec).await?
+    };
+    // The results store (and the Secret it is reached with) only for a campaign that goes
+    // on and that the policy lets through.
+    let store = if over {
+        Err(Error::ResultsUnavailable(
+            "not read once the campaign is over".into(),
+        ))
+    } else if refused.is_empty() {
+        results_store(ctx, &owner, c).await
+    } else {
+        Err(Error::Refused(refused.join("; ")))
+    };
     // A read past the results module's bounds: the campaign fails (not retried).
     let mut exceeded = None;
     let mut note = |e: Error| {
@@ -357,6 +376,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         invalid,
         foreign,
         exceeded,
+        refused,
     };
     let d = step::decide(&facts);
     write_status(ctx, c, &status, &d).await?;
@@ -614,6 +634,45 @@ async fn act(
         }
     }
     Ok(())
+}
+
+/// The campaign's fields the tenant-input policy refuses ([`crate::policy`]): images and
+/// signed endpoints from the spec, and the labels of the Secrets and ServiceAccount it
+/// names, read by a metadata-only GET (their data is not read here).
+async fn refusals(
+    ctx: &Context,
+    owner: &Owner,
+    spec: &campaign::CampaignSpec,
+) -> Result<Vec<String>> {
+    use crate::policy;
+    let own = [
+        ctx.config.worker_image.as_str(),
+        ctx.config.node_exporter_image.as_str(),
+        campaign::cluster::DEFAULT_MINIO_IMAGE,
+    ];
+    let signs =
+        deploy::results_use_identity(spec).then(|| deploy::results_location(owner, spec).endpoint);
+    let mut out: Vec<String> = ctx
+        .config
+        .policy
+        .check_spec(spec, &own, signs.as_deref())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    for n in policy::secrets(spec) {
+        let meta = secrets.get_metadata_opt(&n.name).await?;
+        let labels = meta.map(|m| m.metadata.labels.unwrap_or_default());
+        out.extend(policy::check_secret(&n, labels.as_ref()).map(|r| r.to_string()));
+    }
+    if let Some(n) = policy::service_account(spec) {
+        let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(ctx.client.clone(), &owner.namespace);
+        let meta = sas.get_metadata_opt(&n.name).await?;
+        let labels = meta.map(|m| m.metadata.labels.unwrap_or_default());
+        out.extend(policy::check_service_account(&n, labels.as_ref()).map(|r| r.to_string()));
+    }
+    Ok(out)
 }
 
 /// What is at one of the campaign's child names.

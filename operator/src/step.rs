@@ -117,6 +117,9 @@ pub struct Facts<'a> {
     /// A read of the results bucket passed the operator's bounds (an object's bytes, a
     /// listing's keys; `crate::results`): the campaign fails, the operator reads no more.
     pub exceeded: Option<String>,
+    /// The fields the tenant-input policy refuses (`crate::policy`): the campaign fails
+    /// before anything of it is made.
+    pub refused: Vec<String>,
 }
 
 /// An event to record (PascalCase reason, fixed set).
@@ -370,6 +373,8 @@ pub enum Reason {
     NameCollision,
     /// The results bucket holds more than the operator reads for a campaign.
     ResultsTooLarge,
+    /// The tenant-input policy refuses a field of the campaign.
+    PolicyRefused,
     /// Provisioning passed its deadline.
     ProvisioningDeadlineExceeded,
     /// The analysis passed its deadline.
@@ -405,6 +410,7 @@ impl Reason {
             Self::InvalidSpec => "InvalidSpec",
             Self::NameCollision => "NameCollision",
             Self::ResultsTooLarge => "ResultsTooLarge",
+            Self::PolicyRefused => "PolicyRefused",
             Self::ProvisioningDeadlineExceeded => "ProvisioningDeadlineExceeded",
             Self::AnalysisDeadlineExceeded => "AnalysisDeadlineExceeded",
             Self::AnalysisFailed => "AnalysisFailed",
@@ -438,6 +444,7 @@ impl Reason {
             | Self::InvalidSpec
             | Self::NameCollision
             | Self::ResultsTooLarge
+            | Self::PolicyRefused
             | Self::ProvisioningDeadlineExceeded
             | Self::AnalysisDeadlineExceeded
             | Self::AnalysisFailed => None,
@@ -1344,6 +1351,17 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         requeue: None,
     };
     let active = !matches!(s.st.phase, Phase::Succeeded | Phase::Failed);
+    if active && !f.refused.is_empty() {
+        s.fail(
+            Reason::PolicyRefused,
+            format!("the cluster's policy refuses {}", f.refused.join("; ")),
+        );
+        return Decision {
+            status: s.st,
+            actions: s.actions,
+            requeue: s.requeue,
+        };
+    }
     if active && !f.foreign.is_empty() {
         s.fail(
             Reason::NameCollision,
@@ -1442,6 +1460,7 @@ mod tests {
                 invalid: None,
                 foreign: Vec::new(),
                 exceeded: None,
+                refused: Vec::new(),
             }
         }
 

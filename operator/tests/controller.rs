@@ -47,6 +47,7 @@ async fn controller(ns: &str) -> recording::Recorded {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
+            policy: operator::policy::Policy::default(),
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));
@@ -219,6 +220,11 @@ async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status()
             &Secret {
                 metadata: kube::api::ObjectMeta {
                     name: Some("s3-keys".into()),
+                    // The namespace's owner lets campaigns use it (the tenant-input policy).
+                    labels: Some(BTreeMap::from([(
+                        operator::policy::CREDENTIALS_LABEL.into(),
+                        "true".into(),
+                    )])),
                     ..Default::default()
                 },
                 // `data`, not `stringData`: this API server does not convert built-in kinds.

@@ -935,6 +935,11 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
             &Secret {
                 metadata: kube::api::ObjectMeta {
                     name: Some("s3-keys".into()),
+                    // The namespace's owner lets campaigns use it (the tenant-input policy).
+                    labels: Some(BTreeMap::from([(
+                        operator::policy::CREDENTIALS_LABEL.into(),
+                        "true".into(),
+                    )])),
                     ..Default::default()
                 },
                 data: Some(BTreeMap::from([

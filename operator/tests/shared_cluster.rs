@@ -50,6 +50,7 @@ async fn controller(ns: &str) -> recording::Recorded {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
+            policy: operator::policy::Policy::default(),
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));
@@ -306,6 +307,13 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
                 &Secret {
                     metadata: kube::api::ObjectMeta {
                         name: Some("s3-keys".into()),
+                        labels: Some(
+                            [(
+                                operator::policy::CREDENTIALS_LABEL.to_owned(),
+                                "true".to_owned(),
+                            )]
+                            .into(),
+                        ),
                         ..Default::default()
                     },
                     data: Some(
@@ -333,6 +341,7 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
+            policy: operator::policy::Policy::default(),
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));
@@ -443,5 +452,103 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
             .all(|c| c.namespace.as_deref() == Some(&*ns_a)
                 || c.namespace.as_deref() == Some(&*ns_b)),
         "a call outside the watched namespaces"
+    );
+}
+
+/// The tenant-input policy: a campaign naming a worker image outside the policy and a
+/// credentials Secret its namespace's owner did not label is refused before anything is
+/// made, the condition and the event naming both fields, and that Secret's data is never
+/// read (the operator's requests on it are metadata-only GETs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_outside_the_policy_is_refused_naming_its_fields_and_the_secret_is_never_read() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let client = Client::try_default().await.unwrap();
+    install_crd(&client).await;
+    let ns = namespace("policy");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    // Somebody's keys, not labelled for campaigns.
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "prod-s3"},
+                "data": {"AWS_ACCESS_KEY_ID": "cHJvZA==", "AWS_SECRET_ACCESS_KEY": "c2VjcmV0"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let recorded = controller(&ns).await;
+    let text = "apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata:
+  name: greedy
+spec:
+  modes: [x25519, ml-kem-768]
+  baseline: x25519
+  cells:
+    - operation: [get]
+      objectSize: [4KiB]
+      concurrency: [1]
+  repetitions: 2
+  seed: 36
+  server:
+    external:
+      endpoint: https://s3.example.com
+      bucket: theirs
+      credentialsSecret: prod-s3
+  clients:
+    image: docker.io/attacker/miner:1
+";
+    k8s::apply(&client, &ns, text).await.unwrap();
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+    let c = wait_for("the campaign to be refused", 60, async || {
+        let c = api.get("greedy").await.ok()?;
+        (c.status.as_ref()?.phase == Phase::Failed).then_some(c)
+    })
+    .await;
+    let st = c.status.unwrap();
+    let msg = st.message.unwrap();
+    assert!(
+        msg.contains("the cluster's policy refuses spec.clients.image: image docker.io/attacker/miner:1 is not allowed here")
+            && msg.contains("spec.server.external.credentialsSecret: Secret prod-s3 is not labelled pqbench.io/credentials: \"true\""),
+        "{msg}"
+    );
+    let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.reason, "PolicyRefused");
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let ev = wait_for("the PolicyRefused event", 30, async || {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("PolicyRefused"))
+    })
+    .await;
+    assert!(ev.note.unwrap_or_default().contains("spec.clients.image"));
+    let calls = recorded.calls();
+    recording::assert_allowed(&calls, &ns);
+    let on_secret: Vec<&recording::Call> = calls
+        .iter()
+        .filter(|c| c.resource == "secrets" && c.name.as_deref() == Some("prod-s3"))
+        .collect();
+    assert!(
+        !on_secret.is_empty(),
+        "the Secret's label was never looked at"
+    );
+    assert!(
+        on_secret.iter().all(|c| c.verb == "get" && c.meta_only),
+        "the operator read the unlabelled Secret: {on_secret:#?}"
+    );
+    // Nothing was created for it.
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.verb != "create" || c.resource == "events"),
+        "{calls:#?}"
     );
 }

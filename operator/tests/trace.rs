@@ -70,6 +70,7 @@ async fn one_pass(metrics: Arc<Metrics>) {
             worker_image: "worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
+            policy: operator::policy::Policy::default(),
         },
         metrics,
     ));

@@ -115,6 +115,7 @@ helm upgrade --install "$RELEASE" "$ROOT/charts/pqbench" \
     --kube-context "$KUBECTX" --namespace "$RELEASE_NS" --create-namespace \
     --set image.tag="$TAG" --set workerImage.tag="$TAG" \
     --set-json "watchNamespaces=[$(IFS=,; echo "${watched[*]}")]" \
+    --set-json 'policy.allowedImages=["registry.pqbench.invalid/"]' \
     --set-json 'logging={"format":"text","level":"info,operator=debug"}' \
     --wait --timeout 5m
 k -n "$RELEASE_NS" rollout status deployment --selector app.kubernetes.io/name=pqbench-operator --timeout 3m
