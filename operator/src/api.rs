@@ -110,7 +110,9 @@ pub struct CampaignStatus {
     /// `Analyzed` (True: verdicts computed and the report written),
     /// `Degraded` (True: some runs failed after their retries or were invalid and are left
     /// out; the campaign goes on),
-    /// `Ready` (True: Succeeded; False: Failed; Unknown: still going).
+    /// `Ready` (True: Succeeded; False: Failed; Unknown: still going),
+    /// `InsecureEndpoint` (True, only then present: an external endpoint is plain
+    /// `http://`; the campaign goes on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,

@@ -69,6 +69,23 @@ pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
     None
 }
 
+/// The external endpoints given as plain `http://` (field, URL): the server under test
+/// and the results store. The campaign's own MinIO is in-cluster and not among them.
+pub fn plain_http_endpoints(spec: &CampaignSpec) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(e) = &spec.server.external {
+        out.push(("spec.server.external.endpoint", e.endpoint.clone()));
+    }
+    if let Some(e) = spec.results.as_ref().and_then(|r| r.endpoint.clone()) {
+        out.push(("spec.results.endpoint", e));
+    }
+    out.retain(|(_, url)| {
+        url.get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+    });
+    out
+}
+
 /// The signing region of the results store: `results.region`, else the server's.
 pub fn results_region(spec: &CampaignSpec) -> String {
     spec.results

@@ -286,6 +286,9 @@ pub enum ConditionType {
     Degraded,
     /// The campaign succeeded (`True`), failed (`False`) or goes on (`Unknown`).
     Ready,
+    /// An external endpoint is plain `http://` (`True`; set only then): keys, data and
+    /// signatures cross the network unencrypted.
+    InsecureEndpoint,
 }
 
 impl ConditionType {
@@ -297,6 +300,7 @@ impl ConditionType {
             Self::Analyzed => "Analyzed",
             Self::Degraded => "Degraded",
             Self::Ready => "Ready",
+            Self::InsecureEndpoint => "InsecureEndpoint",
         }
     }
 }
@@ -375,6 +379,8 @@ pub enum Reason {
     ResultsTooLarge,
     /// The tenant-input policy refuses a field of the campaign.
     PolicyRefused,
+    /// An external endpoint is plain HTTP (a warning; the campaign goes on).
+    PlainHttp,
     /// Provisioning passed its deadline.
     ProvisioningDeadlineExceeded,
     /// The analysis passed its deadline.
@@ -411,6 +417,7 @@ impl Reason {
             Self::NameCollision => "NameCollision",
             Self::ResultsTooLarge => "ResultsTooLarge",
             Self::PolicyRefused => "PolicyRefused",
+            Self::PlainHttp => "PlainHttp",
             Self::ProvisioningDeadlineExceeded => "ProvisioningDeadlineExceeded",
             Self::AnalysisDeadlineExceeded => "AnalysisDeadlineExceeded",
             Self::AnalysisFailed => "AnalysisFailed",
@@ -445,6 +452,7 @@ impl Reason {
             | Self::NameCollision
             | Self::ResultsTooLarge
             | Self::PolicyRefused
+            | Self::PlainHttp
             | Self::ProvisioningDeadlineExceeded
             | Self::AnalysisDeadlineExceeded
             | Self::AnalysisFailed => None,
@@ -647,8 +655,34 @@ impl Step<'_, '_> {
             ),
         );
         self.warn_underpowered();
+        self.warn_plain_http();
         self.actions.push(Action::Provision);
         self.requeue(Duration::from_secs(2));
+    }
+
+    /// External endpoints given as plain `http://`: accepted (a lab's MinIO may have no
+    /// TLS), but said in a condition and a warning event, since credentials, keys and
+    /// signed requests then cross the network in the clear.
+    fn warn_plain_http(&mut self) {
+        let plain = crate::deploy::plain_http_endpoints(self.f.spec);
+        if plain.is_empty() {
+            return;
+        }
+        let message = format!(
+            "plain HTTP to an external endpoint: {}; requests, object data and the SigV4 signatures cross the network unencrypted (use https://)",
+            plain
+                .iter()
+                .map(|(field, url)| format!("{field} {url}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        self.cond(
+            ConditionType::InsecureEndpoint,
+            ConditionStatus::True,
+            Reason::PlainHttp,
+            &message,
+        );
+        self.event(true, Reason::PlainHttp, message);
     }
 
     /// The power calculation before the data from `analysis.assumedSd` (a pilot directory
@@ -1812,6 +1846,52 @@ mod tests {
         let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
         facts.foreign = vec!["Secret quick-keys exists and is not owned by this campaign".into()];
         assert_eq!(decide(&facts).status.phase, Phase::Succeeded);
+    }
+
+    #[test]
+    fn a_plain_http_external_endpoint_is_a_warning_condition_and_event() {
+        let mut f = Fixture::new();
+        f.m.spec.server.external = Some(campaign::cluster::ExternalServer {
+            endpoint: "http://s3.lab.example:9000".into(),
+            credentials_secret: Some("keys".into()),
+            region: "us-east-1".into(),
+            bucket: "b".into(),
+        });
+        f.m.spec.results = Some(campaign::cluster::Results {
+            endpoint: Some("https://s3.example.com".into()),
+            ..Default::default()
+        });
+        let st = CampaignStatus::default();
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        let c = d
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "InsecureEndpoint")
+            .unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "PlainHttp")
+        );
+        assert!(
+            c.message
+                .contains("spec.server.external.endpoint http://s3.lab.example:9000")
+                && !c.message.contains("https://s3.example.com"),
+            "{}",
+            c.message
+        );
+        assert!(reasons(&d).contains(&"PlainHttp"));
+        // The campaign's own MinIO (in-cluster, no TLS) is not an external endpoint.
+        let f = Fixture::new();
+        let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
+        assert!(!reasons(&d).contains(&"PlainHttp"));
+        assert!(
+            d.status
+                .conditions
+                .iter()
+                .all(|c| c.type_ != "InsecureEndpoint")
+        );
     }
 
     #[test]

@@ -361,6 +361,20 @@ spec:
     }
     let st = last.status.unwrap();
     assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
+    // The embedded S3 server is plain HTTP: said, and the campaign went on.
+    let insecure = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "InsecureEndpoint")
+        .unwrap_or_else(|| panic!("no InsecureEndpoint condition: {:?}", st.conditions));
+    assert_eq!(insecure.status, "True");
+    assert!(
+        insecure
+            .message
+            .contains("spec.server.external.endpoint http://"),
+        "{}",
+        insecure.message
+    );
     // Every run's first attempt, and a further attempt only after an invalid one, whose
     // objects are kept in the bucket: the second run's (made invalid) at least.
     let store = s3.settings().client().unwrap();
