@@ -41,9 +41,22 @@ pub(crate) struct TestServer {
     metrics_token: String,
 }
 
+/// A port for a server started later (Garage binds it itself, so there is a window between
+/// this check and its bind). Taken below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`, 32768-60999 by default) at random: a port from
+/// `bind(127.0.0.1:0)` is an ephemeral one, which the outgoing connections of the tests
+/// running beside may take in that window (Garage then failed with "Address already in
+/// use" and the test waited out its 60 s).
 fn free_port() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr")
+    for _ in 0..1000 {
+        let mut b = [0u8; 2];
+        getrandom::fill(&mut b).expect("randomness");
+        let port = 20_000 + u16::from_le_bytes(b) % 12_000;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            return l.local_addr().expect("local addr");
+        }
+    }
+    panic!("no free port in 20000-31999 on 127.0.0.1")
 }
 
 fn random_hex(n: usize) -> String {
