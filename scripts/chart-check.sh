@@ -378,6 +378,15 @@ with helm.Chart.load(str(chart_dir)) as chart:
                     check_pod_monitor(name, vals, doc)
                 if k in ("Role", "ClusterRole"):
                     check_rbac(name, vals, k, doc)
+                if k == "NetworkPolicy":
+                    # The operator never reaches the instance metadata service.
+                    blocks = [t["ipBlock"] for rule in doc["spec"].get("egress", [])
+                              for t in rule.get("to", []) if "ipBlock" in t]
+                    for b in blocks:
+                        if b["cidr"] in ("0.0.0.0/0", "::/0"):
+                            want = "169.254.169.254/32" if b["cidr"] == "0.0.0.0/0" else "fd00:ec2::254/128"
+                            if want not in (b.get("except") or []):
+                                fail(f"{name}: egress to {b['cidr']} without the metadata address {want} excepted")
                 if k in ("Deployment",):
                     pod = doc["spec"]["template"]["spec"]
                     c = pod["containers"][0]

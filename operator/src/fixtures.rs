@@ -39,6 +39,7 @@ pub(crate) fn quick() -> campaign::Manifest {
 const CAMPAIGNS: &str = "/apis/pqbench.io/v1alpha1/namespaces/bench/benchmarkcampaigns/quick";
 const SECRETS: &str = "/api/v1/namespaces/bench/secrets";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/bench/events";
+const NETPOLS: &str = "/apis/networking.k8s.io/v1/namespaces/bench/networkpolicies";
 
 /// What the mock answers.
 #[derive(Clone, Debug)]
@@ -135,6 +136,7 @@ fn no_foreign_children() -> Vec<Call> {
         format!("{SECRETS}/quick-keys"),
         "/api/v1/namespaces/bench/services/quick-minio".to_owned(),
         "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio".to_owned(),
+        format!("{NETPOLS}/quick-minio"),
     ]
     .into_iter()
     .map(|p| call(Method::GET, p, Reply::NotFound))
@@ -235,6 +237,11 @@ impl Scenario {
                     Reply::Echo,
                     |b| assert_eq!(b["metadata"]["name"], "quick-minio"),
                 ),
+                // MinIO's fence, before MinIO.
+                checked(Method::POST, NETPOLS, Reply::Echo, |b| {
+                    assert_eq!(b["metadata"]["name"], "quick-minio");
+                    assert_eq!(b["spec"]["policyTypes"], json!(["Ingress"]));
+                }),
                 checked(
                     Method::POST,
                     "/apis/apps/v1/namespaces/bench/statefulsets",
@@ -329,6 +336,16 @@ impl Scenario {
                     Method::GET,
                     "/api/v1/namespaces/bench/services/quick-minio",
                     Reply::NotFound,
+                ),
+                call(
+                    Method::GET,
+                    format!("{NETPOLS}/quick-minio"),
+                    Reply::Json(ours("networking.k8s.io/v1", "NetworkPolicy", "quick-minio")),
+                ),
+                call(
+                    Method::DELETE,
+                    format!("{NETPOLS}/quick-minio"),
+                    Reply::Json(deleted()),
                 ),
                 call(
                     Method::GET,
@@ -442,6 +459,7 @@ async fn run(s: Scenario) {
             node_exporter_image: crate::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
             policy: crate::policy::Policy::default(),
+            operator_namespace: None,
         },
         Arc::new(Metrics::default()),
     ));

@@ -183,6 +183,7 @@ async fn main() -> anyhow::Result<()> {
             worker_image: args.worker_image,
             node_exporter_image: args.node_exporter_image,
             instance: identity,
+            operator_namespace: std::env::var("POD_NAMESPACE").ok(),
             policy: operator::policy::Policy {
                 allowed_images: args
                     .allowed_image

@@ -72,6 +72,12 @@ pub const RULES: &[Rule] = &[
         why: "the labels of the ServiceAccount a campaign names for its pods (the tenant-input policy; metadata only)",
     },
     Rule {
+        group: "networking.k8s.io",
+        resources: &["networkpolicies"],
+        verbs: &["get", "create", "delete"],
+        why: "MinIO's fence: ingress from the campaign's pods and the operator only",
+    },
+    Rule {
         group: "events.k8s.io",
         resources: &["events"],
         verbs: &["create", "patch"],

@@ -17,6 +17,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::{Action as Requeue, Controller};
 use kube::runtime::events::{Event as KEvent, EventType, Recorder, Reporter};
@@ -52,6 +53,9 @@ pub struct Config {
     pub instance: String,
     /// What campaigns may name (images, Secrets, ServiceAccounts, signed endpoints).
     pub policy: crate::policy::Policy,
+    /// The operator's own namespace (its pods reach MinIO from there; any namespace when
+    /// unknown).
+    pub operator_namespace: Option<String>,
 }
 
 /// Shared state of the reconcilers.
@@ -510,6 +514,12 @@ async fn act(
                 )?;
                 let svc: Api<Service> = Api::namespaced(client.clone(), ns);
                 create_child(&svc, &resources::minio_service(owner), owner).await?;
+                let nps: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
+                let fence = resources::minio_network_policy(
+                    owner,
+                    ctx.config.operator_namespace.as_deref(),
+                );
+                create_child(&nps, &fence, owner).await?;
                 let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
                 // server.cpus: whole CPUs, requests = limits (Guaranteed QoS).
                 let mut minio = minio;
@@ -822,6 +832,10 @@ async fn foreign_children(
         if let Found::Foreign(what) = whose(&sets, &owner.minio(), owner).await? {
             found.push(what);
         }
+        let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+        if let Found::Foreign(what) = whose(&nps, &owner.minio(), owner).await? {
+            found.push(what);
+        }
     }
     Ok(found)
 }
@@ -853,6 +867,8 @@ async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {
     delete_ours(&sets, &owner.minio(), owner).await?;
     let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
     delete_ours(&svc, &owner.minio(), owner).await?;
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+    delete_ours(&nps, &owner.minio(), owner).await?;
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
     delete_ours(&secrets, &owner.credentials_secret(), owner).await?;
     delete_ours(&secrets, &owner.keys_secret(), owner).await?;

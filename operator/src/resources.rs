@@ -144,6 +144,80 @@ pub fn credentials_secret(owner: &Owner, access_key: &str, secret_key: &str) -> 
     }
 }
 
+/// The labels of the operator's own pods (the chart's selector labels), for the
+/// NetworkPolicy that lets it reach a campaign's MinIO.
+pub const OPERATOR_POD_LABEL: (&str, &str) = ("app.kubernetes.io/name", "pqbench-operator");
+
+/// MinIO's fence (issue 36): ingress to its pod only from the campaign's own pods (its
+/// workers and analysis Job, by the campaign label, in its namespace) and from the
+/// operator's pods (in `operator_namespace`; any namespace when unknown), and only to the
+/// S3 and node-exporter ports. Enforced by a CNI that enforces NetworkPolicy.
+pub fn minio_network_policy(
+    owner: &Owner,
+    operator_namespace: Option<&str>,
+) -> k8s_openapi::api::networking::v1::NetworkPolicy {
+    use k8s_openapi::api::networking::v1::{
+        NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+        NetworkPolicySpec,
+    };
+    let ports = || {
+        Some(
+            [S3_PORT, NODE_EXPORTER_PORT]
+                .into_iter()
+                .map(|p| NetworkPolicyPort {
+                    port: Some(IntOrString::Int(p)),
+                    protocol: Some("TCP".into()),
+                    ..NetworkPolicyPort::default()
+                })
+                .collect(),
+        )
+    };
+    let select = |m: BTreeMap<String, String>| LabelSelector {
+        match_labels: Some(m),
+        ..LabelSelector::default()
+    };
+    let campaign_pods = NetworkPolicyPeer {
+        pod_selector: Some(select(BTreeMap::from([(
+            CAMPAIGN_LABEL.to_owned(),
+            owner.name.clone(),
+        )]))),
+        ..NetworkPolicyPeer::default()
+    };
+    let operator = NetworkPolicyPeer {
+        namespace_selector: Some(
+            operator_namespace.map_or_else(LabelSelector::default, |ns| {
+                select(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_owned(),
+                    ns.to_owned(),
+                )]))
+            }),
+        ),
+        pod_selector: Some(select(BTreeMap::from([(
+            OPERATOR_POD_LABEL.0.to_owned(),
+            OPERATOR_POD_LABEL.1.to_owned(),
+        )]))),
+        ..NetworkPolicyPeer::default()
+    };
+    NetworkPolicy {
+        metadata: owner.meta(owner.minio(), "server"),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(select(labels(&owner.name, "server"))),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(vec![
+                NetworkPolicyIngressRule {
+                    from: Some(vec![campaign_pods]),
+                    ports: ports(),
+                },
+                NetworkPolicyIngressRule {
+                    from: Some(vec![operator]),
+                    ports: ports(),
+                },
+            ]),
+            ..NetworkPolicySpec::default()
+        }),
+    }
+}
+
 /// MinIO's headless Service (stable DNS for the one pod).
 pub fn minio_service(owner: &Owner) -> Service {
     Service {
@@ -766,6 +840,59 @@ fn node_exporter(image: &str) -> Container {
         }),
         security_context: Some(restricted()),
         ..Container::default()
+    }
+}
+
+#[cfg(test)]
+mod network_policy_tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn minio_is_reachable_from_the_campaigns_pods_and_the_operator_only() {
+        let c: BenchmarkCampaign = serde_json::from_value(serde_json::json!({
+            "apiVersion": "pqbench.io/v1alpha1", "kind": "BenchmarkCampaign",
+            "metadata": {"name": "q", "namespace": "team-a", "uid": "u1"},
+            "spec": {"modes": ["x25519", "ml-kem-768"], "baseline": "x25519",
+                     "cells": [{"operation": ["get"], "objectSize": ["1KiB"], "concurrency": [1]}],
+                     "repetitions": 2, "seed": 1}
+        }))
+        .unwrap();
+        let owner = Owner::of(&c).unwrap();
+        let np =
+            serde_json::to_value(minio_network_policy(&owner, Some("pqbench-system"))).unwrap();
+        assert_eq!(np["metadata"]["name"], "q-minio");
+        assert_eq!(np["metadata"]["ownerReferences"][0]["uid"], "u1");
+        let spec = &np["spec"];
+        assert_eq!(
+            spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+            "server"
+        );
+        assert_eq!(spec["policyTypes"], serde_json::json!(["Ingress"]));
+        let rules = spec["ingress"].as_array().unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(
+            rules[0]["from"][0]["podSelector"]["matchLabels"]["pqbench.io/campaign"],
+            "q"
+        );
+        assert!(
+            rules[0]["from"][0].get("namespaceSelector").is_none(),
+            "the campaign's own namespace"
+        );
+        assert_eq!(
+            rules[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            "pqbench-system"
+        );
+        for r in rules {
+            let ports: Vec<i64> = r["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["port"].as_i64().unwrap())
+                .collect();
+            assert_eq!(ports, [9000, 9100]);
+        }
     }
 }
 

@@ -32,6 +32,7 @@ use k8s::{client_or_skip, install_crd, namespace};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use operator::reconcile::{Config, Context};
@@ -48,6 +49,7 @@ async fn controller(ns: &str) -> recording::Recorded {
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
+            operator_namespace: None,
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));
@@ -141,6 +143,28 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
         &svc.get(&format!("{name}-minio")).await.unwrap().metadata,
         &c
     ));
+    // MinIO's fence: ingress from the campaign's pods and the operator only.
+    let nps: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
+    let fence = nps.get(&format!("{name}-minio")).await.unwrap();
+    assert!(owned_by(&fence.metadata, &c));
+    let from: Vec<_> = fence
+        .spec
+        .unwrap()
+        .ingress
+        .unwrap()
+        .into_iter()
+        .flat_map(|r| r.from.unwrap_or_default())
+        .collect();
+    assert_eq!(
+        from[0]
+            .pod_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()["pqbench.io/campaign"],
+        name
+    );
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let creds = secrets
         .get(&format!("{name}-s3-credentials"))
@@ -181,6 +205,12 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     );
     assert!(
         svc.get_opt(&format!("{name}-minio"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        nps.get_opt(&format!("{name}-minio"))
             .await
             .unwrap()
             .is_none()

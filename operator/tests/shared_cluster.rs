@@ -51,6 +51,7 @@ async fn controller(ns: &str) -> recording::Recorded {
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
+            operator_namespace: None,
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));
@@ -342,6 +343,7 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
+            operator_namespace: None,
         },
         Arc::new(operator::metrics::Metrics::default()),
     ));

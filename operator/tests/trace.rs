@@ -71,6 +71,7 @@ async fn one_pass(metrics: Arc<Metrics>) {
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
+            operator_namespace: None,
         },
         metrics,
     ));
