@@ -25,38 +25,16 @@ mod play;
 mod recording;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s::{client_or_skip, install_crd, namespace};
+use k8s::{client_or_skip, install_crd, namespace, wait_for};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt as _};
-use operator::reconcile::{Config, Context};
 use operator::{BenchmarkCampaign, Phase};
-
-/// Starts the controller for one namespace on a client that records its requests (checked
-/// against the operator's RBAC rules at the end of each test); it stops when the test ends.
-async fn controller(ns: &str) -> recording::Recorded {
-    let (client, recorded) = recording::client().await;
-    let ctx = Arc::new(Context::new(
-        client,
-        Config {
-            worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
-            node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
-            instance: "test".into(),
-            policy: operator::policy::Policy::default(),
-            operator_namespace: None,
-        },
-        Arc::new(operator::metrics::Metrics::default()),
-    ));
-    let ns = ns.to_owned();
-    tokio::spawn(async move { operator::reconcile::run(ctx, Some(&ns)).await });
-    recorded
-}
 
 fn campaign(yaml: &str) -> BenchmarkCampaign {
     serde_yaml_ng::from_str(yaml).unwrap()
@@ -70,20 +48,6 @@ fn owned_by(meta: &kube::api::ObjectMeta, c: &BenchmarkCampaign) -> bool {
     })
 }
 
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    let until = std::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them() {
     if client_or_skip().is_none() {
@@ -92,7 +56,7 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     let client = Client::try_default().await.unwrap();
     install_crd(&client).await;
     let ns = namespace("minio");
-    let recorded = controller(&ns).await;
+    let recorded = recording::controller(&[&ns]).await;
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
     let c = campaign(
         &std::fs::read_to_string(concat!(
@@ -247,33 +211,11 @@ async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status()
     secrets
         .create(
             &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("s3-keys".into()),
-                    // The namespace's owner lets campaigns use it (the tenant-input policy).
-                    labels: Some(BTreeMap::from([(
-                        operator::policy::CREDENTIALS_LABEL.into(),
-                        "true".into(),
-                    )])),
-                    ..Default::default()
-                },
-                // `data`, not `stringData`: this API server does not convert built-in kinds.
-                data: Some(BTreeMap::from([
-                    (
-                        "AWS_ACCESS_KEY_ID".into(),
-                        k8s_openapi::ByteString(s3.access_key().as_bytes().to_vec()),
-                    ),
-                    (
-                        "AWS_SECRET_ACCESS_KEY".into(),
-                        k8s_openapi::ByteString(s3.secret_key().as_bytes().to_vec()),
-                    ),
-                ])),
-                ..Default::default()
-            },
+            &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
         )
         .await
         .unwrap();
-    let recorded = controller(&ns).await;
+    let recorded = recording::controller(&[&ns]).await;
     let yaml = format!(
         r"
 apiVersion: pqbench.io/v1alpha1

@@ -928,26 +928,10 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
     };
     let (access_key, secret_key) = (format!("PQ{}", token(9).to_uppercase()), token(20));
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let bytes = |s: &str| k8s_openapi::ByteString(s.as_bytes().to_vec());
     secrets
         .create(
             &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("s3-keys".into()),
-                    // The namespace's owner lets campaigns use it (the tenant-input policy).
-                    labels: Some(BTreeMap::from([(
-                        operator::policy::CREDENTIALS_LABEL.into(),
-                        "true".into(),
-                    )])),
-                    ..Default::default()
-                },
-                data: Some(BTreeMap::from([
-                    ("AWS_ACCESS_KEY_ID".into(), bytes(&access_key)),
-                    ("AWS_SECRET_ACCESS_KEY".into(), bytes(&secret_key)),
-                ])),
-                ..Default::default()
-            },
+            &k8s::credentials_secret("s3-keys", &access_key, &secret_key),
         )
         .await
         .unwrap();

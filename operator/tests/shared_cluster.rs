@@ -26,53 +26,17 @@ mod play;
 #[path = "support/recording.rs"]
 mod recording;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s::{client_or_skip, install_crd, namespace};
+use k8s::{client_or_skip, install_crd, namespace, wait_for};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt as _};
-use operator::reconcile::{Config, Context};
 use operator::{BenchmarkCampaign, Phase};
 use serde_json::json;
-
-/// Starts the controller for one namespace on a recording client; it stops when the test
-/// ends.
-async fn controller(ns: &str) -> recording::Recorded {
-    let (client, recorded) = recording::client().await;
-    let ctx = Arc::new(Context::new(
-        client,
-        Config {
-            worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
-            node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
-            instance: "test".into(),
-            policy: operator::policy::Policy::default(),
-            operator_namespace: None,
-        },
-        Arc::new(operator::metrics::Metrics::default()),
-    ));
-    let ns = ns.to_owned();
-    tokio::spawn(async move { operator::reconcile::run(ctx, Some(&ns)).await });
-    recorded
-}
-
-async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    let until = std::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_them_alone() {
@@ -134,7 +98,7 @@ async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_the
     };
     let foreign = before().await;
 
-    let recorded = controller(&ns).await;
+    let recorded = recording::controller(&[&ns]).await;
     k8s::apply(&client, &ns, &text).await.unwrap();
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
     let c = wait_for("the campaign to fail", 60, async || {
@@ -305,50 +269,13 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
         secrets
             .create(
                 &PostParams::default(),
-                &Secret {
-                    metadata: kube::api::ObjectMeta {
-                        name: Some("s3-keys".into()),
-                        labels: Some(
-                            [(
-                                operator::policy::CREDENTIALS_LABEL.to_owned(),
-                                "true".to_owned(),
-                            )]
-                            .into(),
-                        ),
-                        ..Default::default()
-                    },
-                    data: Some(
-                        [
-                            ("AWS_ACCESS_KEY_ID", s3.access_key()),
-                            ("AWS_SECRET_ACCESS_KEY", s3.secret_key()),
-                        ]
-                        .into_iter()
-                        .map(|(k, v)| {
-                            (k.to_owned(), k8s_openapi::ByteString(v.as_bytes().to_vec()))
-                        })
-                        .collect(),
-                    ),
-                    ..Default::default()
-                },
+                &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
             )
             .await
             .unwrap();
     }
     // One operator for both namespaces, each watched on its own (a Role in each).
-    let (rec_client, recorded) = recording::client().await;
-    let ctx = Arc::new(Context::new(
-        rec_client,
-        Config {
-            worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
-            node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
-            instance: "test".into(),
-            policy: operator::policy::Policy::default(),
-            operator_namespace: None,
-        },
-        Arc::new(operator::metrics::Metrics::default()),
-    ));
-    let watched = vec![ns_a.clone(), ns_b.clone()];
-    tokio::spawn(async move { operator::reconcile::run_in(ctx, Some(&watched)).await });
+    let recorded = recording::controller(&[&ns_a, &ns_b]).await;
 
     for (ns, name) in [(&ns_a, "a"), (&ns_b, "b")] {
         k8s::apply(&client, ns, &small_campaign(name, s3.endpoint()))
@@ -482,7 +409,7 @@ async fn a_campaign_outside_the_policy_is_refused_naming_its_fields_and_the_secr
         )
         .await
         .unwrap();
-    let recorded = controller(&ns).await;
+    let recorded = recording::controller(&[&ns]).await;
     let text = "apiVersion: pqbench.io/v1alpha1
 kind: BenchmarkCampaign
 metadata:

@@ -95,3 +95,53 @@ pub(crate) async fn apply(
     }
     Ok(stored.expect("a BenchmarkCampaign document"))
 }
+
+/// Waits up to `secs` for `f` to give a value, polling every 300 ms; fails naming `what`.
+#[allow(dead_code, reason = "not every test binary waits on the API server")]
+pub(crate) async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let until = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// An S3 credentials Secret (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`) as a tenant makes
+/// one for a campaign to name: labelled `pqbench.io/credentials: "true"` by the namespace's
+/// owner (the tenant-input policy). `data`, not `stringData`: this API server does not
+/// convert built-in kinds.
+#[allow(dead_code, reason = "not every test binary names a credentials Secret")]
+pub(crate) fn credentials_secret(
+    name: &str,
+    access_key: &str,
+    secret_key: &str,
+) -> k8s_openapi::api::core::v1::Secret {
+    let bytes = |s: &str| k8s_openapi::ByteString(s.as_bytes().to_vec());
+    k8s_openapi::api::core::v1::Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(
+                [(
+                    operator::policy::CREDENTIALS_LABEL.to_owned(),
+                    "true".to_owned(),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        },
+        data: Some(
+            [
+                ("AWS_ACCESS_KEY_ID".to_owned(), bytes(access_key)),
+                ("AWS_SECRET_ACCESS_KEY".to_owned(), bytes(secret_key)),
+            ]
+            .into(),
+        ),
+        ..Default::default()
+    }
+}

@@ -123,3 +123,24 @@ pub(crate) fn assert_allowed(calls: &[Call], ns: &str) {
         "the operator made calls its Role in {ns} does not grant: {denied:#?}"
     );
 }
+
+/// Starts the controller for `namespaces` (each watched on its own, as with the chart's
+/// Roles) on a recording client; it stops when the test ends. What it recorded is checked
+/// against the operator's RBAC rules ([`assert_allowed`]).
+pub(crate) async fn controller(namespaces: &[&str]) -> Recorded {
+    let (client, recorded) = client().await;
+    let ctx = std::sync::Arc::new(operator::reconcile::Context::new(
+        client,
+        operator::reconcile::Config {
+            worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
+            node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
+            instance: "test".into(),
+            policy: operator::policy::Policy::default(),
+            operator_namespace: None,
+        },
+        std::sync::Arc::new(operator::metrics::Metrics::default()),
+    ));
+    let watched: Vec<String> = namespaces.iter().map(|n| (*n).to_owned()).collect();
+    tokio::spawn(async move { operator::reconcile::run_in(ctx, Some(&watched)).await });
+    recorded
+}
