@@ -105,6 +105,15 @@ pub fn service_account(spec: &CampaignSpec) -> Option<Named> {
     })
 }
 
+/// A policy list as a refusal quotes it.
+fn listed(entries: &[String]) -> String {
+    if entries.is_empty() {
+        "none set".to_owned()
+    } else {
+        entries.join(", ")
+    }
+}
+
 fn labelled(labels: &BTreeMap<String, String>, key: &str) -> bool {
     labels.get(key).is_some_and(|v| v == "true")
 }
@@ -167,11 +176,7 @@ impl Policy {
                     field: field.to_owned(),
                     why: format!(
                         "image {image} is not allowed here; the operator runs its own images and those of the chart's policy.allowedImages ({})",
-                        if self.allowed_images.is_empty() {
-                            "none set".to_owned()
-                        } else {
-                            self.allowed_images.join(", ")
-                        }
+                        listed(&self.allowed_images)
                     ),
                 });
             }
@@ -193,11 +198,7 @@ impl Policy {
                 field: "spec.results.endpoint".into(),
                 why: format!(
                     "{endpoint} would be reached with the operator's own cloud identity (no results.credentialsSecret); only the chart's policy.allowedEndpoints are ({}). Name a labelled credentials Secret instead",
-                    if self.allowed_endpoints.is_empty() {
-                        "none set".to_owned()
-                    } else {
-                        self.allowed_endpoints.join(", ")
-                    }
+                    listed(&self.allowed_endpoints)
                 ),
             });
         }

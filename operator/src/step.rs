@@ -1384,60 +1384,56 @@ pub fn decide(f: &Facts<'_>) -> Decision {
         actions: Vec::new(),
         requeue: None,
     };
-    let active = !matches!(s.st.phase, Phase::Succeeded | Phase::Failed);
-    if active && !f.refused.is_empty() {
-        s.fail(
-            Reason::PolicyRefused,
-            format!("the cluster's policy refuses {}", f.refused.join("; ")),
-        );
-        return Decision {
-            status: s.st,
-            actions: s.actions,
-            requeue: s.requeue,
-        };
-    }
-    if active && !f.foreign.is_empty() {
-        s.fail(
-            Reason::NameCollision,
-            format!(
-                "{}: the operator never adopts, changes or deletes an object the campaign \
-                 did not create; rename the campaign or remove the object",
-                f.foreign.join("; ")
-            ),
-        );
-        return Decision {
-            status: s.st,
-            actions: s.actions,
-            requeue: s.requeue,
-        };
-    }
-    if let (true, Some(e)) = (active, &f.exceeded) {
-        s.fail(
-            Reason::ResultsTooLarge,
-            format!(
-                "{e}: the results bucket holds more under this campaign's prefix than the \
-                 operator reads (something other than its workers wrote there); the campaign \
-                 stops"
-            ),
-        );
-        return Decision {
-            status: s.st,
-            actions: s.actions,
-            requeue: s.requeue,
-        };
-    }
-    match s.st.phase {
-        Phase::Pending => s.pending(),
-        Phase::Provisioning => s.provisioning(),
-        Phase::Running => s.running(),
-        Phase::Analyzing => s.analyzing(),
-        Phase::Succeeded | Phase::Failed => s.ttl(),
+    // What stops any campaign that is still going, before its phase is looked at.
+    let stop = if matches!(s.st.phase, Phase::Succeeded | Phase::Failed) {
+        None
+    } else {
+        stop_reason(f)
+    };
+    match (stop, s.st.phase) {
+        (Some((reason, message)), _) => s.fail(reason, message),
+        (None, Phase::Pending) => s.pending(),
+        (None, Phase::Provisioning) => s.provisioning(),
+        (None, Phase::Running) => s.running(),
+        (None, Phase::Analyzing) => s.analyzing(),
+        (None, Phase::Succeeded | Phase::Failed) => s.ttl(),
     }
     Decision {
         status: s.st,
         actions: s.actions,
         requeue: s.requeue,
     }
+}
+
+/// Why a campaign that is still going must stop whatever its phase: the policy refuses it,
+/// someone else's object holds a child name, or its results bucket passed the bounds.
+fn stop_reason(f: &Facts<'_>) -> Option<(Reason, String)> {
+    if !f.refused.is_empty() {
+        return Some((
+            Reason::PolicyRefused,
+            format!("the cluster's policy refuses {}", f.refused.join("; ")),
+        ));
+    }
+    if !f.foreign.is_empty() {
+        return Some((
+            Reason::NameCollision,
+            format!(
+                "{}: the operator never adopts, changes or deletes an object the campaign \
+                 did not create; rename the campaign or remove the object",
+                f.foreign.join("; ")
+            ),
+        ));
+    }
+    f.exceeded.as_ref().map(|e| {
+        (
+            Reason::ResultsTooLarge,
+            format!(
+                "{e}: the results bucket holds more under this campaign's prefix than the \
+                 operator reads (something other than its workers wrote there); the campaign \
+                 stops"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

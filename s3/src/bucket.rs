@@ -138,32 +138,7 @@ impl ResultsBucket {
 
     /// The object at the full key `key`; `None` when there is none.
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let o = match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(o) => o,
-            Err(e) => {
-                let e = Error::s3("GetObject", &self.bucket, key, e);
-                return match e.s3_class() {
-                    Some(S3Class::NotFound) => Ok(None),
-                    _ => Err(e),
-                };
-            }
-        };
-        let body = o.body.collect().await.map_err(|e| Error::S3 {
-            op: "GetObject",
-            bucket: self.bucket.clone(),
-            target: key.to_owned(),
-            class: S3Class::Io,
-            status: None,
-            detail: format!("reading the body: {e}"),
-        })?;
-        Ok(Some(body.into_bytes().to_vec()))
+        self.get_at_most(key, usize::MAX).await
     }
 
     /// The object at the full key `key` if it holds at most `limit` bytes; `None` when there
