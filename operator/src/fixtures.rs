@@ -303,15 +303,17 @@ impl Scenario {
                 call(
                     Method::GET,
                     format!("/apis/batch/v1/namespaces/bench/jobs?&labelSelector={labels}"),
-                    Reply::Json(job_list(&["quick-r0003-a1"])),
+                    Reply::Json(json!({"apiVersion": "batch/v1", "kind": "JobList",
+                        "metadata": {"resourceVersion": "1"},
+                        "items": [ours("batch/v1", "Job", "quick-r0003-a1"),
+                            // Someone's Job carrying the campaign's labels: left alone.
+                            {"apiVersion": "batch/v1", "kind": "Job",
+                             "metadata": {"name": "quick-r0004-a1", "namespace": NS,
+                                          "uid": "theirs"}}]})),
                 ),
-                // Each child: whose it is (metadata only), then a delete whose precondition
-                // is the UID found, so an object re-created at that name is not touched.
-                call(
-                    Method::GET,
-                    "/apis/batch/v1/namespaces/bench/jobs/quick-r0003-a1",
-                    Reply::Json(ours("batch/v1", "Job", "quick-r0003-a1")),
-                ),
+                // Each child: whose it is (the listing says so for the Jobs; metadata only
+                // for the others), then a delete whose precondition is the UID found, so
+                // an object re-created at that name is not touched.
                 checked(
                     Method::DELETE,
                     "/apis/batch/v1/namespaces/bench/jobs/quick-r0003-a1",

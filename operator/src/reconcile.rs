@@ -788,6 +788,14 @@ where
         }
         Found::Ours(uid) => uid,
     };
+    delete_uid(api, name, uid).await
+}
+
+/// Deletes the object `name` if it is still the one with `uid` (the delete's precondition).
+async fn delete_uid<K>(api: &Api<K>, name: &str, uid: String) -> Result<()>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid),
@@ -850,8 +858,15 @@ fn jobs_selector(owner: &Owner) -> ListParams {
 
 async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    // The listing already says whose each Job is: no second look before the delete.
     for j in jobs.list(&jobs_selector(owner)).await? {
-        delete_ours(&jobs, &j.name_any(), owner).await?;
+        match ownership::holder(&j.metadata, &owner.reference.uid) {
+            Holder::Ours => delete_uid(&jobs, &j.name_any(), j.uid().unwrap_or_default()).await?,
+            Holder::Foreign(whose) => {
+                let what = ownership::collision("Job", &j.name_any(), &whose);
+                warn!(object = %what, "not deleting an object the campaign does not own");
+            }
+        }
     }
     Ok(())
 }
