@@ -38,6 +38,21 @@ use kube::{Client, ResourceExt as _};
 use operator::{BenchmarkCampaign, Phase};
 use serde_json::json;
 
+/// The first event in `ns` with `reason`, waited for up to 30 s.
+async fn event(client: &Client, ns: &str, reason: &str) -> Event {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    wait_for(&format!("the {reason} event"), 30, async || {
+        events
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some(reason))
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_them_alone() {
     if client_or_skip().is_none() {
@@ -122,17 +137,7 @@ async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_the
         ("False", "NameCollision"),
         "{ready:?}"
     );
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let ev = wait_for("the NameCollision event", 30, async || {
-        events
-            .list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("NameCollision"))
-    })
-    .await;
+    let ev = event(&client, &ns, "NameCollision").await;
     assert_eq!(ev.type_.as_deref(), Some("Warning"));
     assert!(ev.note.unwrap_or_default().contains(&keys));
     // Nothing of the campaign was made, and the foreign objects are as they were.
@@ -447,17 +452,7 @@ spec:
     );
     let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(ready.reason, "PolicyRefused");
-    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let ev = wait_for("the PolicyRefused event", 30, async || {
-        events
-            .list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("PolicyRefused"))
-    })
-    .await;
+    let ev = event(&client, &ns, "PolicyRefused").await;
     assert!(ev.note.unwrap_or_default().contains("spec.clients.image"));
     let calls = recorded.calls();
     recording::assert_allowed(&calls, &ns);
