@@ -145,6 +145,8 @@ struct PlayedRun {
     run: PodRun,
     run_id: String,
     results: ResultsStore,
+    /// The pod's Secret volumes (outside the working tree).
+    _volumes: tempfile::TempDir,
 }
 
 fn played_run(server: &Server, c: &BenchmarkCampaign) -> PlayedRun {
@@ -188,11 +190,13 @@ fn played_run(server: &Server, c: &BenchmarkCampaign) -> PlayedRun {
     .collect();
     let template = job.spec.unwrap().template;
     let pod = template.spec.unwrap();
+    let volumes = tempfile::tempdir().unwrap();
     let ctx = PodContext {
         name: format!("{name}-0-{}", std::process::id()),
         namespace: ns,
         secrets,
         completion_index: Some(0),
+        volumes_root: Some(volumes.path().to_owned()),
         ..PodContext::default()
     };
     let run = pod_run(&pod, &pod.containers[0], &ctx).unwrap();
@@ -202,6 +206,7 @@ fn played_run(server: &Server, c: &BenchmarkCampaign) -> PlayedRun {
         run,
         run_id: spec.run_id,
         results: ResultsStore::new(&settings, &loc.bucket, &loc.prefix).unwrap(),
+        _volumes: volumes,
     }
 }
 

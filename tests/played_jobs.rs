@@ -314,10 +314,22 @@ impl Cluster {
                 secrets: self.secrets().await,
                 ..PodContext::default()
             };
-            // The container's environment, resolved as its kubelet would.
+            // The container's environment and Secret volumes, resolved as its kubelet
+            // would; MinIO reads its root user from the files `MINIO_ROOT_*_FILE` name.
             let env: BTreeMap<String, String> =
                 podman::env_of(minio, &ctx).unwrap().into_iter().collect();
             let dir = tempfile::tempdir().unwrap();
+            let mounts =
+                podman::secret_mounts(&pod, minio, &ctx, &dir.path().join("volumes"), false)
+                    .unwrap();
+            let root = |var: &str| {
+                let in_pod = &env[var];
+                let on_host = podman::SecretMount::on_host(&mounts, in_pod);
+                std::fs::read_to_string(&on_host)
+                    .unwrap_or_else(|e| panic!("{var}={in_pod}: {e}"))
+                    .trim()
+                    .to_owned()
+            };
             let env_file = dir.path().join("s3.env");
             // MinIO has its node to itself on a cluster; here the control plane shares its
             // CPUs, so the played MinIO gets precedence over it (see SERVER_NICE).
@@ -335,8 +347,8 @@ impl Cluster {
                 .arg(dir.path().join("data"))
                 .arg("--env-file")
                 .arg(&env_file)
-                .env("AWS_ACCESS_KEY_ID", &env["MINIO_ROOT_USER"])
-                .env("AWS_SECRET_ACCESS_KEY", &env["MINIO_ROOT_PASSWORD"])
+                .env("AWS_ACCESS_KEY_ID", root("MINIO_ROOT_USER_FILE"))
+                .env("AWS_SECRET_ACCESS_KEY", root("MINIO_ROOT_PASSWORD_FILE"))
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(self.logs.join(format!("{name}-s3.log"))).unwrap())
                 .spawn()
@@ -415,11 +427,23 @@ impl Cluster {
             completion_index: indexed.then_some(index),
             hosts: self.hosts().await,
             node_cpus: self.node_cpus(&pod),
+            volumes_root: Some(self.logs.with_file_name("volumes")),
         };
         let c = &pod.containers[0];
         let run = pod_run(&pod, c, &ctx).unwrap_or_else(|e| panic!("Job {name}: {e}"));
         let log = self.logs.join(format!("{}.log", ctx.name));
         let child = run.spawn_to(&log);
+        // The kubelet's report: the pod, and the digest its image resolved to.
+        if let Some(image) = &c.image {
+            k8s::report_pod(
+                &self.client,
+                &self.ns,
+                job,
+                &ctx.name,
+                &podman::image_id(image),
+            )
+            .await;
+        }
         self.tally.containers += 1;
         self.tally.images.extend(c.image.clone());
         Pod {
@@ -822,6 +846,17 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         st.verdicts
     );
     assert!(rc.deficit, "{}", say(rc));
+    // The worker image the pods ran, at the digest podman resolved it to, in status.
+    let worker = podman::image("pqbench-worker");
+    assert_eq!(
+        st.images
+            .iter()
+            .map(|i| (i.image.as_str(), i.image_id.as_str()))
+            .collect::<Vec<_>>(),
+        [(worker.as_str(), podman::image_id(&worker).as_str())],
+        "{:?}",
+        st.images
+    );
     // The run made invalid: kept as attempt a0 and run again, counted in the report's
     // Attempts table and in status's deviations.
     let kept = format!("attempts/{}/a0/p0/summary.json", invalid_run.run_id);

@@ -252,6 +252,15 @@ pub struct CampaignSpec {
     /// only; the results bucket is kept). Absent: keep them until the campaign is deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_seconds_after_finished: Option<u32>,
+    /// Delete the campaign's recipient keys Secret this long after it ends (operator only).
+    /// When the results are elsewhere (`results.endpoint`), the campaign's MinIO and its
+    /// credentials Secret go too; while the results live on MinIO its credentials are what
+    /// opens them, and they stay (until `ttlSecondsAfterFinished` or the campaign's
+    /// deletion). Absent: the operator's default (the chart's
+    /// `campaignDefaults.secretsTtlSecondsAfterFinished`, 3600); 0 keeps them. A failed
+    /// campaign with `keepOnFailure` keeps them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_ttl_seconds_after_finished: Option<u32>,
     /// Keep the server and Jobs of a failed campaign for inspection, whatever the TTL
     /// (operator only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -1166,6 +1175,10 @@ impl CampaignSpec {
             (
                 "ttlSecondsAfterFinished",
                 self.ttl_seconds_after_finished.is_some(),
+            ),
+            (
+                "secretsTtlSecondsAfterFinished",
+                self.secrets_ttl_seconds_after_finished.is_some(),
             ),
             ("keepOnFailure", self.keep_on_failure),
         ]

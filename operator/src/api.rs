@@ -161,6 +161,29 @@ pub struct CampaignStatus {
     /// When the server, Secrets and Jobs were deleted after the TTL (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaned_up_at: Option<String>,
+    /// When the recipient keys Secret (and, with results elsewhere, MinIO and its
+    /// credentials) were deleted after the secrets TTL (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_deleted_at: Option<String>,
+    /// The images the campaign's pods ran, each with the digest its kubelet resolved
+    /// (`status.containerStatuses[].imageID` of the pods), so that a tag moved later does
+    /// not change what a verdict was measured with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ResolvedImage>,
+}
+
+/// An image as a campaign named it and the digest a kubelet resolved it to.
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedImage {
+    /// The reference in the pod spec (`ghcr.io/pqbench/pqbench-worker:0.1.0`).
+    pub image: String,
+    /// The resolved image (`ghcr.io/pqbench/pqbench-worker@sha256:...`), as the
+    /// container runtime reports it.
+    #[serde(rename = "imageID")]
+    pub image_id: String,
 }
 
 /// The run in progress.

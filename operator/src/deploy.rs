@@ -16,12 +16,12 @@ use crate::{Error, Result};
 pub const DEFAULT_RESULTS_BUCKET: &str = "pqbench-results";
 /// The bucket under test on the campaign's own MinIO.
 pub const MINIO_BUCKET: &str = "pqbench";
-/// Prefix of the environment variables carrying the recipient keys into worker pods.
-pub const KEY_ENV_PREFIX: &str = "PQBENCH_KEY_";
-/// Environment variables of the results store's own credentials in worker pods.
-pub const RESULTS_ACCESS_KEY_VAR: &str = "PQBENCH_RESULTS_ACCESS_KEY_ID";
-/// See [`RESULTS_ACCESS_KEY_VAR`].
-pub const RESULTS_SECRET_KEY_VAR: &str = "PQBENCH_RESULTS_SECRET_ACCESS_KEY";
+/// Where a worker pod mounts the keys Secret (read-only, `<key-type>.key` files).
+pub const KEYS_DIR: &str = "/var/run/pqbench/keys";
+/// Where worker and analysis pods mount the credentials Secret of the store under test.
+pub const S3_CREDENTIALS_DIR: &str = "/var/run/pqbench/s3";
+/// Where worker and analysis pods mount the results store's own credentials Secret.
+pub const RESULTS_CREDENTIALS_DIR: &str = "/var/run/pqbench/results";
 
 /// The manifest of a campaign object (what `pqbench plan` would read).
 pub fn manifest(c: &BenchmarkCampaign) -> Manifest {
@@ -66,7 +66,7 @@ pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
                 .into(),
         );
     }
-    None
+    egress(spec).err().map(|e| e.to_string())
 }
 
 /// The external endpoints given as plain `http://` (field, URL): the server under test
@@ -84,6 +84,74 @@ pub fn plain_http_endpoints(spec: &CampaignSpec) -> Vec<(&'static str, String)> 
             .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
     });
     out
+}
+
+/// A destination of a campaign's worker and analysis pods besides DNS (their
+/// NetworkPolicy's egress, [`crate::resources::workers_network_policy`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Egress {
+    /// The campaign's own MinIO pods, on the S3 and node-exporter ports.
+    Minio,
+    /// A host named by a campaign field, on one TCP port.
+    Host {
+        /// The field naming it (`spec.server.external.endpoint`, ...).
+        field: &'static str,
+        /// The address when the host is an IP literal; `None`: a DNS name, reachable at
+        /// any address but the excepted ones (a NetworkPolicy cannot name a host).
+        ip: Option<std::net::IpAddr>,
+        /// TCP port (the URL's, else 443 for `https`, 80 for `http`).
+        port: u16,
+    },
+}
+
+/// The STS endpoint a pod's identity is exchanged at (IRSA), on HTTPS.
+const STS: Egress = Egress::Host {
+    field: "clients.serviceAccountName (STS)",
+    ip: None,
+    port: 443,
+};
+
+fn host_of(field: &'static str, url: &str) -> Result<Egress> {
+    let bad = || Error::Endpoint {
+        field,
+        url: url.to_owned(),
+    };
+    let uri: hyper::Uri = url.parse().map_err(|_| bad())?;
+    let host = uri.host().ok_or_else(bad)?;
+    let port = match (uri.port_u16(), uri.scheme_str()) {
+        (Some(p), _) => p,
+        (None, Some(s)) if s.eq_ignore_ascii_case("https") => 443,
+        (None, Some(s)) if s.eq_ignore_ascii_case("http") => 80,
+        _ => return Err(bad()),
+    };
+    let ip = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok();
+    Ok(Egress::Host { field, ip, port })
+}
+
+/// Where a campaign's worker and analysis pods connect besides DNS: the store under test
+/// (its MinIO, or the external endpoint), the results store's own endpoint, the OTLP
+/// collector, and STS when they use the pods' identity. An endpoint that is not a URL
+/// with a host is an error naming its field.
+pub fn egress(spec: &CampaignSpec) -> Result<Vec<Egress>> {
+    let mut out = Vec::new();
+    match &spec.server.external {
+        Some(e) => out.push(host_of("spec.server.external.endpoint", &e.endpoint)?),
+        None => out.push(Egress::Minio),
+    }
+    if let Some(e) = spec.results.as_ref().and_then(|r| r.endpoint.as_deref()) {
+        out.push(host_of("spec.results.endpoint", e)?);
+    }
+    if let Some(t) = &spec.telemetry {
+        out.push(host_of("spec.telemetry.otlpEndpoint", &t.otlp_endpoint)?);
+    }
+    if server_uses_identity(spec) || results_use_identity(spec) {
+        out.push(STS);
+    }
+    Ok(out)
 }
 
 /// The signing region of the results store: `results.region`, else the server's.
@@ -200,20 +268,17 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
             credentials: if server_uses_identity(spec) {
                 Credentials::Identity
             } else {
-                Credentials::default()
+                Credentials::Mounted(S3_CREDENTIALS_DIR.into())
             },
             client: Default::default(),
         },
-        keys: KeyRef::Env(KEY_ENV_PREFIX.to_owned()),
+        keys: KeyRef::Mounted(KEYS_DIR.into()),
         output: Output::S3 {
             bucket: results.bucket,
             prefix: results.prefix,
             endpoint: (results.endpoint != endpoint).then_some(results.endpoint),
             credentials: if own_results_keys {
-                Some(Credentials::Env {
-                    access_key_var: RESULTS_ACCESS_KEY_VAR.to_owned(),
-                    secret_key_var: RESULTS_SECRET_KEY_VAR.to_owned(),
-                })
+                Some(Credentials::Mounted(RESULTS_CREDENTIALS_DIR.into()))
             } else {
                 results_identity.then_some(Credentials::Identity)
             },
@@ -310,7 +375,10 @@ mod tests {
         let s = run_spec(&m, &plan, 0, &owner()).unwrap();
         assert_eq!(s.s3.endpoint, "http://quick-minio.bench.svc:9000");
         assert_eq!(s.s3.bucket, MINIO_BUCKET);
-        assert_eq!(s.s3.credentials, Credentials::default());
+        assert_eq!(
+            s.s3.credentials,
+            Credentials::Mounted(S3_CREDENTIALS_DIR.into())
+        );
         assert_eq!(
             s.output,
             Output::S3 {
@@ -333,7 +401,7 @@ mod tests {
         assert_eq!(s.processes.count, m.spec.clients.processes);
         assert_eq!(
             s.recipient_key,
-            (s.cell.mode != envelope::Mode::Plaintext).then(|| KeyRef::Env(KEY_ENV_PREFIX.into()))
+            (s.cell.mode != envelope::Mode::Plaintext).then(|| KeyRef::Mounted(KEYS_DIR.into()))
         );
         let t = s.telemetry.node_exporter.unwrap();
         assert_eq!(t.url, "http://quick-minio.bench.svc:9100/metrics");
@@ -381,7 +449,7 @@ mod tests {
         assert_eq!(region.as_deref(), Some("ap-southeast-2"));
         assert_eq!(results_region(&m.spec), "ap-southeast-2");
         assert!(
-            matches!(credentials, Some(Credentials::Env { access_key_var, .. }) if access_key_var == RESULTS_ACCESS_KEY_VAR)
+            credentials.as_ref() == Some(&Credentials::Mounted(RESULTS_CREDENTIALS_DIR.into()))
         );
         assert_eq!(
             server_credentials_secret(&o, &m.spec).as_deref(),

@@ -134,6 +134,7 @@ fn no_foreign_children() -> Vec<Call> {
     [
         format!("{SECRETS}/quick-s3-credentials"),
         format!("{SECRETS}/quick-keys"),
+        format!("{NETPOLS}/quick-workers"),
         "/api/v1/namespaces/bench/services/quick-minio".to_owned(),
         "/apis/apps/v1/namespaces/bench/statefulsets/quick-minio".to_owned(),
         format!("{NETPOLS}/quick-minio"),
@@ -229,6 +230,12 @@ impl Scenario {
                     assert!(b["data"].as_object().is_some_and(|d| !d.is_empty()));
                     assert_eq!(b["metadata"]["ownerReferences"][0]["uid"], "0000-1111");
                 }),
+                // The workers' fence: egress to DNS and the campaign's MinIO only.
+                checked(Method::POST, NETPOLS, Reply::Echo, |b| {
+                    assert_eq!(b["metadata"]["name"], "quick-workers");
+                    assert_eq!(b["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+                    assert_eq!(b["spec"]["egress"].as_array().unwrap().len(), 2);
+                }),
                 // Created (a plain create, never an apply that would merge into an object
                 // that appeared meanwhile).
                 checked(
@@ -258,7 +265,7 @@ impl Scenario {
                 let mut set = ours("apps/v1", "StatefulSet", "quick-minio");
                 set["status"] = json!({"replicas": 1, "readyReplicas": 0});
                 let mut foreign = no_foreign_children();
-                foreign[3].reply = Reply::Json(ours("apps/v1", "StatefulSet", "quick-minio"));
+                foreign[4].reply = Reply::Json(ours("apps/v1", "StatefulSet", "quick-minio"));
                 [
                     call(
                         Method::GET,
@@ -274,12 +281,35 @@ impl Scenario {
                 .into_iter()
                 .chain(foreign)
                 .chain([
+                    // The pods' images and the digests their kubelets resolved: listed by
+                    // the campaign's label, a container not started yet left out.
+                    call(
+                        Method::GET,
+                        "/api/v1/namespaces/bench/pods?&labelSelector=pqbench.io/campaign=quick",
+                        Reply::Json(json!({"apiVersion": "v1", "kind": "PodList",
+                            "metadata": {"resourceVersion": "1"},
+                            "items": [{"metadata": {"name": "quick-minio-0", "namespace": NS},
+                                "spec": {"containers": [
+                                    {"name": "minio", "image": "quay.io/minio/minio:RELEASE.2025"},
+                                    {"name": "node-exporter", "image": "node-exporter:1"}]},
+                                "status": {"containerStatuses": [
+                                    {"name": "minio", "image": "quay.io/minio/minio:RELEASE.2025",
+                                     "imageID": "quay.io/minio/minio@sha256:aa", "ready": false,
+                                     "restartCount": 0},
+                                    {"name": "node-exporter", "image": "node-exporter:1",
+                                     "imageID": "", "ready": false, "restartCount": 0}]}}]})),
+                    ),
                     checked(
                         Method::PATCH,
                         format!("{CAMPAIGNS}/status"),
                         Reply::Campaign,
                         |b| {
                             let st = &b["status"];
+                            assert_eq!(
+                                st["images"],
+                                json!([{"image": "quay.io/minio/minio:RELEASE.2025",
+                                        "imageID": "quay.io/minio/minio@sha256:aa"}])
+                            );
                             assert_eq!(st["phase"], "Failed");
                             let msg = st["message"].as_str().unwrap();
                             assert!(msg.contains("not provisioned within"), "{msg}");
@@ -365,6 +395,20 @@ impl Scenario {
                     format!("{SECRETS}/quick-keys"),
                     Reply::Json(json!({"apiVersion": "v1", "kind": "Secret",
                         "metadata": {"name": "quick-keys", "namespace": NS, "uid": "theirs"}})),
+                ),
+                call(
+                    Method::GET,
+                    format!("{NETPOLS}/quick-workers"),
+                    Reply::Json(ours(
+                        "networking.k8s.io/v1",
+                        "NetworkPolicy",
+                        "quick-workers",
+                    )),
+                ),
+                call(
+                    Method::DELETE,
+                    format!("{NETPOLS}/quick-workers"),
+                    Reply::Json(deleted()),
                 ),
                 checked(Method::POST, EVENTS, Reply::Echo, |b| {
                     assert_eq!(b["reason"], "Deleted");
@@ -462,6 +506,10 @@ async fn run(s: Scenario) {
             instance: "test".into(),
             policy: crate::policy::Policy::default(),
             operator_namespace: None,
+            egress_except: crate::resources::METADATA_ADDRESSES
+                .map(String::from)
+                .to_vec(),
+            secrets_ttl_seconds: 3600,
         },
         Arc::new(Metrics::default()),
     ));

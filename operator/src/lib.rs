@@ -51,6 +51,14 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A campaign's endpoint that is not a URL with a host and a known port.
+    #[error("{field}: {url:?} is not an http:// or https:// URL with a host")]
+    Endpoint {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        url: String,
+    },
     /// An object lacks what the operator needs of it.
     #[error("{what}")]
     Invalid {
@@ -105,6 +113,7 @@ impl Error {
         match self {
             Self::Serialize { .. } => "serialize",
             Self::Field { .. } => "field",
+            Self::Endpoint { .. } => "endpoint",
             Self::Invalid { .. } => "invalid",
             Self::Run(_) => "spec",
             Self::Secret { .. } => "secret",

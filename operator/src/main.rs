@@ -52,6 +52,15 @@ struct Args {
     /// (a campaign's `results.endpoint` without a credentials Secret).
     #[arg(long, env = "PQBENCH_ALLOWED_ENDPOINTS", value_delimiter = ',')]
     allowed_endpoint: Vec<String>,
+    /// Addresses (CIDRs) cut out of the whole-internet egress of campaigns' pods (repeat or
+    /// separate with commas); the default is the instance metadata addresses.
+    #[arg(long, env = "PQBENCH_EGRESS_EXCEPT", value_delimiter = ',', default_values_t = operator::resources::METADATA_ADDRESSES.map(String::from))]
+    egress_except: Vec<String>,
+    /// Seconds after a campaign ends that its recipient keys Secret is deleted (and its
+    /// MinIO with its credentials when the results are elsewhere), when the campaign does
+    /// not say (`secretsTtlSecondsAfterFinished`); 0 keeps them.
+    #[arg(long, env = "PQBENCH_SECRETS_TTL_SECONDS", default_value_t = 3600)]
+    secrets_ttl_seconds: u32,
     /// Hold the Lease before reconciling (one active replica).
     #[arg(long, default_value_t = true, overrides_with = "no_leader_election")]
     leader_election: bool,
@@ -184,6 +193,12 @@ async fn main() -> anyhow::Result<()> {
             node_exporter_image: args.node_exporter_image,
             instance: identity,
             operator_namespace: std::env::var("POD_NAMESPACE").ok(),
+            egress_except: args
+                .egress_except
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect(),
+            secrets_ttl_seconds: args.secrets_ttl_seconds,
             policy: operator::policy::Policy {
                 allowed_images: args
                     .allowed_image

@@ -72,10 +72,16 @@ pub const RULES: &[Rule] = &[
         why: "the labels of the ServiceAccount a campaign names for its pods (the tenant-input policy; metadata only)",
     },
     Rule {
+        group: "",
+        resources: &["pods"],
+        verbs: &["list"],
+        why: "the image digests the kubelet resolved for the campaign's pods (status.images): listed by the campaign's label, never changed",
+    },
+    Rule {
         group: "networking.k8s.io",
         resources: &["networkpolicies"],
         verbs: &["get", "create", "delete"],
-        why: "MinIO's fence: ingress from the campaign's pods and the operator only",
+        why: "the campaign's fences: MinIO's (ingress from the campaign's pods and the operator only) and its workers' (egress to DNS and the stores they use)",
     },
     Rule {
         group: "events.k8s.io",
@@ -138,6 +144,11 @@ mod tests {
         // Nothing the code never touches.
         assert!(!allows("", "configmaps", "get"));
         assert!(!allows("", "pods", "get"));
+        // Pods are listed for their image digests, never changed.
+        assert!(allows("", "pods", "list"));
+        for verb in ["watch", "create", "delete", "patch"] {
+            assert!(!allows("", "pods", verb), "{verb}");
+        }
         assert!(!allows("batch", "jobs", "patch"));
     }
 

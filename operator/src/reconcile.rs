@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::{Action as Requeue, Controller};
@@ -56,6 +56,13 @@ pub struct Config {
     /// The operator's own namespace (its pods reach MinIO from there; any namespace when
     /// unknown).
     pub operator_namespace: Option<String>,
+    /// Addresses cut out of the whole-internet egress of a campaign's pods (CIDRs; the
+    /// instance metadata addresses by default).
+    pub egress_except: Vec<String>,
+    /// Seconds after a campaign's end its recipient keys Secret (and, with results
+    /// elsewhere, its MinIO and credentials) are deleted when the campaign does not say
+    /// (`secretsTtlSecondsAfterFinished`); 0 keeps them.
+    pub secrets_ttl_seconds: u32,
 }
 
 /// Shared state of the reconcilers.
@@ -357,6 +364,14 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         }
         (b, _, _) => b,
     };
+    let images = if matches!(
+        phase,
+        Phase::Provisioning | Phase::Running | Phase::Analyzing
+    ) {
+        pod_images(ctx, &owner).await
+    } else {
+        Vec::new()
+    };
     let outcome = match (phase, &store) {
         (Phase::Analyzing, Ok(s)) => s.outcome().await.map_err(&mut note).transpose(),
         (Phase::Analyzing, Err(e)) => Some(Err(e.to_string())),
@@ -381,6 +396,11 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         foreign,
         exceeded,
         refused,
+        images,
+        secrets_ttl: m
+            .spec
+            .secrets_ttl_seconds_after_finished
+            .unwrap_or(ctx.config.secrets_ttl_seconds),
     };
     let d = step::decide(&facts);
     write_status(ctx, c, &status, &d).await?;
@@ -497,6 +517,13 @@ async fn act(
                 }
                 create_child(&secrets, &resources::keys_secret(owner, &keys), owner).await?;
             }
+            let nps: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
+            let fence = resources::workers_network_policy(
+                owner,
+                &deploy::egress(&c.spec.campaign)?,
+                &ctx.config.egress_except,
+            );
+            create_child(&nps, &fence, owner).await?;
             if let Some(minio) = c
                 .spec
                 .server
@@ -514,7 +541,6 @@ async fn act(
                 )?;
                 let svc: Api<Service> = Api::namespaced(client.clone(), ns);
                 create_child(&svc, &resources::minio_service(owner), owner).await?;
-                let nps: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
                 let fence = resources::minio_network_policy(
                     owner,
                     ctx.config.operator_namespace.as_deref(),
@@ -619,6 +645,7 @@ async fn act(
         }
         Action::StopJobs => stop_jobs(ctx, owner).await?,
         Action::CleanUp => delete_children(ctx, owner).await?,
+        Action::DeleteSecrets { server } => delete_secrets(ctx, owner, server).await?,
         Action::Event(e) => {
             if let Some(o) = e.reason.run_outcome() {
                 ctx.metrics
@@ -831,6 +858,10 @@ async fn foreign_children(
             found.push(what);
         }
     }
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+    if let Found::Foreign(what) = whose(&nps, &owner.workers_fence(), owner).await? {
+        found.push(what);
+    }
     if minio {
         let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
         if let Found::Foreign(what) = whose(&svc, &owner.minio(), owner).await? {
@@ -840,12 +871,63 @@ async fn foreign_children(
         if let Found::Foreign(what) = whose(&sets, &owner.minio(), owner).await? {
             found.push(what);
         }
-        let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
         if let Found::Foreign(what) = whose(&nps, &owner.minio(), owner).await? {
             found.push(what);
         }
     }
     Ok(found)
+}
+
+/// The images the campaign's pods run, with the digests their kubelets resolved. A
+/// listing that fails is logged and leaves the status as it is (the digests are a record,
+/// not a step of the campaign).
+async fn pod_images(ctx: &Context, owner: &Owner) -> Vec<crate::api::ResolvedImage> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let lp = ListParams::default().labels(&format!("{CAMPAIGN_LABEL}={}", owner.name));
+    match pods.list(&lp).await {
+        Ok(list) => resolved_images(&list.items),
+        Err(e) => {
+            warn!(error = %e, "cannot list the campaign's pods for their image digests");
+            Vec::new()
+        }
+    }
+}
+
+/// Each container's image as its pod names it, with the `imageID` its status reports
+/// (containers not started yet have none and are left out).
+pub fn resolved_images(pods: &[Pod]) -> Vec<crate::api::ResolvedImage> {
+    let mut out = Vec::new();
+    for p in pods {
+        let named = |name: &str| {
+            p.spec
+                .iter()
+                .flat_map(|s| {
+                    s.containers
+                        .iter()
+                        .chain(s.init_containers.iter().flatten())
+                })
+                .find(|c| c.name == name)
+                .and_then(|c| c.image.clone())
+        };
+        let st = p.status.iter();
+        let statuses = st.flat_map(|s| {
+            s.container_statuses
+                .iter()
+                .flatten()
+                .chain(s.init_container_statuses.iter().flatten())
+        });
+        for cs in statuses.filter(|cs| !cs.image_id.is_empty()) {
+            let r = crate::api::ResolvedImage {
+                image: named(&cs.name).unwrap_or_else(|| cs.image.clone()),
+                image_id: cs.image_id.clone(),
+            };
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The campaign's worker and analysis Jobs.
@@ -871,23 +953,35 @@ async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     Ok(())
 }
 
-/// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the credentials
+/// Deletes the recipient keys Secret and, with `server`, MinIO (its StatefulSet, Service
+/// and NetworkPolicy) and its credentials Secret; each only if it is the campaign's. The
+/// Jobs stay.
+async fn delete_secrets(ctx: &Context, owner: &Owner, server: bool) -> Result<()> {
+    let ns = &owner.namespace;
+    if server {
+        let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
+        delete_ours(&sets, &owner.minio(), owner).await?;
+        let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+        delete_ours(&svc, &owner.minio(), owner).await?;
+        let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+        delete_ours(&nps, &owner.minio(), owner).await?;
+    }
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    if server {
+        delete_ours(&secrets, &owner.credentials_secret(), owner).await?;
+    }
+    delete_ours(&secrets, &owner.keys_secret(), owner).await
+}
+
+/// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the NetworkPolicies, the credentials
 /// and keys Secrets, each only if it is the campaign's. Owner references would let the
 /// garbage collector do it; doing it here stops running workers at once and works where no
 /// collector runs.
 async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {
     stop_jobs(ctx, owner).await?;
-    let ns = &owner.namespace;
-    let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
-    delete_ours(&sets, &owner.minio(), owner).await?;
-    let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
-    delete_ours(&svc, &owner.minio(), owner).await?;
-    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
-    delete_ours(&nps, &owner.minio(), owner).await?;
-    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    delete_ours(&secrets, &owner.credentials_secret(), owner).await?;
-    delete_ours(&secrets, &owner.keys_secret(), owner).await?;
-    Ok(())
+    delete_secrets(ctx, owner, true).await?;
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    delete_ours(&nps, &owner.workers_fence(), owner).await
 }
 
 async fn cleanup(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {

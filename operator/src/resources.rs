@@ -14,10 +14,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HTTPGetAction,
+    Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction, KeyToPath,
     LocalObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodAffinityTerm,
     PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
-    Secret, SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
+    Secret, SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
     Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
@@ -87,6 +87,11 @@ impl Owner {
     /// Name of the recipient keys Secret.
     pub fn keys_secret(&self) -> String {
         format!("{}-keys", self.name)
+    }
+
+    /// Name of the NetworkPolicy of the worker and analysis pods.
+    pub fn workers_fence(&self) -> String {
+        format!("{}-workers", self.name)
     }
 
     /// Name of MinIO's StatefulSet and Service (also its DNS name in the namespace).
@@ -218,6 +223,156 @@ pub fn minio_network_policy(
     }
 }
 
+/// The instance metadata addresses (AWS's IPv4 and IPv6), cut out of any whole-internet
+/// egress a campaign's pods get unless the operator is told otherwise.
+pub const METADATA_ADDRESSES: [&str; 2] = ["169.254.169.254/32", "fd00:ec2::254/128"];
+
+/// The fence of a campaign's worker and analysis pods (issue 36). Egress only to DNS (port
+/// 53, UDP and TCP) and to `egress`: the campaign's MinIO pods on the S3 and node-exporter
+/// ports, each other host on its TCP port, as itself when an IP literal, else at any
+/// address but `except` (a NetworkPolicy cannot name a host by DNS; the instance metadata
+/// addresses by default). Ingress only to the metrics port (the chart's PodMonitor).
+/// Enforced by a CNI that enforces NetworkPolicy.
+pub fn workers_network_policy(
+    owner: &Owner,
+    egress: &[crate::deploy::Egress],
+    except: &[String],
+) -> k8s_openapi::api::networking::v1::NetworkPolicy {
+    use crate::deploy::Egress;
+    use k8s_openapi::api::networking::v1::{
+        IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule,
+        NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+    let port = |p: i32, protocol: &str| NetworkPolicyPort {
+        port: Some(IntOrString::Int(p)),
+        protocol: Some(protocol.into()),
+        ..NetworkPolicyPort::default()
+    };
+    let block = |cidr: String, except: Vec<String>| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr,
+            except: (!except.is_empty()).then_some(except),
+        }),
+        ..NetworkPolicyPeer::default()
+    };
+    let (v6, v4): (Vec<String>, Vec<String>) =
+        except.iter().cloned().partition(|c| c.contains(':'));
+    let mut rules = vec![NetworkPolicyEgressRule {
+        to: None,
+        ports: Some(vec![port(53, "UDP"), port(53, "TCP")]),
+    }];
+    for e in egress {
+        let rule = match e {
+            Egress::Minio => NetworkPolicyEgressRule {
+                to: Some(vec![NetworkPolicyPeer {
+                    pod_selector: Some(LabelSelector {
+                        match_labels: Some(labels(&owner.name, "server")),
+                        ..LabelSelector::default()
+                    }),
+                    ..NetworkPolicyPeer::default()
+                }]),
+                ports: Some(vec![port(S3_PORT, "TCP"), port(NODE_EXPORTER_PORT, "TCP")]),
+            },
+            Egress::Host { ip, port: p, .. } => NetworkPolicyEgressRule {
+                to: Some(match ip {
+                    Some(std::net::IpAddr::V4(a)) => vec![block(format!("{a}/32"), Vec::new())],
+                    Some(std::net::IpAddr::V6(a)) => vec![block(format!("{a}/128"), Vec::new())],
+                    None => vec![
+                        block("0.0.0.0/0".into(), v4.clone()),
+                        block("::/0".into(), v6.clone()),
+                    ],
+                }),
+                ports: Some(vec![port(i32::from(*p), "TCP")]),
+            },
+        };
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
+    }
+    let pods = LabelSelector {
+        match_labels: Some(BTreeMap::from([(
+            CAMPAIGN_LABEL.to_owned(),
+            owner.name.clone(),
+        )])),
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "app.kubernetes.io/component".into(),
+            operator: "In".into(),
+            values: Some(vec!["worker".into(), "analysis".into()]),
+        }]),
+    };
+    NetworkPolicy {
+        metadata: owner.meta(owner.workers_fence(), "worker"),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(pods),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: None,
+                ports: Some(vec![port(WORKER_METRICS_PORT, "TCP")]),
+            }]),
+            egress: Some(rules),
+        }),
+    }
+}
+
+/// The objects the operator makes for campaign `c` that carry no secret (every child but
+/// its Secrets), as it makes them: MinIO's Service, StatefulSet and fence (unless the
+/// server is external), the workers' fence, the worker Job of the first run's first
+/// attempt and the analysis Job. What `crdgen --children` writes for `make chart-check`'s
+/// scan, and what the test that every pod is fenced reads.
+pub fn children(
+    c: &BenchmarkCampaign,
+    worker_image: &str,
+    node_exporter_image: &str,
+    operator_namespace: Option<&str>,
+    egress_except: &[String],
+) -> Result<Vec<serde_json::Value>> {
+    use crate::deploy;
+    let o = Owner::of(c)?;
+    let m = deploy::manifest(c);
+    let plan = campaign::design::plan(&m);
+    let kts = deploy::key_types(&plan);
+    let deadline = std::time::Duration::from_secs(3600);
+    let (pods, clients) = deploy::worker_pods(worker_image, c, &o, &kts, deadline)?;
+    let spec = deploy::run_spec(&m, &plan, 0, &o)?;
+    let name = crate::step::job_name(&o.name, 0, 1);
+    let worker = worker_job(&o, &name, &spec, 1, 0, &pods, clients.clone())?;
+    let name = crate::step::analysis_job_name(&o.name);
+    let analysis = analysis_job(&o, &name, &deploy::analysis_spec(&m, &o), &pods, clients)?;
+    let fence = workers_network_policy(&o, &deploy::egress(&m.spec)?, egress_except);
+    let value = |what: &'static str, v: serde_json::Result<serde_json::Value>| {
+        v.map_err(|source| Error::Field {
+            field: what,
+            source,
+        })
+    };
+    let mut out = vec![
+        value("the workers' NetworkPolicy", serde_json::to_value(fence))?,
+        value("the worker Job", serde_json::to_value(worker))?,
+        value("the analysis Job", serde_json::to_value(analysis))?,
+    ];
+    if c.spec.server.external.is_none() {
+        let sp = &c.spec.server;
+        let placement = Placement::new(
+            &sp.node_group,
+            sp.node_selector.as_ref(),
+            &sp.tolerations,
+            sp.affinity.as_ref(),
+            "spec.server.affinity",
+        )?;
+        let minio = sp.minio.clone().unwrap_or_default();
+        let set = minio_statefulset(&o, &minio, placement, node_exporter_image);
+        out.push(value(
+            "MinIO's Service",
+            serde_json::to_value(minio_service(&o)),
+        )?);
+        out.push(value("MinIO's StatefulSet", serde_json::to_value(set))?);
+        let np = minio_network_policy(&o, operator_namespace);
+        out.push(value("MinIO's NetworkPolicy", serde_json::to_value(np))?);
+    }
+    Ok(out)
+}
+
 /// MinIO's headless Service (stable DNS for the one pod).
 pub fn minio_service(owner: &Owner) -> Service {
     Service {
@@ -248,6 +403,7 @@ pub fn minio_service(owner: &Owner) -> Service {
 
 /// Where a pod may run: the node selector (explicit, or the node-group label), the
 /// tolerations and the affinity of the spec, converted to the API types.
+#[derive(Clone, Debug)]
 pub struct Placement {
     /// Node selector.
     pub node_selector: BTreeMap<String, String>,
@@ -376,21 +532,6 @@ pub fn resources(r: Option<&cluster::Resources>) -> Option<ResourceRequirements>
     })
 }
 
-fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.to_owned(),
-                key: key.to_owned(),
-                optional: Some(false),
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }
-}
-
 /// MinIO as a one-replica StatefulSet: non-root, read-only root filesystem, seccomp
 /// RuntimeDefault, data on an emptyDir or a claim of `storage.size`, ready when
 /// `/minio/health/ready` answers.
@@ -438,6 +579,16 @@ pub fn minio_statefulset(
             ..Volume::default()
         });
     }
+    let (credentials_volume, credentials_mount) = secret_volume(
+        "credentials",
+        &secret,
+        MINIO_CREDENTIALS_DIR,
+        vec![
+            (ACCESS_KEY.to_owned(), MINIO_ROOT_USER_FILE.to_owned()),
+            (SECRET_KEY.to_owned(), MINIO_ROOT_PASSWORD_FILE.to_owned()),
+        ],
+    );
+    volumes.push(credentials_volume);
     let container = Container {
         name: "minio".to_owned(),
         image: Some(minio.image.clone()),
@@ -447,8 +598,16 @@ pub fn minio_statefulset(
                 .to_vec(),
         ),
         env: Some(vec![
-            secret_env("MINIO_ROOT_USER", &secret, ACCESS_KEY),
-            secret_env("MINIO_ROOT_PASSWORD", &secret, SECRET_KEY),
+            // MinIO reads its root user from files (`MINIO_ROOT_USER_FILE`, an absolute
+            // path), here the credentials Secret mounted read-only: no Secret in its env.
+            env_value(
+                "MINIO_ROOT_USER_FILE",
+                &format!("{MINIO_CREDENTIALS_DIR}/{MINIO_ROOT_USER_FILE}"),
+            ),
+            env_value(
+                "MINIO_ROOT_PASSWORD_FILE",
+                &format!("{MINIO_CREDENTIALS_DIR}/{MINIO_ROOT_PASSWORD_FILE}"),
+            ),
             EnvVar {
                 name: "HOME".to_owned(),
                 value: Some("/home/minio".to_owned()),
@@ -488,6 +647,7 @@ pub fn minio_statefulset(
                 mount_path: "/home/minio".to_owned(),
                 ..VolumeMount::default()
             },
+            credentials_mount,
         ]),
         ..Container::default()
     };
@@ -591,27 +751,88 @@ fn env_value(name: &str, value: &str) -> EnvVar {
     }
 }
 
-/// The credentials a worker pod gets from Secrets, by reference: the store under test's
-/// and the results store's own.
-fn credential_env(pods: &WorkerPods<'_>) -> Vec<EnvVar> {
-    let mut env = Vec::new();
+/// Where MinIO's container mounts the credentials Secret (its root user's files).
+pub const MINIO_CREDENTIALS_DIR: &str = "/var/run/pqbench/minio";
+const MINIO_ROOT_USER_FILE: &str = "root-user";
+const MINIO_ROOT_PASSWORD_FILE: &str = "root-password";
+
+/// The group a worker pod runs as, and the `fsGroup` its Secret volumes' files belong to.
+const WORKER_GROUP: i64 = 65532;
+
+/// A Secret mounted read-only at `dir`, its `items` (Secret key → file name) only; the
+/// files are 0440 and belong to the pod's `fsGroup` (a non-root pod can read them, the
+/// worker refuses anything wider).
+fn secret_volume(name: &str, secret: &str, dir: &str, items: Vec<(String, String)>) -> Mount {
+    let volume = Volume {
+        name: name.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.to_owned()),
+            default_mode: Some(0o440),
+            items: Some(
+                items
+                    .into_iter()
+                    .map(|(key, path)| KeyToPath {
+                        key,
+                        path,
+                        mode: None,
+                    })
+                    .collect(),
+            ),
+            optional: Some(false),
+        }),
+        ..Volume::default()
+    };
+    let mount = VolumeMount {
+        name: name.to_owned(),
+        mount_path: dir.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    (volume, mount)
+}
+
+/// A pod's volume and its container's mount of it.
+type Mount = (Volume, VolumeMount);
+
+/// The Secrets a worker pod mounts (never environment variables): the store under test's
+/// credentials, the results store's own, and with `keys` the recipient keys of the
+/// campaign's key types. Where the run spec finds them: [`crate::deploy::environment`].
+fn secret_mounts(owner: &Owner, pods: &WorkerPods<'_>, keys: bool) -> Vec<Mount> {
+    use crate::deploy::{KEYS_DIR, RESULTS_CREDENTIALS_DIR, S3_CREDENTIALS_DIR};
+    let credentials = || {
+        [ACCESS_KEY, SECRET_KEY]
+            .map(|k| (k.to_owned(), k.to_owned()))
+            .to_vec()
+    };
+    let mut out = Vec::new();
     if let Some(secret) = &pods.server_credentials {
-        env.push(secret_env(ACCESS_KEY, secret, ACCESS_KEY));
-        env.push(secret_env(SECRET_KEY, secret, SECRET_KEY));
-    }
-    if let Some(r) = &pods.results_credentials {
-        env.push(secret_env(
-            crate::deploy::RESULTS_ACCESS_KEY_VAR,
-            r,
-            ACCESS_KEY,
-        ));
-        env.push(secret_env(
-            crate::deploy::RESULTS_SECRET_KEY_VAR,
-            r,
-            SECRET_KEY,
+        out.push(secret_volume(
+            "s3-credentials",
+            secret,
+            S3_CREDENTIALS_DIR,
+            credentials(),
         ));
     }
-    env
+    if let Some(secret) = &pods.results_credentials {
+        out.push(secret_volume(
+            "results-credentials",
+            secret,
+            RESULTS_CREDENTIALS_DIR,
+            credentials(),
+        ));
+    }
+    if keys && !pods.key_types.is_empty() {
+        let items = pods
+            .key_types
+            .iter()
+            .map(|kt| {
+                let file = run::runspec::key_file_name(std::path::Path::new(""), *kt);
+                (kt.name().to_owned(), file.display().to_string())
+            })
+            .collect();
+        out.push(secret_volume("keys", &owner.keys_secret(), KEYS_DIR, items));
+    }
+    out
 }
 
 /// The pod of a worker Job: `pqbench-worker ARGS` with `env` on the client node group,
@@ -621,8 +842,23 @@ fn worker_pod(
     labels: BTreeMap<String, String>,
     args: &[&str],
     env: Vec<EnvVar>,
+    secrets: Vec<Mount>,
     placement: Placement,
 ) -> PodTemplateSpec {
+    let (secret_volumes, secret_mounts): (Vec<Volume>, Vec<VolumeMount>) =
+        secrets.into_iter().unzip();
+    let mut volume_mounts = vec![VolumeMount {
+        name: "tmp".to_owned(),
+        mount_path: "/tmp".to_owned(),
+        ..VolumeMount::default()
+    }];
+    volume_mounts.extend(secret_mounts);
+    let mut volumes = vec![Volume {
+        name: "tmp".to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Volume::default()
+    }];
+    volumes.extend(secret_volumes);
     let container = Container {
         name: "worker".to_owned(),
         image: Some(pods.image.to_owned()),
@@ -636,11 +872,7 @@ fn worker_pod(
         env: Some(env),
         resources: resources(pods.resources),
         security_context: Some(restricted()),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "tmp".to_owned(),
-            mount_path: "/tmp".to_owned(),
-            ..VolumeMount::default()
-        }]),
+        volume_mounts: Some(volume_mounts),
         ..Container::default()
     };
     PodTemplateSpec {
@@ -668,19 +900,16 @@ fn worker_pod(
             enable_service_links: Some(false),
             security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
-                run_as_user: Some(65532),
-                run_as_group: Some(65532),
+                run_as_user: Some(WORKER_GROUP),
+                run_as_group: Some(WORKER_GROUP),
+                fs_group: Some(WORKER_GROUP),
                 seccomp_profile: Some(SeccompProfile {
                     type_: "RuntimeDefault".to_owned(),
                     ..SeccompProfile::default()
                 }),
                 ..PodSecurityContext::default()
             }),
-            volumes: Some(vec![Volume {
-                name: "tmp".to_owned(),
-                empty_dir: Some(EmptyDirVolumeSource::default()),
-                ..Volume::default()
-            }]),
+            volumes: Some(volumes),
             ..PodSpec::default()
         }),
     }
@@ -690,8 +919,8 @@ fn worker_pod(
 /// process, each running `pqbench-worker --spec-env PQBENCH_RUN_SPEC --index-env
 /// JOB_COMPLETION_INDEX` on the client node group. A pod that fails is not retried
 /// (`backoffLimitPerIndex: 0`; the operator retries the whole run) and does not stop the
-/// others. The spec carries no secret: keys and credentials come from Secrets by
-/// reference.
+/// others. The spec carries no secret: keys and credentials come from Secrets mounted
+/// read-only as files ([`crate::deploy::KEYS_DIR`] and beside it), never the environment.
 pub fn worker_job(
     owner: &Owner,
     name: &str,
@@ -722,18 +951,10 @@ pub fn worker_job(
         RUN_ID_ANNOTATION.to_owned(),
         spec.run_id.clone(),
     )]));
-    let mut env = vec![
+    let env = vec![
         env_value("PQBENCH_RUN_SPEC", &spec_json),
         env_value("TMPDIR", "/tmp"),
     ];
-    env.extend(credential_env(pods));
-    for kt in pods.key_types {
-        env.push(secret_env(
-            &run::runspec::key_var(crate::deploy::KEY_ENV_PREFIX, *kt),
-            &owner.keys_secret(),
-            kt.name(),
-        ));
-    }
     let args = [
         "--quiet",
         "--spec-env",
@@ -752,7 +973,14 @@ pub fn worker_job(
             parallelism: Some(n),
             backoff_limit_per_index: Some(0),
             active_deadline_seconds: Some(pods.active_deadline_seconds),
-            template: worker_pod(pods, labels_, &args, env, placement),
+            template: worker_pod(
+                pods,
+                labels_,
+                &args,
+                env,
+                secret_mounts(owner, pods, true),
+                placement,
+            ),
             ..JobSpec::default()
         }),
         ..Job::default()
@@ -760,8 +988,8 @@ pub fn worker_job(
 }
 
 /// The analysis Job: one `pqbench-worker --analysis-env PQBENCH_ANALYSIS_SPEC` pod on the
-/// client node group (the worker image, its credentials from the same Secrets by
-/// reference; no recipient key). It downloads the run files into `/tmp`, analyses them,
+/// client node group (the worker image, its credentials from the same Secrets mounted as
+/// files; no recipient key). It downloads the run files into `/tmp`, analyses them,
 /// uploads the report and last the outcome the operator reads. A failed pod is tried once
 /// more by the Job; the operator deletes a Job that failed and makes it again until the
 /// analysis deadline (`activeDeadlineSeconds`).
@@ -779,11 +1007,10 @@ pub fn analysis_job(
     let labels_ = labels(&owner.name, "analysis");
     let mut meta = owner.meta(name.to_owned(), "analysis");
     meta.labels = Some(labels_.clone());
-    let mut env = vec![
+    let env = vec![
         env_value("PQBENCH_ANALYSIS_SPEC", &spec_json),
         env_value("TMPDIR", "/tmp"),
     ];
-    env.extend(credential_env(pods));
     let args = ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"];
     Ok(Job {
         metadata: meta,
@@ -792,7 +1019,14 @@ pub fn analysis_job(
             parallelism: Some(1),
             backoff_limit: Some(1),
             active_deadline_seconds: Some(pods.active_deadline_seconds),
-            template: worker_pod(pods, labels_, &args, env, placement),
+            template: worker_pod(
+                pods,
+                labels_,
+                &args,
+                env,
+                secret_mounts(owner, pods, false),
+                placement,
+            ),
             ..JobSpec::default()
         }),
         ..Job::default()
@@ -894,6 +1128,97 @@ mod network_policy_tests {
             assert_eq!(ports, [9000, 9100]);
         }
     }
+
+    fn campaign(spec: serde_json::Value) -> BenchmarkCampaign {
+        let mut c = serde_json::json!({
+            "apiVersion": "pqbench.io/v1alpha1", "kind": "BenchmarkCampaign",
+            "metadata": {"name": "q", "namespace": "team-a", "uid": "u1"},
+            "spec": {"modes": ["x25519", "ml-kem-768"], "baseline": "x25519",
+                     "cells": [{"operation": ["get"], "objectSize": ["1KiB"], "concurrency": [1]}],
+                     "repetitions": 2, "seed": 1}
+        });
+        for (k, v) in spec.as_object().unwrap() {
+            c["spec"][k] = v.clone();
+        }
+        serde_json::from_value(c).unwrap()
+    }
+
+    fn fence(c: &BenchmarkCampaign) -> serde_json::Value {
+        let owner = Owner::of(c).unwrap();
+        let egress = crate::deploy::egress(&c.spec.campaign).unwrap();
+        let except = METADATA_ADDRESSES.map(String::from);
+        serde_json::to_value(workers_network_policy(&owner, &egress, &except)).unwrap()
+    }
+
+    #[test]
+    fn workers_reach_dns_their_minio_and_the_hosts_their_campaign_names_only() {
+        let np = fence(&campaign(serde_json::json!({})));
+        assert_eq!(np["metadata"]["name"], "q-workers");
+        assert_eq!(np["metadata"]["ownerReferences"][0]["uid"], "u1");
+        let spec = &np["spec"];
+        assert_eq!(
+            spec["podSelector"]["matchLabels"]["pqbench.io/campaign"],
+            "q"
+        );
+        assert_eq!(
+            spec["podSelector"]["matchExpressions"][0]["values"],
+            serde_json::json!(["worker", "analysis"])
+        );
+        assert_eq!(
+            spec["policyTypes"],
+            serde_json::json!(["Ingress", "Egress"])
+        );
+        assert_eq!(
+            spec["ingress"],
+            serde_json::json!([{"ports": [{"port": 9464, "protocol": "TCP"}]}])
+        );
+        assert_eq!(
+            spec["egress"],
+            serde_json::json!([
+                {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
+                {"to": [{"podSelector": {"matchLabels": labels("q", "server")}}],
+                 "ports": [{"port": 9000, "protocol": "TCP"}, {"port": 9100, "protocol": "TCP"}]},
+            ])
+        );
+
+        // An external server by name, a results store by address, a collector, and the
+        // pods' identity (STS): each on its own port; a name at any address but the
+        // metadata service's.
+        let c = campaign(serde_json::json!({
+            "server": {"external": {"endpoint": "https://s3.eu-west-1.amazonaws.com",
+                                    "region": "eu-west-1", "bucket": "b"}},
+            "results": {"endpoint": "http://10.0.0.5:3900", "credentialsSecret": "r"},
+            "telemetry": {"otlpEndpoint": "http://otel.observability:4317"},
+            "clients": {"serviceAccountName": "irsa"}
+        }));
+        let egress = &fence(&c)["spec"]["egress"];
+        let anywhere = |port: u16| {
+            serde_json::json!({"to": [
+                {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}},
+                {"ipBlock": {"cidr": "::/0", "except": ["fd00:ec2::254/128"]}}],
+             "ports": [{"port": port, "protocol": "TCP"}]})
+        };
+        assert_eq!(egress.as_array().unwrap().len(), 4, "{egress:#}");
+        assert_eq!(egress[1], anywhere(443), "the server and STS: one rule");
+        assert_eq!(
+            egress[2],
+            serde_json::json!({"to": [{"ipBlock": {"cidr": "10.0.0.5/32"}}],
+                               "ports": [{"port": 3900, "protocol": "TCP"}]})
+        );
+        assert_eq!(egress[3], anywhere(4317));
+    }
+
+    #[test]
+    fn an_endpoint_that_is_not_a_url_names_its_field() {
+        let c = campaign(serde_json::json!({
+            "telemetry": {"otlpEndpoint": "otel.observability"}
+        }));
+        let err = crate::deploy::unsupported(&c.spec.campaign).unwrap();
+        assert!(
+            err.starts_with("spec.telemetry.otlpEndpoint: \"otel.observability\""),
+            "{err}"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -932,6 +1257,59 @@ pub(crate) mod tests {
             "spec.server.affinity",
         )
         .unwrap()
+    }
+
+    /// Whether a NetworkPolicy's pod selector selects pods labelled `labels` (matchLabels
+    /// and `In` expressions, the only forms the operator writes).
+    fn selects(
+        np: &k8s_openapi::api::networking::v1::NetworkPolicy,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        let sel = np.spec.as_ref().unwrap().pod_selector.as_ref().unwrap();
+        let by_label = sel
+            .match_labels
+            .iter()
+            .flatten()
+            .all(|(k, v)| labels.get(k) == Some(v));
+        let by_expr = sel.match_expressions.iter().flatten().all(|e| {
+            assert_eq!(e.operator, "In");
+            labels
+                .get(&e.key)
+                .is_some_and(|v| e.values.iter().flatten().any(|x| x == v))
+        });
+        by_label && by_expr
+    }
+
+    /// Every pod a campaign's children make (worker Jobs, the analysis Job, MinIO) is
+    /// selected by exactly one of the campaign's NetworkPolicies: the example applied as its
+    /// text.
+    #[test]
+    fn every_campaign_pod_is_fenced_by_a_network_policy() {
+        let mut c: BenchmarkCampaign =
+            serde_yaml_ng::from_str(include_str!("../../examples/cluster-minio.yaml")).unwrap();
+        c.metadata.namespace = Some("team-a".into());
+        c.metadata.uid = Some("u1".into());
+        let children = children(&c, "worker:1", DEFAULT_NODE_EXPORTER_IMAGE, None, &[]).unwrap();
+        let kind = |k: &'static str| children.iter().filter(move |v| v["kind"] == k);
+        let fences: Vec<k8s_openapi::api::networking::v1::NetworkPolicy> = kind("NetworkPolicy")
+            .map(|v| serde_json::from_value(v.clone()).unwrap())
+            .collect();
+        assert_eq!(fences.len(), 2);
+        let templates: Vec<(String, BTreeMap<String, String>)> = kind("Job")
+            .chain(kind("StatefulSet"))
+            .map(|v| {
+                let labels = &v["spec"]["template"]["metadata"]["labels"];
+                (
+                    v["metadata"]["name"].to_string(),
+                    serde_json::from_value(labels.clone()).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(templates.len(), 3, "worker, analysis, MinIO");
+        for (what, labels) in templates {
+            let by: Vec<_> = fences.iter().filter(|np| selects(np, &labels)).collect();
+            assert_eq!(by.len(), 1, "{what}'s pods: {labels:?}");
+        }
     }
 
     #[test]
@@ -1038,19 +1416,45 @@ pub(crate) mod tests {
             pod.security_context.unwrap().seccomp_profile.unwrap().type_,
             "RuntimeDefault"
         );
+        // The root user from files of the credentials Secret, mounted read-only; no
+        // Secret in the environment.
         let env = c.env.as_ref().unwrap();
-        let user = env.iter().find(|e| e.name == "MINIO_ROOT_USER").unwrap();
-        let sel = user
-            .value_from
-            .as_ref()
-            .unwrap()
-            .secret_key_ref
-            .as_ref()
+        assert!(env.iter().all(|e| e.value_from.is_none()));
+        let file = |name: &str| {
+            env.iter()
+                .find(|e| e.name == name)
+                .and_then(|e| e.value.clone())
+                .unwrap()
+        };
+        assert_eq!(
+            file("MINIO_ROOT_USER_FILE"),
+            "/var/run/pqbench/minio/root-user"
+        );
+        assert_eq!(
+            file("MINIO_ROOT_PASSWORD_FILE"),
+            "/var/run/pqbench/minio/root-password"
+        );
+        let mount = c
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.mount_path == MINIO_CREDENTIALS_DIR)
             .unwrap();
-        assert_eq!(sel.name, "quick-s3-credentials");
-        assert_eq!(sel.key, ACCESS_KEY);
-        // No secret value appears in the pod spec.
-        assert!(env.iter().all(|e| e.value.as_deref() != Some("b")));
+        assert_eq!(mount.read_only, Some(true));
+        let v = pod.volumes.iter().flatten().find(|v| v.name == mount.name);
+        let sv = v.and_then(|v| v.secret.as_ref()).unwrap();
+        assert_eq!(sv.secret_name.as_deref(), Some("quick-s3-credentials"));
+        assert_eq!(sv.default_mode, Some(0o440));
+        let items: Vec<(&str, &str)> = sv
+            .items
+            .iter()
+            .flatten()
+            .map(|i| (i.key.as_str(), i.path.as_str()))
+            .collect();
+        assert_eq!(
+            items,
+            [(ACCESS_KEY, "root-user"), (SECRET_KEY, "root-password")]
+        );
     }
 
     fn quick_spec() -> run::runspec::RunSpec {
@@ -1212,15 +1616,46 @@ pub(crate) mod tests {
         assert_eq!(pod.image_pull_secrets.unwrap()[0].name, "regcred");
         assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
         let env = pod.containers[0].env.clone().unwrap();
-        let by_ref: Vec<&str> = env
+        assert!(
+            env.iter().all(|e| e.value_from.is_none()),
+            "no Secret reaches the environment"
+        );
+        assert_eq!(pod.security_context.as_ref().unwrap().fs_group, Some(65532));
+        // Credentials and keys: Secret volumes, read-only, 0440, only the keys they need.
+        // (mount path, Secret, its items as key → file)
+        type Mounted = (String, String, Vec<(String, String)>);
+        let mounted: Vec<Mounted> = pod.containers[0]
+            .volume_mounts
             .iter()
-            .filter(|e| e.value_from.is_some())
-            .map(|e| e.name.as_str())
+            .flatten()
+            .filter_map(|m| {
+                let v = pod.volumes.iter().flatten().find(|v| v.name == m.name)?;
+                let sv = v.secret.as_ref()?;
+                assert_eq!(m.read_only, Some(true), "{}", m.name);
+                assert_eq!(sv.default_mode, Some(0o440));
+                let items = sv.items.iter().flatten();
+                Some((
+                    m.mount_path.clone(),
+                    sv.secret_name.clone().unwrap(),
+                    items.map(|i| (i.key.clone(), i.path.clone())).collect(),
+                ))
+            })
             .collect();
+        let pair = |k: &str| (k.to_owned(), k.to_owned());
         assert_eq!(
-            by_ref,
-            [ACCESS_KEY, SECRET_KEY, "PQBENCH_KEY_X25519"],
-            "credentials and keys only by Secret reference"
+            mounted,
+            [
+                (
+                    crate::deploy::S3_CREDENTIALS_DIR.to_owned(),
+                    "quick-s3-credentials".to_owned(),
+                    vec![pair(ACCESS_KEY), pair(SECRET_KEY)]
+                ),
+                (
+                    crate::deploy::KEYS_DIR.to_owned(),
+                    "quick-keys".to_owned(),
+                    vec![("x25519".to_owned(), "x25519.key".to_owned())]
+                ),
+            ]
         );
         let spec_env = env.iter().find(|e| e.name == "PQBENCH_RUN_SPEC").unwrap();
         let back: run::runspec::RunSpec =
@@ -1239,8 +1674,13 @@ pub(crate) mod tests {
             .spec
             .unwrap();
         assert_eq!(pod.service_account_name.as_deref(), Some("pqbench-irsa"));
-        let env = pod.containers[0].env.clone().unwrap();
-        assert!(!env.iter().any(|e| e.name.starts_with("AWS_")));
+        let secrets: Vec<_> = pod
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.secret.as_ref()?.secret_name.clone())
+            .collect();
+        assert_eq!(secrets, ["quick-keys"], "no credentials Secret");
     }
 
     #[test]

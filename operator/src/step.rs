@@ -120,6 +120,13 @@ pub struct Facts<'a> {
     /// The fields the tenant-input policy refuses (`crate::policy`): the campaign fails
     /// before anything of it is made.
     pub refused: Vec<String>,
+    /// The images the campaign's pods run with their resolved digests (recorded in
+    /// `status.images`, added to what is there).
+    pub images: Vec<crate::api::ResolvedImage>,
+    /// Seconds after the end the recipient keys Secret goes, and with results elsewhere
+    /// MinIO and its credentials (the campaign's `secretsTtlSecondsAfterFinished`, else the
+    /// operator's default); 0 keeps them.
+    pub secrets_ttl: u32,
 }
 
 /// An event to record (PascalCase reason, fixed set).
@@ -188,6 +195,13 @@ pub enum Action {
     StopJobs,
     /// Delete the server, Secrets and Jobs (the TTL after the end).
     CleanUp,
+    /// Delete the recipient keys Secret and, with `server`, the campaign's MinIO and its
+    /// credentials Secret (the secrets TTL after the end).
+    DeleteSecrets {
+        /// Also MinIO and its credentials: only when the results are elsewhere (on MinIO
+        /// they are what its credentials open).
+        server: bool,
+    },
     /// Record an event.
     Event(Event),
 }
@@ -369,6 +383,9 @@ pub enum Reason {
     Succeeded,
     /// The server, Secrets and Jobs were deleted after the TTL (event).
     CleanedUp,
+    /// The recipient keys Secret (and MinIO with its credentials, when the results are
+    /// elsewhere) were deleted after the secrets TTL (event).
+    SecretsDeleted,
     /// The campaign was deleted and its children with it (event).
     Deleted,
     /// The spec is invalid.
@@ -412,6 +429,7 @@ impl Reason {
             Self::Analyzed => "Analyzed",
             Self::Succeeded => "Succeeded",
             Self::CleanedUp => "CleanedUp",
+            Self::SecretsDeleted => "SecretsDeleted",
             Self::Deleted => "Deleted",
             Self::InvalidSpec => "InvalidSpec",
             Self::NameCollision => "NameCollision",
@@ -447,6 +465,7 @@ impl Reason {
             | Self::Analyzed
             | Self::Succeeded
             | Self::CleanedUp
+            | Self::SecretsDeleted
             | Self::Deleted
             | Self::InvalidSpec
             | Self::NameCollision
@@ -1346,29 +1365,69 @@ impl Step<'_, '_> {
         self.ttl();
     }
 
-    /// The TTL after the end.
+    /// What goes after the end: everything after `ttlSecondsAfterFinished`; after the
+    /// secrets TTL the recipient keys, and MinIO with its credentials when the results are
+    /// not on it (on MinIO its credentials are what opens them); nothing of a failed
+    /// campaign kept for inspection (`keepOnFailure`).
     fn ttl(&mut self) {
         let f = self.f;
-        let Some(ttl) = f.spec.ttl_seconds_after_finished else {
+        if self.st.phase == Phase::Failed && f.spec.keep_on_failure {
             return;
+        }
+        let end = parse_time(self.st.finished_at.as_deref()).unwrap_or(f.now);
+        // Time left until `secs` after the end; `None` when due.
+        let left = |secs: u32| {
+            (end + Duration::from_secs(u64::from(secs)))
+                .duration_since(f.now)
+                .ok()
+                .filter(|d| !d.is_zero())
         };
-        if self.st.cleaned_up_at.is_some()
-            || (self.st.phase == Phase::Failed && f.spec.keep_on_failure)
+        if let Some(ttl) = f.spec.ttl_seconds_after_finished
+            && self.st.cleaned_up_at.is_none()
+        {
+            match left(ttl) {
+                Some(d) => self.requeue(d),
+                None => {
+                    self.actions.push(Action::CleanUp);
+                    self.st.cleaned_up_at = Some(rfc3339(f.now));
+                    self.event(
+                        false,
+                        Reason::CleanedUp,
+                        format!("deleted the server, Secrets and Jobs {ttl}s after the end; the results bucket is kept"),
+                    );
+                }
+            }
+        }
+        if f.secrets_ttl == 0
+            || self.st.cleaned_up_at.is_some()
+            || self.st.secrets_deleted_at.is_some()
         {
             return;
         }
-        let end = parse_time(self.st.finished_at.as_deref()).unwrap_or(f.now)
-            + Duration::from_secs(u64::from(ttl));
-        match end.duration_since(f.now) {
-            Ok(left) if !left.is_zero() => self.requeue(left),
-            _ => {
-                self.actions.push(Action::CleanUp);
-                self.st.cleaned_up_at = Some(rfc3339(f.now));
-                self.event(
-            false,
-            Reason::CleanedUp,
-                    format!("deleted the server, Secrets and Jobs {ttl}s after the end; the results bucket is kept"),
-                );
+        match left(f.secrets_ttl) {
+            Some(d) => self.requeue(d),
+            None => {
+                let ttl = f.secrets_ttl;
+                let minio = f.spec.server.external.is_none();
+                let results_elsewhere = f
+                    .spec
+                    .results
+                    .as_ref()
+                    .is_some_and(|r| r.endpoint.is_some());
+                let server = minio && results_elsewhere;
+                self.actions.push(Action::DeleteSecrets { server });
+                self.st.secrets_deleted_at = Some(rfc3339(f.now));
+                let note = match (minio, server) {
+                    (true, true) => format!(
+                        "deleted the recipient keys, MinIO and its credentials Secret {ttl}s after the end (the results are in {}); the Jobs are kept",
+                        f.results.endpoint
+                    ),
+                    (true, false) => format!(
+                        "deleted the recipient keys Secret {ttl}s after the end; MinIO and its credentials are kept while the results live on it (ttlSecondsAfterFinished or deleting the campaign removes them)"
+                    ),
+                    (false, _) => format!("deleted the recipient keys Secret {ttl}s after the end"),
+                };
+                self.event(false, Reason::SecretsDeleted, note);
             }
         }
     }
@@ -1378,6 +1437,12 @@ impl Step<'_, '_> {
 pub fn decide(f: &Facts<'_>) -> Decision {
     let mut st = f.status.clone();
     st.observed_generation = f.generation;
+    for i in &f.images {
+        if !st.images.contains(i) {
+            st.images.push(i.clone());
+        }
+    }
+    st.images.sort();
     let mut s = Step {
         f,
         st,
@@ -1491,6 +1556,8 @@ mod tests {
                 foreign: Vec::new(),
                 exceeded: None,
                 refused: Vec::new(),
+                images: Vec::new(),
+                secrets_ttl: 0,
             }
         }
 
@@ -2280,6 +2347,74 @@ mod tests {
         };
         let d = decide(&f.facts(&st, BucketView::default(), JobState::NotLooked));
         assert!(d.actions.is_empty());
+    }
+
+    #[test]
+    fn the_secrets_go_after_their_ttl_once_and_zero_keeps_them() {
+        let f = Fixture::new();
+        let ended = |secs: u64| CampaignStatus {
+            phase: Phase::Succeeded,
+            finished_at: Some(rfc3339(f.now - Duration::from_secs(secs))),
+            ..CampaignStatus::default()
+        };
+        let decide_with = |st: &CampaignStatus, ttl: u32| {
+            decide(&Facts {
+                secrets_ttl: ttl,
+                ..f.facts(st, BucketView::default(), JobState::NotLooked)
+            })
+        };
+        let d = decide_with(&ended(30), 3600);
+        assert_eq!(d.requeue, Some(Duration::from_secs(3570)));
+        assert!(d.actions.is_empty());
+        let d = decide_with(&ended(3600), 3600);
+        assert_eq!(d.actions, [Action::DeleteSecrets { server: false }, Action::Event(Event {
+            warning: false,
+            reason: Reason::SecretsDeleted,
+            note: "deleted the recipient keys Secret 3600s after the end; MinIO and its credentials are kept while the results live on it (ttlSecondsAfterFinished or deleting the campaign removes them)".into(),
+        })]);
+        assert!(d.status.secrets_deleted_at.is_some());
+        let again = decide_with(&d.status, 3600);
+        assert!(again.actions.is_empty() && again.requeue.is_none(), "once");
+        // 0 keeps them.
+        let d = decide_with(&ended(1_000_000), 0);
+        assert!(d.actions.is_empty() && d.requeue.is_none());
+        // A failed campaign kept for inspection keeps them.
+        let mut kept = Fixture::new();
+        kept.m.spec.keep_on_failure = true;
+        let st = CampaignStatus {
+            phase: Phase::Failed,
+            ..ended(1_000_000)
+        };
+        let d = decide(&Facts {
+            secrets_ttl: 60,
+            ..kept.facts(&st, BucketView::default(), JobState::NotLooked)
+        });
+        assert!(d.actions.is_empty());
+        // The whole clean-up due as well: it deletes the Secrets with the rest.
+        let mut both = Fixture::new();
+        both.m.spec.ttl_seconds_after_finished = Some(60);
+        let d = decide(&Facts {
+            secrets_ttl: 60,
+            ..both.facts(&ended(61), BucketView::default(), JobState::NotLooked)
+        });
+        assert!(d.actions.contains(&Action::CleanUp));
+        assert!(
+            !d.actions
+                .iter()
+                .any(|a| matches!(a, Action::DeleteSecrets { .. }))
+        );
+        // Results elsewhere: MinIO holds nothing of them and goes with its credentials.
+        let mut elsewhere = Fixture::new();
+        elsewhere.m.spec.results = Some(campaign::cluster::Results {
+            endpoint: Some("https://results.example".into()),
+            credentials_secret: Some("r".into()),
+            ..Default::default()
+        });
+        let d = decide(&Facts {
+            secrets_ttl: 60,
+            ..elsewhere.facts(&ended(61), BucketView::default(), JobState::NotLooked)
+        });
+        assert_eq!(d.actions[0], Action::DeleteSecrets { server: true });
     }
 
     #[test]

@@ -15,12 +15,18 @@
 //!   and writes the verdicts into status and the report into the results bucket.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+/// The digest a kubelet reports for the played worker pods' image.
+const WORKER_IMAGE_ID: &str = "ghcr.io/pqbench/pqbench-worker@sha256:\
+    4f2c1d0e9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e";
+
 #[path = "support/invalid_run.rs"]
 mod invalid_run;
 #[path = "support/k8s.rs"]
 mod k8s;
 #[path = "support/play.rs"]
 mod play;
+#[path = "../../tests/support/pod_env.rs"]
+mod pod_env;
 #[path = "support/recording.rs"]
 mod recording;
 
@@ -246,6 +252,7 @@ spec:
     processes: 2
   deadlines:
     run: 90s
+  secretsTtlSecondsAfterFinished: 3
 ",
         s3.endpoint()
     );
@@ -315,16 +322,27 @@ spec:
             );
             let env = pod.containers[0].env.as_ref().unwrap();
             assert!(
-                env.iter()
-                    .filter(|e| e.name.starts_with("AWS_") || e.name.starts_with("PQBENCH_KEY_"))
-                    .all(|e| e.value.is_none() && e.value_from.is_some()),
-                "credentials and keys come from Secrets by reference"
+                env.iter().all(|e| e.value_from.is_none()),
+                "no Secret reaches the environment"
+            );
+            let secrets: Vec<&str> = pod
+                .volumes
+                .iter()
+                .flatten()
+                .filter_map(|v| v.secret.as_ref()?.secret_name.as_deref())
+                .collect();
+            assert_eq!(
+                secrets,
+                ["s3-keys".to_owned(), format!("{}-keys", plan.campaign)],
+                "credentials and keys come from Secrets mounted as files"
             );
             // The first attempt of the second run is made invalid (its pause gives up): the
             // operator must run it again in its place and keep the attempt.
             let invalid =
                 (name == operator::step::job_name(&plan.campaign, 1, 1)).then_some(busy.as_str());
             threads.extend(play::play_job(&job, &all, dir.path(), invalid));
+            let pod = format!("{}-0", job.name_any());
+            k8s::report_pod(&client, &ns, &job, &pod, WORKER_IMAGE_ID).await;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
@@ -333,6 +351,12 @@ spec:
     }
     let st = last.status.unwrap();
     assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
+    // The image the workers ran, with the digest their kubelet resolved.
+    assert_eq!(
+        serde_json::to_value(&st.images).unwrap(),
+        serde_json::json!([{"image": "ghcr.io/pqbench/pqbench-worker:test",
+                            "imageID": WORKER_IMAGE_ID}])
+    );
     // The embedded S3 server is plain HTTP: said, and the campaign went on.
     let insecure = st
         .conditions
@@ -464,6 +488,32 @@ spec:
     }
     let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(ready.status, "True");
+    // The secrets TTL: 3 s after the end the recipient keys are gone, said in status and an
+    // event; the tenant's credentials Secret is not the campaign's and stays.
+    let keys_secret = format!("{}-keys", plan.campaign);
+    wait_for(
+        "the keys Secret to be deleted after its TTL",
+        60,
+        async || {
+            secrets
+                .get_opt(&keys_secret)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    let st = api.get("ext").await.unwrap().status.unwrap();
+    assert!(st.secrets_deleted_at.is_some(), "{st:?}");
+    assert!(secrets.get_opt("s3-keys").await.unwrap().is_some());
+    let ev = k8s::event(&client, &ns, "SecretsDeleted").await;
+    assert!(
+        ev.note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("deleted the recipient keys Secret 3s after the end")),
+        "{ev:?}"
+    );
     let size = serde_json::to_vec(&api.get("ext").await.unwrap())
         .unwrap()
         .len();

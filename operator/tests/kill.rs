@@ -51,7 +51,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use operator::{BenchmarkCampaign, Phase};
-use pod_env::{PodContext, env_of};
+use pod_env::{PodContext, SecretMount, env_of, secret_mounts};
 use serde_json::json;
 
 /// The campaign: 2 modes × 3 repetitions = 6 runs of 2 processes, on the embedded server,
@@ -301,6 +301,14 @@ impl Kubelet {
             ..PodContext::default()
         };
         let env = env_of(c, &ctx).unwrap_or_else(|e| panic!("Job {name}: {e}"));
+        // Its Secret volumes, written as the kubelet writes them; without a mount
+        // namespace, the paths in the pod's environment name their directories here.
+        let mounts = secret_mounts(&pod, c, &ctx, &self.dir.join("volumes"), false)
+            .unwrap_or_else(|e| panic!("Job {name}: {e}"));
+        let env: Vec<(String, String)> = env
+            .into_iter()
+            .map(|(k, v)| (k, SecretMount::on_host(&mounts, &v)))
+            .collect();
         // The pod's emptyDir /tmp.
         let tmp = self.dir.join("pods").join(&pod_name);
         std::fs::create_dir_all(&tmp).unwrap();

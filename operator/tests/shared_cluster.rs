@@ -23,6 +23,8 @@ mod invalid_run;
 mod k8s;
 #[path = "support/play.rs"]
 mod play;
+#[path = "../../tests/support/pod_env.rs"]
+mod pod_env;
 #[path = "support/recording.rs"]
 mod recording;
 
@@ -32,26 +34,10 @@ use k8s::{client_or_skip, install_crd, namespace, wait_for};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt as _};
 use operator::{BenchmarkCampaign, Phase};
 use serde_json::json;
-
-/// The first event in `ns` with `reason`, waited for up to 30 s.
-async fn event(client: &Client, ns: &str, reason: &str) -> Event {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    wait_for(&format!("the {reason} event"), 30, async || {
-        events
-            .list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some(reason))
-    })
-    .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_them_alone() {
@@ -137,7 +123,7 @@ async fn a_campaign_whose_child_names_are_taken_fails_naming_them_and_leaves_the
         ("False", "NameCollision"),
         "{ready:?}"
     );
-    let ev = event(&client, &ns, "NameCollision").await;
+    let ev = k8s::event(&client, &ns, "NameCollision").await;
     assert_eq!(ev.type_.as_deref(), Some("Warning"));
     assert!(ev.note.unwrap_or_default().contains(&keys));
     // Nothing of the campaign was made, and the foreign objects are as they were.
@@ -452,7 +438,7 @@ spec:
     );
     let ready = st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(ready.reason, "PolicyRefused");
-    let ev = event(&client, &ns, "PolicyRefused").await;
+    let ev = k8s::event(&client, &ns, "PolicyRefused").await;
     assert!(ev.note.unwrap_or_default().contains("spec.clients.image"));
     let calls = recorded.calls();
     recording::assert_allowed(&calls, &ns);

@@ -72,6 +72,10 @@ async fn one_pass(metrics: Arc<Metrics>) {
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
             operator_namespace: None,
+            egress_except: operator::resources::METADATA_ADDRESSES
+                .map(String::from)
+                .to_vec(),
+            secrets_ttl_seconds: 3600,
         },
         metrics,
     ));

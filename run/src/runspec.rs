@@ -85,6 +85,10 @@ pub enum Credentials {
     /// A file of `NAME=value` lines (optionally prefixed by `export `), such as the one
     /// `pqbench serve-s3 --env-file` writes; it must not be readable by others.
     File(PathBuf),
+    /// A directory mounted read-only from a Kubernetes Secret, holding the files
+    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (the Secret's keys). See
+    /// [`KeyRef::Mounted`] for the permissions accepted.
+    Mounted(PathBuf),
     /// The pod's identity (`credentials: identity`): a web-identity token exchanged for
     /// temporary credentials, as IRSA on EKS provides (`AWS_ROLE_ARN`,
     /// `AWS_WEB_IDENTITY_TOKEN_FILE`).
@@ -140,31 +144,27 @@ pub enum KeyRef {
     /// A directory holding `<key-type>.key` files (a mounted Kubernetes Secret); the file of
     /// the mode's key type is used.
     Dir(PathBuf),
-    /// Environment variables `<prefix><KEY_TYPE>` (key type upper-cased, `-` as `_`:
-    /// `PQBENCH_KEY_ML_KEM_768`) holding the key file's JSON, set from a Kubernetes Secret
-    /// (a pod running as non-root cannot read a mounted Secret file that is mode 0600 to
-    /// another owner, and the file check refuses group-readable keys).
-    Env(String),
+    /// A directory mounted read-only from a Kubernetes Secret, holding `<key-type>.key`
+    /// files. The kubelet gives a Secret volume's files to the pod's `fsGroup` and makes
+    /// them group-readable (mode 0440), so a pod running as non-root can read them: here a
+    /// file may be readable by its group, but never by others and never writable by anyone
+    /// but its owner.
+    Mounted(PathBuf),
 }
 
 impl KeyRef {
-    /// The key file for a mode (for [`KeyRef::Env`], a path naming the variable, used in
-    /// messages only).
+    /// The key file for a mode.
     pub fn path_for(&self, mode: Mode) -> PathBuf {
         match self {
             Self::File(p) => p.clone(),
-            Self::Dir(d) => d.join(format!("{}.key", mode.key_type().name())),
-            Self::Env(prefix) => PathBuf::from(format!("${}", key_var(prefix, mode.key_type()))),
+            Self::Dir(d) | Self::Mounted(d) => key_file_name(d, mode.key_type()),
         }
     }
 }
 
-/// The environment variable of a key type under [`KeyRef::Env`].
-pub fn key_var(prefix: &str, kt: envelope::KeyType) -> String {
-    format!(
-        "{prefix}{}",
-        kt.name().to_ascii_uppercase().replace('-', "_")
-    )
+/// The file of a key type in a keys directory (`<dir>/<key-type>.key`).
+pub fn key_file_name(dir: &std::path::Path, kt: envelope::KeyType) -> PathBuf {
+    dir.join(format!("{}.key", kt.name()))
 }
 
 /// This process among the run's processes (pods).

@@ -2,7 +2,8 @@
 //! product): image, command and args, environment (values, `secretKeyRef`, the `fieldRef`s
 //! the operator's pods use, and an Indexed Job's `JOB_COMPLETION_INDEX`), CPU and memory
 //! limits, the security context (user and group, read-only root, no privilege escalation,
-//! dropped capabilities), emptyDir volumes, and the grace period on deletion.
+//! dropped capabilities), emptyDir volumes (tmpfs), Secret volumes (the files written as the
+//! kubelet writes them, bind-mounted), and the grace period on deletion.
 //!
 //! What it cannot play: scheduling (node selectors, tolerations and affinity are not
 //! evaluated; the caller may give a pod its node's CPUs), the kubelet's CPU manager, probes, NetworkPolicy, cluster DNS and
@@ -10,8 +11,8 @@
 //! are mapped to loopback addresses with `--add-host`, and an argument naming a declared
 //! container port as `ADDR:PORT` listens on an ephemeral port of 127.0.0.1, so that pods
 //! running at once do not collide), image pulls (`--pull never`).
-//! emptyDir volumes are tmpfs here. Secret values reach podman through its own
-//! environment (`--env NAME`), never its command line.
+//! Secret values reach podman through its own environment (`--env NAME`) or files under
+//! the context's `volumes_root`, never its command line.
 //!
 //! podman runs with `scripts/containers.conf` (runc, the cgroupfs manager, explicit
 //! ulimits), which this kind of host needs.
@@ -25,7 +26,8 @@ use std::time::Duration;
 
 #[path = "pod_env.rs"]
 mod pod_env;
-pub(crate) use pod_env::{PodContext, env_of};
+#[allow(unused_imports, reason = "each test binary uses part of the support")]
+pub(crate) use pod_env::{PodContext, SecretMount, env_of, secret_mounts};
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -46,6 +48,20 @@ pub(crate) fn containers_conf() -> PathBuf {
 pub(crate) fn image(name: &str) -> String {
     let tag = std::env::var("PQBENCH_IMAGE_TAG").unwrap_or_else(|_| "local".into());
     format!("localhost/{name}:{tag}")
+}
+
+/// The image ID a container runtime reports for `image` in podman's store: its repository
+/// at the digest of its manifest (`localhost/pqbench-worker@sha256:...`).
+pub(crate) fn image_id(image: &str) -> String {
+    let out = podman()
+        .args(["image", "inspect", "--format", "{{.Digest}}", image])
+        .output()
+        .expect("podman image inspect");
+    assert!(out.status.success(), "podman image inspect {image}");
+    let digest = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(digest.starts_with("sha256:"), "{image}: digest {digest:?}");
+    let repo = image.rsplit_once(':').map_or(image, |(r, _)| r);
+    format!("{repo}@{digest}")
 }
 
 /// Fails, saying how to build them, unless both images are in podman's store.
@@ -250,13 +266,33 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
         }
     }
     let volumes = pod.volumes.clone().unwrap_or_default();
+    let secrets = match &ctx.volumes_root {
+        Some(root) => secret_mounts(pod, c, ctx, root, true)?,
+        None => Vec::new(),
+    };
     for m in c.volume_mounts.iter().flatten() {
         let v = volumes
             .iter()
             .find(|v| v.name == m.name)
             .ok_or_else(|| format!("volume mount {} names no volume", m.name))?;
+        if v.secret.is_some() {
+            let s = secrets
+                .iter()
+                .find(|s| s.path == m.mount_path)
+                .ok_or_else(|| format!("volume {}: a Secret volume needs volumes_root", v.name))?;
+            let ro = if s.read_only { ",ro" } else { "" };
+            args.push(format!(
+                "--mount=type=bind,source={},destination={}{ro}",
+                s.dir.display(),
+                s.path
+            ));
+            continue;
+        }
         if v.empty_dir.is_none() {
-            return Err(format!("volume {}: only emptyDir is played", v.name));
+            return Err(format!(
+                "volume {}: only emptyDir and Secret volumes are played",
+                v.name
+            ));
         }
         let ro = if m.read_only == Some(true) { ",ro" } else { "" };
         args.push(format!(

@@ -102,6 +102,14 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
             };
             Ok((get(access_key_var)?, get(secret_key_var)?))
         }
+        Credentials::Mounted(dir) => {
+            let get = |name: &str| {
+                read_mounted(&dir.join(name))
+                    .map(|v| v.trim_end_matches(['\r', '\n']).to_owned())
+                    .map_err(Error::Credentials)
+            };
+            Ok((get("AWS_ACCESS_KEY_ID")?, get("AWS_SECRET_ACCESS_KEY")?))
+        }
         Credentials::File(p) => {
             let text = std::fs::read_to_string(p)
                 .map_err(|e| Error::Credentials(format!("file {}: {e}", p.display())))?;
@@ -140,6 +148,25 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
             }
         }
     }
+}
+
+/// Reads a file of a Secret volume ([`KeyRef::Mounted`], [`Credentials::Mounted`]): it may
+/// be readable by its group (the kubelet gives a Secret volume's files to the pod's
+/// `fsGroup`, mode 0440), never by others, and writable by its owner alone.
+fn read_mounted(path: &Path) -> std::result::Result<zeroize::Zeroizing<String>, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o027 != 0 {
+        return Err(format!(
+            "{}: permissions {mode:04o} let other users read or write it; a Secret volume's \
+             files must be 0440 at most (its defaultMode)",
+            path.display()
+        ));
+    }
+    std::fs::read_to_string(path)
+        .map(zeroize::Zeroizing::new)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The S3 settings of a spec for `workers` concurrent workers.
@@ -534,16 +561,10 @@ fn load_key(spec: &RunSpec) -> Result<(Option<SecretKey>, Option<PublicKey>)> {
     };
     let path = r.path_for(mode);
     let sk = match r {
-        KeyRef::Env(prefix) => {
-            let var = run::runspec::key_var(prefix, mode.key_type());
-            let text = zeroize::Zeroizing::new(std::env::var(&var).map_err(|_| {
-                Error::RecipientKey(format!(
-                    "environment variable {var} (the {} key) is not set",
-                    mode.key_type()
-                ))
-            })?);
+        KeyRef::Mounted(_) => {
+            let text = read_mounted(&path).map_err(Error::RecipientKey)?;
             SecretKey::from_file_json(&text)
-                .map_err(|e| Error::RecipientKey(format!("${var}: {e}")))?
+                .map_err(|e| Error::RecipientKey(format!("{}: {e}", path.display())))?
         }
         KeyRef::File(_) | KeyRef::Dir(_) => SecretKey::read_file(&path)?,
     };

@@ -1126,6 +1126,61 @@ fn s3_output_uploads_the_run_files() {
     assert_eq!(report.processes, 1);
 }
 
+/// A Secret volume's directory holding the key of `mode` at `perm`.
+fn mounted_key_dir(env: &Env, mode: Mode, perm: u32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let kt = mode.key_type();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let to = run::runspec::key_file_name(dir.path(), kt);
+    std::fs::copy(run::runspec::key_file_name(&env.key_dir(mode), kt), &to).expect("copy");
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(perm)).expect("chmod");
+    dir
+}
+
+/// A key in a Secret volume readable by others, or writable by the group, is refused
+/// before the run starts, naming the file and its permissions; credentials in one alike.
+#[test]
+fn mounted_secrets_wider_than_0440_are_refused_naming_the_file() {
+    let env = Env::new(Kind::Embedded);
+    for perm in [0o444, 0o460] {
+        let mut spec = env.spec("wide", Mode::X25519, Operation::Put, 1, Loop::Closed);
+        let dir = mounted_key_dir(&env, Mode::X25519, perm);
+        spec.recipient_key = Some(KeyRef::Mounted(dir.path().to_owned()));
+        let out = Command::new(env!("CARGO_BIN_EXE_pqbench-worker"))
+            .args(["--quiet", "--spec-env", "PQBENCH_RUN_SPEC"])
+            .env(
+                "PQBENCH_RUN_SPEC",
+                serde_json::to_string(&spec).expect("json"),
+            )
+            .output()
+            .expect("run pqbench-worker");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!(
+                "x25519.key: permissions {perm:04o} let other users"
+            )),
+            "{err}"
+        );
+    }
+    let creds = tempfile::tempdir().expect("tempdir");
+    for (name, value) in [("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "b")] {
+        let p = creds.path().join(name);
+        std::fs::write(&p, value).expect("write");
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    let err = worker::engine::resolve_credentials(&run::runspec::Credentials::Mounted(
+        creds.path().to_owned(),
+    ))
+    .expect_err("a world-readable credentials file");
+    assert!(
+        err.to_string()
+            .contains("AWS_ACCESS_KEY_ID: permissions 0644"),
+        "{err}"
+    );
+}
+
 /// The operator's start protocol ([`run::runspec::StartGate`]) as a Job runs it: two
 /// `pqbench-worker` processes read one spec from `PQBENCH_RUN_SPEC` and their index from
 /// `JOB_COMPLETION_INDEX`; each announces itself ready in the results bucket; this test
@@ -1147,14 +1202,10 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     spec.start_gate = Some(run::runspec::StartGate {
         timeout: Dur(Duration::from_secs(60)),
     });
-    // The key comes from the environment, as a Secret gives it to a non-root pod.
-    let kt = Mode::X25519.key_type();
-    let key_json =
-        std::fs::read_to_string(env.key_dir(Mode::X25519).join(format!("{}.key", kt.name())))
-            .expect("key file");
-    spec.recipient_key = Some(KeyRef::Env("PQBENCH_KEY_".into()));
-    let key_var = run::runspec::key_var("PQBENCH_KEY_", kt);
-    assert_eq!(key_var, "PQBENCH_KEY_X25519");
+    // The key comes from a Secret volume, its file group-readable (0440) as the kubelet
+    // writes it for a non-root pod's fsGroup.
+    let mounted = mounted_key_dir(&env, Mode::X25519, 0o440);
+    spec.recipient_key = Some(KeyRef::Mounted(mounted.path().to_owned()));
     let json = serde_json::to_string(&spec).expect("json");
     let spawn = |i: u32, json: &str| {
         Command::new(env!("CARGO_BIN_EXE_pqbench-worker"))
@@ -1167,7 +1218,6 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
             ])
             .env("PQBENCH_RUN_SPEC", json)
             .env("JOB_COMPLETION_INDEX", i.to_string())
-            .env(&key_var, &key_json)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -145,3 +145,72 @@ pub(crate) fn credentials_secret(
         ..Default::default()
     }
 }
+
+#[allow(
+    dead_code,
+    reason = "the controller tests report pods; other binaries share this file"
+)]
+/// What a kubelet reports for a Job's pod `name`: a Pod made from the Job's template (its
+/// labels and spec), its status then saying each container started from the image
+/// `image_id` (the digest the runtime resolved).
+pub(crate) async fn report_pod(
+    client: &Client,
+    ns: &str,
+    job: &k8s_openapi::api::batch::v1::Job,
+    name: &str,
+    image_id: &str,
+) {
+    use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
+    let template = job.spec.clone().unwrap().template;
+    let spec = template.spec.unwrap();
+    let statuses = spec
+        .containers
+        .iter()
+        .map(|c| ContainerStatus {
+            name: c.name.clone(),
+            image: c.image.clone().unwrap_or_default(),
+            image_id: image_id.to_owned(),
+            ready: true,
+            ..ContainerStatus::default()
+        })
+        .collect();
+    let pod = Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: template.metadata.and_then(|m| m.labels),
+            ..Default::default()
+        },
+        spec: Some(spec),
+        status: None,
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let status = serde_json::json!({"status": PodStatus {
+        phase: Some("Running".into()),
+        container_statuses: Some(statuses),
+        ..PodStatus::default()
+    }});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+/// The first event in `ns` with `reason`, waited for up to 30 s.
+#[allow(dead_code, reason = "shared by test binaries that each use part of it")]
+pub(crate) async fn event(
+    client: &Client,
+    ns: &str,
+    reason: &str,
+) -> k8s_openapi::api::events::v1::Event {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    wait_for(&format!("the {reason} event"), 30, async || {
+        events
+            .list(&kube::api::ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some(reason))
+    })
+    .await
+}

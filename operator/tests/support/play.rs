@@ -1,13 +1,33 @@
 //! Plays the pods of the operator's Jobs where no kubelet runs (the test API server): a
 //! worker Job's processes run the worker's engine with the Job's run spec, the analysis
-//! Job runs `worker::analyze`, each with the credentials and keys read from the Secrets the
-//! Job references, as the pod would get them.
+//! Job runs `worker::analyze`, each with the Secret volumes the Job mounts written as the
+//! kubelet writes them (`pod_env::secret_mounts`), the spec's paths inside the pod
+//! translated to their directories here.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use run::runspec::{Credentials, KeyRef, RunSpec};
+use run::runspec::RunSpec;
+
+use crate::pod_env::{PodContext, SecretMount, secret_mounts};
+
+/// The Job's pod's Secret volumes, written under `dir`, as `pod` (a name of its own).
+fn mounts(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+    pod: &str,
+) -> Vec<SecretMount> {
+    let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let ctx = PodContext {
+        name: pod.to_owned(),
+        secrets: secrets.clone(),
+        ..PodContext::default()
+    };
+    secret_mounts(spec, &spec.containers[0], &ctx, &dir.join("volumes"), false)
+        .unwrap_or_else(|e| panic!("pod {pod}: {e}"))
+}
 
 /// The value of a pod's environment variable: its value, or the Secret key it references.
 pub(crate) fn env_value(job: &Job, secrets: &BTreeMap<String, Secret>, name: &str) -> String {
@@ -45,21 +65,12 @@ pub(crate) fn play_analysis(
         pod.containers[0].args.as_deref().unwrap(),
         ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"]
     );
-    let mut spec: run::verdicts::AnalysisSpec =
-        serde_json::from_str(&env_value(job, secrets, "PQBENCH_ANALYSIS_SPEC")).unwrap();
-    let creds = dir.join("analysis.env");
-    std::fs::write(
-        &creds,
-        format!(
-            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-            env_value(job, secrets, "AWS_ACCESS_KEY_ID"),
-            env_value(job, secrets, "AWS_SECRET_ACCESS_KEY")
-        ),
-    )
+    let mounts = mounts(job, secrets, dir, "analysis");
+    let spec: run::verdicts::AnalysisSpec = serde_json::from_str(&SecretMount::on_host(
+        &mounts,
+        &env_value(job, secrets, "PQBENCH_ANALYSIS_SPEC"),
+    ))
     .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
-    spec.s3.credentials = Credentials::File(creds);
     let tmp = dir.join("analysis-tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     std::thread::spawn(move || {
@@ -85,35 +96,15 @@ pub(crate) fn play_job(
     never_quiet: Option<&str>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let spec = job.spec.as_ref().unwrap();
-    let value = |name: &str| env_value(job, secrets, name);
-    let mut run: RunSpec = serde_json::from_str(&value("PQBENCH_RUN_SPEC")).unwrap();
+    let mounts = mounts(job, secrets, dir, &job.metadata.name.clone().unwrap());
+    let mut run: RunSpec = serde_json::from_str(&SecretMount::on_host(
+        &mounts,
+        &env_value(job, secrets, "PQBENCH_RUN_SPEC"),
+    ))
+    .unwrap();
     if let Some(url) = never_quiet {
         crate::invalid_run::make_invalid(&mut run, url);
     }
-    // The pod's environment, as files (a test may not set process-wide variables).
-    let creds = dir.join(format!("{}.env", run.run_id));
-    std::fs::write(
-        &creds,
-        format!(
-            "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
-            value("AWS_ACCESS_KEY_ID"),
-            value("AWS_SECRET_ACCESS_KEY")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let keys = dir.join(format!("{}-keys", run.run_id));
-    std::fs::create_dir_all(&keys).unwrap();
-    let mode = run.cell.mode;
-    if let Some(KeyRef::Env(prefix)) = &run.recipient_key {
-        let kt = mode.key_type();
-        let p = keys.join(format!("{}.key", kt.name()));
-        std::fs::write(&p, value(&run::runspec::key_var(prefix, kt))).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        run.recipient_key = Some(KeyRef::Dir(keys));
-    }
-    run.s3.credentials = Credentials::File(creds);
     let n = spec.completions.unwrap();
     (0..u32::try_from(n).unwrap())
         .map(|i| {

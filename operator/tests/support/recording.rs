@@ -137,6 +137,10 @@ pub(crate) async fn controller(namespaces: &[&str]) -> Recorded {
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
             operator_namespace: None,
+            egress_except: operator::resources::METADATA_ADDRESSES
+                .map(String::from)
+                .to_vec(),
+            secrets_ttl_seconds: 3600,
         },
         std::sync::Arc::new(operator::metrics::Metrics::default()),
     ));
