@@ -18,7 +18,8 @@
 #      name, loudly);
 #   6. `checkov --framework kubernetes` on everything rendered: any finding fails except the
 #      checks accepted in charts/pqbench/CHECKOV.md, and an accepted check that no longer
-#      fires fails too (stale acceptance);
+#      fires fails too (stale acceptance); the same on the objects the operator makes for two
+#      example campaigns (`crdgen --children`), against operator/CHECKOV.md;
 #   7. shellcheck on this script, scripts/images.sh, tests/e2e/kind/run.sh, .ci/run, scripts/timed,
 #      scripts/beside.sh and scripts/garage-install.sh, hadolint on the Dockerfile (the
 #      images are not built here: no Docker).
@@ -197,7 +198,8 @@ VARIANTS = {
                         "policy": {"allowedImages": ["registry.example.com/pqbench/"],
                                    "allowedEndpoints": ["https://s3.ap-southeast-2.amazonaws.com"]}},
     # The explicit opt-in to every namespace.
-    "cluster-wide": {"clusterWide": True, "podMonitor": {"enabled": True}},
+    "cluster-wide": {"clusterWide": True, "podMonitor": {"enabled": True},
+                     "campaignDefaults": {"secretsTtlSecondsAfterFinished": 0}},
     # The dashboard with its PodMonitor, where kube-prometheus-stack looks for them.
     "dashboard": {
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring",
@@ -336,7 +338,8 @@ with helm.Chart.load(str(chart_dir)) as chart:
                 {"podMonitor": {"namespaceSelector": {"matchLabels": {"a": "b"}}}},
                 {"grafanaDashboard": {"labels": {"grafana_dashboard": 1}}},
                 {"watchNamespace": "campaigns"}, {"watchNamespaces": ["Not_A_Namespace"]},
-                {"clusterWide": "yes"}, {"policy": {"allowedEndpoints": ["s3.example.com/path"]}}):
+                {"clusterWide": "yes"}, {"policy": {"allowedEndpoints": ["s3.example.com/path"]}},
+                {"campaignDefaults": {"secretsTtlSecondsAfterFinished": -1}}):
         try:
             chart.validate_schema(bad)
             fail(f"values.schema.json accepted invalid values {bad}")
@@ -404,6 +407,13 @@ with helm.Chart.load(str(chart_dir)) as chart:
                         want = ",".join(vals.get("policy", {}).get(key, []))
                         if env.get(var, {}).get("value", "") != want:
                             fail(f"{name}: {var} is not policy.{key}")
+                    ttl = vals.get("campaignDefaults", {}).get("secretsTtlSecondsAfterFinished", 3600)
+                    if env.get("PQBENCH_SECRETS_TTL_SECONDS", {}).get("value") != str(ttl):
+                        fail(f"{name}: PQBENCH_SECRETS_TTL_SECONDS is not campaignDefaults.secretsTtlSecondsAfterFinished ({ttl})")
+                    except_ = vals.get("networkPolicy", {}).get("externalS3", {}).get(
+                        "except", ["169.254.169.254/32", "fd00:ec2::254/128"])
+                    if env.get("PQBENCH_EGRESS_EXCEPT", {}).get("value") != ",".join(except_):
+                        fail(f"{name}: PQBENCH_EGRESS_EXCEPT is not networkPolicy.externalS3.except")
                     if vals.get("clusterWide"):
                         if "--all-namespaces" not in c.get("args", []) or "PQBENCH_WATCH_NAMESPACE" in env:
                             fail(f"{name}: clusterWide without --all-namespaces (or with PQBENCH_WATCH_NAMESPACE)")
@@ -458,32 +468,50 @@ for kv in "${KUBE_VERSIONS[@]}"; do
     echo "  Kubernetes $kv: $(grep -c '^INFO .* passed' "$log") objects valid"
 done
 
-say "checkov --framework kubernetes"
-mapfile -t accepted < <(sed -n 's/^| *\(CKV[0-9]*_[A-Z0-9]*_[0-9]*\) *|.*/\1/p' "$CHART/CHECKOV.md")
-accepted_csv=$(
-    IFS=,
-    echo "${accepted[*]}"
-)
-echo "  accepted (charts/pqbench/CHECKOV.md): ${accepted_csv:-none}"
-checkov_args=(--framework kubernetes --skip-download --quiet --compact -d "$RENDER")
-rc=0
-if [ -n "$accepted_csv" ]; then
-    checkov "${checkov_args[@]}" --skip-check "$accepted_csv" >"$OUT/checkov.log" 2>&1 || rc=$?
-else
-    checkov "${checkov_args[@]}" >"$OUT/checkov.log" 2>&1 || rc=$?
-fi
-cat "$OUT/checkov.log"
-[ $rc -eq 0 ] ||
-    die "checkov found what charts/pqbench/CHECKOV.md does not accept: fix the chart, or accept the check there with a reason"
-grep -q 'Passed checks: [1-9]' "$OUT/checkov.log" || die "checkov checked nothing (log: $OUT/checkov.log)"
-# Every accepted check must still fire somewhere, or its acceptance is stale.
-for id in "${accepted[@]}"; do
-    n=$(checkov --framework kubernetes --skip-download --quiet --compact --soft-fail -d "$RENDER" --check "$id" -o json 2>/dev/null |
-        "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d if isinstance(d,list) else [d]; print(sum(len(r["results"]["failed_checks"]) for r in d))') ||
-        die "checkov --check $id did not run"
-    [ "$n" -gt 0 ] || die "$id is accepted in charts/pqbench/CHECKOV.md but no longer fires: remove it there"
-    echo "  $id: $n accepted finding(s)"
-done
+# checkov on DIR: any finding fails except the checks accepted in the table of MD (read
+# from its `| CKV_... |` rows); an accepted check that no longer fires in DIR fails too.
+# Sets `accepted` (the IDs).
+scan() {
+    local dir=$1 md=$2 log=$3 accepted_csv rc id n
+    mapfile -t accepted < <(sed -n 's/^| *\(CKV[0-9]*_[A-Z0-9]*_[0-9]*\) *|.*/\1/p' "$md")
+    accepted_csv=$(
+        IFS=,
+        echo "${accepted[*]}"
+    )
+    echo "  accepted ($md): ${accepted_csv:-none}"
+    local args=(--framework kubernetes --skip-download --quiet --compact -d "$dir")
+    rc=0
+    if [ -n "$accepted_csv" ]; then
+        checkov "${args[@]}" --skip-check "$accepted_csv" >"$log" 2>&1 || rc=$?
+    else
+        checkov "${args[@]}" >"$log" 2>&1 || rc=$?
+    fi
+    cat "$log"
+    [ $rc -eq 0 ] ||
+        die "checkov found in $dir what $md does not accept: fix it, or accept the check there with a reason"
+    grep -q 'Passed checks: [1-9]' "$log" || die "checkov checked nothing (log: $log)"
+    # Every accepted check must still fire somewhere, or its acceptance is stale.
+    for id in "${accepted[@]}"; do
+        n=$(checkov --framework kubernetes --skip-download --quiet --compact --soft-fail -d "$dir" --check "$id" -o json 2>/dev/null |
+            "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d if isinstance(d,list) else [d]; print(sum(len(r["results"]["failed_checks"]) for r in d))') ||
+            die "checkov --check $id did not run"
+        [ "$n" -gt 0 ] || die "$id is accepted in $md but no longer fires: remove it there"
+        echo "  $id: $n accepted finding(s)"
+    done
+}
+
+say "checkov --framework kubernetes: the chart"
+scan "$RENDER" "$CHART/CHECKOV.md" "$OUT/checkov.log"
+chart_accepted=${#accepted[@]}
+
+say "checkov --framework kubernetes: what the operator makes for a campaign"
+# Every child of two example campaigns but their Secrets (`crdgen --children`): the worker
+# and analysis Jobs, MinIO's StatefulSet and Service, the campaign's NetworkPolicies.
+CHILDREN=$OUT/children
+rm -rf "$CHILDREN"
+cargo run -q -p operator --bin crdgen -- --children "$CHILDREN" || die "crdgen --children"
+scan "$CHILDREN" operator/CHECKOV.md "$OUT/checkov-children.log"
+children_accepted=${#accepted[@]}
 
 say "shellcheck, hadolint"
 shellcheck --version | sed -n 's/^version: /  shellcheck /p'
@@ -492,4 +520,4 @@ shellcheck scripts/chart-check.sh scripts/images.sh tests/e2e/kind/run.sh .ci/ru
 echo "  $(hadolint --version)"
 hadolint Dockerfile || die "hadolint Dockerfile"
 
-say "OK: lint, ${#files[@]} objects valid for Kubernetes ${KUBE_VERSIONS[*]}, checkov clean but for ${#accepted[@]} accepted check(s), shellcheck and hadolint clean"
+say "OK: lint, ${#files[@]} objects valid for Kubernetes ${KUBE_VERSIONS[*]}, checkov clean but for $chart_accepted accepted check(s) on the chart and $children_accepted on the campaigns' children, shellcheck and hadolint clean"

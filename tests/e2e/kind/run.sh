@@ -16,6 +16,9 @@
 #   timeout: 30m      how long to wait for it (default 10m)
 #   message: TEXT     status.message must contain TEXT (case-insensitive)
 #   verdicts: true    status.verdicts and status.verdictSummary must be set
+#   fenced: true      the campaign's NetworkPolicies exist (<name>-minio, <name>-workers), no
+#                     pod of it takes a Secret through its environment but MinIO, and
+#                     status.images holds resolved digests (sha256)
 #   reject: TEXT      `kubectl apply` must fail with TEXT in its error
 #   patch: JSON       a merge patch applied after the campaign is accepted...
 #   patch-reject: T   ...which must fail with T in its error
@@ -245,6 +248,27 @@ run_scenario() {
         echo "   verdicts: $summary"
         while IFS= read -r row; do echo "     $row"; done <<<"$rows"
         echo "   results: $(k -n "$ns" get bc "$name" -o jsonpath='{.status.results}')"
+    fi
+    if [ "$(expect "$s" fenced)" = true ]; then
+        local np refs images
+        for np in "$name-minio" "$name-workers"; do
+            k -n "$ns" get networkpolicy "$np" >/dev/null || {
+                echo "   no NetworkPolicy $np" >&2
+                return 1
+            }
+        done
+        refs=$(k -n "$ns" get jobs -l "pqbench.io/campaign=$name" \
+            -o jsonpath='{range .items[*].spec.template.spec.containers[*].env[*]}{.valueFrom.secretKeyRef.name}{"\n"}{end}' | grep -v '^$' || true)
+        [ -z "$refs" ] || {
+            echo "   Job pods take Secrets through their environment: $refs" >&2
+            return 1
+        }
+        images=$(k -n "$ns" get bc "$name" -o jsonpath='{range .status.images[*]}{.image} {.imageID}{"\n"}{end}')
+        grep -q '@sha256:' <<<"$images" || {
+            echo "   status.images holds no resolved digest: $images" >&2
+            return 1
+        }
+        echo "   fenced; images: $(tr '\n' ' ' <<<"$images")"
     fi
 }
 
