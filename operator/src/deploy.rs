@@ -307,6 +307,30 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
     Ok(s)
 }
 
+/// MinIO as a campaign on its own MinIO gets it (`None` with an external server): its
+/// settings, with `server.cpus` as whole CPUs (requests = limits, Guaranteed QoS), and its
+/// placement on the server node group.
+pub fn server_pods(
+    c: &BenchmarkCampaign,
+) -> Result<Option<(campaign::cluster::MinioServer, Placement)>> {
+    let sp = &c.spec.server;
+    if sp.external.is_some() {
+        return Ok(None);
+    }
+    let placement = Placement::new(
+        &sp.node_group,
+        sp.node_selector.as_ref(),
+        &sp.tolerations,
+        sp.affinity.as_ref(),
+        "spec.server.affinity",
+    )?;
+    let mut minio = sp.minio.clone().unwrap_or_default();
+    if let Some(n) = sp.cpus.as_ref().and_then(campaign::placement::Cpus::count) {
+        minio.resources = Some(crate::resources::guaranteed(minio.resources.as_ref(), n));
+    }
+    Ok(Some((minio, placement)))
+}
+
 /// What every worker pod of a campaign gets (image, processes, resources, Secrets by
 /// reference, the recipient key types, the deadline) and where it is placed: the client
 /// node group. `default_image` is the operator's when the campaign names none.

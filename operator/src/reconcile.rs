@@ -32,7 +32,7 @@ use crate::api::{BenchmarkCampaign, Phase};
 use crate::deploy;
 use crate::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
 use crate::ownership::{self, Holder};
-use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, Placement, SECRET_KEY};
+use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, SECRET_KEY};
 use crate::results::{self, ResultsStore};
 use crate::step::{self, Action, Decision, Facts, JobState};
 use crate::{Error, Result};
@@ -524,21 +524,7 @@ async fn act(
                 &ctx.config.egress_except,
             );
             create_child(&nps, &fence, owner).await?;
-            if let Some(minio) = c
-                .spec
-                .server
-                .external
-                .is_none()
-                .then(|| c.spec.server.minio.clone().unwrap_or_default())
-            {
-                let sp = &c.spec.server;
-                let placement = Placement::new(
-                    &sp.node_group,
-                    sp.node_selector.as_ref(),
-                    &sp.tolerations,
-                    sp.affinity.as_ref(),
-                    "spec.server.affinity",
-                )?;
+            if let Some((minio, placement)) = deploy::server_pods(c)? {
                 let svc: Api<Service> = Api::namespaced(client.clone(), ns);
                 create_child(&svc, &resources::minio_service(owner), owner).await?;
                 let fence = resources::minio_network_policy(
@@ -547,17 +533,6 @@ async fn act(
                 );
                 create_child(&nps, &fence, owner).await?;
                 let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
-                // server.cpus: whole CPUs, requests = limits (Guaranteed QoS).
-                let mut minio = minio;
-                if let Some(n) = c
-                    .spec
-                    .server
-                    .cpus
-                    .as_ref()
-                    .and_then(campaign::placement::Cpus::count)
-                {
-                    minio.resources = Some(resources::guaranteed(minio.resources.as_ref(), n));
-                }
                 let set = resources::minio_statefulset(
                     owner,
                     &minio,

@@ -351,16 +351,7 @@ pub fn children(
         value("the worker Job", serde_json::to_value(worker))?,
         value("the analysis Job", serde_json::to_value(analysis))?,
     ];
-    if c.spec.server.external.is_none() {
-        let sp = &c.spec.server;
-        let placement = Placement::new(
-            &sp.node_group,
-            sp.node_selector.as_ref(),
-            &sp.tolerations,
-            sp.affinity.as_ref(),
-            "spec.server.affinity",
-        )?;
-        let minio = sp.minio.clone().unwrap_or_default();
+    if let Some((minio, placement)) = deploy::server_pods(c)? {
         let set = minio_statefulset(&o, &minio, placement, node_exporter_image);
         out.push(value(
             "MinIO's Service",
