@@ -231,7 +231,8 @@ pub const METADATA_ADDRESSES: [&str; 2] = ["169.254.169.254/32", "fd00:ec2::254/
 /// 53, UDP and TCP) and to `egress`: the campaign's MinIO pods on the S3 and node-exporter
 /// ports, each other host on its TCP port, as itself when an IP literal, else at any
 /// address but `except` (a NetworkPolicy cannot name a host by DNS; the instance metadata
-/// addresses by default). Ingress only to the metrics port (the chart's PodMonitor).
+/// addresses by default) or any pod of the cluster (a name may be a Service). Ingress only
+/// to the metrics port (the chart's PodMonitor).
 /// Enforced by a CNI that enforces NetworkPolicy.
 pub fn workers_network_policy(
     owner: &Owner,
@@ -278,9 +279,16 @@ pub fn workers_network_policy(
                 to: Some(match ip {
                     Some(std::net::IpAddr::V4(a)) => vec![block(format!("{a}/32"), Vec::new())],
                     Some(std::net::IpAddr::V6(a)) => vec![block(format!("{a}/128"), Vec::new())],
+                    // A name may be outside the cluster (the address blocks) or a
+                    // Service inside it, whose pods some CNIs (Cilium) never match by
+                    // address: any pod, on that port only.
                     None => vec![
                         block("0.0.0.0/0".into(), v4.clone()),
                         block("::/0".into(), v6.clone()),
+                        NetworkPolicyPeer {
+                            namespace_selector: Some(LabelSelector::default()),
+                            ..NetworkPolicyPeer::default()
+                        },
                     ],
                 }),
                 ports: Some(vec![port(i32::from(*p), "TCP")]),
@@ -1186,7 +1194,8 @@ mod network_policy_tests {
         let anywhere = |port: u16| {
             serde_json::json!({"to": [
                 {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}},
-                {"ipBlock": {"cidr": "::/0", "except": ["fd00:ec2::254/128"]}}],
+                {"ipBlock": {"cidr": "::/0", "except": ["fd00:ec2::254/128"]}},
+                {"namespaceSelector": {}}],
              "ports": [{"port": port, "protocol": "TCP"}]})
         };
         assert_eq!(egress.as_array().unwrap().len(), 4, "{egress:#}");
