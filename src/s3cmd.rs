@@ -224,10 +224,16 @@ fn progress(label: &'static str) -> impl FnMut(Event) + Send {
     }
 }
 
-fn print_stats(st: &s3::OpStats) {
+/// The stage timings and counts of a put or get, in the words of its format: v1's
+/// manifest, v2's header.
+fn print_stats(st: &s3::OpStats, format: envelope::Format) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let envelope_name = match format {
+        envelope::Format::V1 => "manifest",
+        envelope::Format::V2 => "header",
+    };
     println!(
-        "stages µs       key establishment {:.1}, key derivation {:.1}, aead {:.1}, manifest {:.1}, storage {:.1}",
+        "stages µs       key establishment {:.1}, key derivation {:.1}, aead {:.1}, {envelope_name} {:.1}, storage {:.1}",
         us(st.key_establishment),
         us(st.key_derivation),
         us(st.aead),
@@ -235,7 +241,7 @@ fn print_stats(st: &s3::OpStats) {
         us(st.storage)
     );
     println!(
-        "total µs        {:.1} ({:.1} outside the stages); {} S3 requests, {} B sent, {} B received, manifest {} B",
+        "total µs        {:.1} ({:.1} outside the stages); {} S3 requests, {} B sent, {} B received, {envelope_name} {} B",
         us(st.total),
         us(st.unaccounted()),
         st.s3_requests,
@@ -282,7 +288,7 @@ pub(crate) fn put(a: PutArgs) -> Result<()> {
             }
         }
         println!("{version}");
-        print_stats(&out.stats);
+        print_stats(&out.stats, writer.format());
         if a.verify {
             println!(
                 "verified        {} read back",
@@ -355,7 +361,7 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
             got.plaintext_size,
             a.out.display()
         );
-        print_stats(&got.stats);
+        print_stats(&got.stats, reader.format());
         Ok(())
     })
 }

@@ -762,6 +762,14 @@ fn format_v2_put_get_seal_open_inspect() {
         let version = out.lines().next().expect("version").to_owned();
         assert!(out.contains("1 S3 requests"), "one PutObject: {out}");
         assert!(out.contains("object.v2 size and header"), "{out}");
+        // v2 speaks of its header, never of a manifest.
+        // 91 + Σ (86 + Nenc): ML-KEM-768 alone; ML-KEM-768 and X-Wing (FORMAT-v2.md §4).
+        let n = if header == "metadata" { 1265 } else { 2471 };
+        assert!(out.contains(&format!("B received, header {n} B")), "{out}");
+        assert!(
+            out.contains(", header ") && !out.contains("manifest"),
+            "{out}"
+        );
         let ls = ok(
             &with_env(&srv, &["ls", "--bucket", "cli-bucket", "--key", &key]),
             "ls",
@@ -782,6 +790,7 @@ fn format_v2_put_get_seal_open_inspect() {
             get.extend(["--out", s(&dest)]);
             let out = ok(&with_env(&srv, &get), "get v2");
             assert!(out.contains("1 S3 requests"), "one GetObject: {out}");
+            assert!(!out.contains("manifest"), "{out}");
             assert!(std::fs::read(&dest).expect("out") == data);
         }
         let dest = t.join("stranger.bin");
@@ -798,6 +807,25 @@ fn format_v2_put_get_seal_open_inspect() {
         get.extend(["--out", s(&dest)]);
         let e = err(&with_env(&srv, &get), "get v2 by a stranger");
         assert!(e.contains("decryption failed"), "{e}");
+        // A version that is not there: named by v2's object, not v1's manifest.
+        let mut get = vec![
+            "get",
+            "--bucket",
+            "cli-bucket",
+            "--key",
+            &key,
+            "--format",
+            "v2",
+            "--version",
+            "01937f3c-7b5e-7cc2-9d4e-6a1b2c3d4e5f",
+        ];
+        get.extend(a.open.iter().map(String::as_str));
+        get.extend(["--out", s(&dest)]);
+        let e = err(&with_env(&srv, &get), "get v2 of a missing version");
+        assert!(
+            e.contains("is not committed (no object.v2) or does not exist"),
+            "{e}"
+        );
         assert!(!dest.exists(), "nothing written");
     }
 

@@ -1003,3 +1003,170 @@ fn run_records_open_in_pyarrow_polars_and_duckdb() {
     assert!(seen["sample_rows"].as_i64().expect("samples") >= 3);
     assert_eq!(seen["sample_time_type"], "timestamp[ns, tz=UTC]");
 }
+
+/// FORMAT-v2.md §4 "Errors", held by both readers: `pqbench open --format v2` (a process)
+/// and the Python reader written from the text refuse each tampered object in the same
+/// class: a structure check (public bytes) names itself, in the binary as "object header
+/// rejected: <check>", in Python as "refused: header: ..."; the identity, the reader's
+/// entry, the unwrap, the commitment, the body's length and the chunks are one opaque
+/// error, the binary's message the same for every such case.
+#[test]
+fn both_v2_readers_fail_each_check_in_the_class_section_4_gives_it() {
+    use base64::Engine as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let s = |p: &std::path::Path| p.to_str().expect("utf8").to_owned();
+    let (keys, other) = (t.join("keys"), t.join("other"));
+    for k in [&keys, &other] {
+        let o = pqbench(&["keygen", "--mode", "ml-kem-768", "--out", &s(k)]);
+        assert!(o.status.success(), "keygen");
+    }
+    let input = t.join("in.bin");
+    std::fs::write(&input, vec![7u8; 5000]).expect("write");
+    let root = t.join("objects");
+    let o = pqbench(&[
+        "seal",
+        "--format",
+        "v2",
+        "--tenant",
+        "tn",
+        "--bucket",
+        "bk",
+        "--key",
+        "doc",
+        "--in",
+        &s(&input),
+        "--out",
+        &s(&root),
+        "--recipient",
+        &s(&keys.join("recipient.pub")),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let version = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let good = std::fs::read(root.join(format!("doc.pqcs/{version}/object.v2"))).expect("object");
+    let hlen = u32::from_be_bytes(good[4..8].try_into().expect("len")) as usize;
+    let secret_hex = |dir: &std::path::Path| {
+        let f: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("recipient.key")).expect("key"))
+                .expect("json");
+        hex::encode(
+            base64::engine::general_purpose::STANDARD
+                .decode(f["key"].as_str().expect("key"))
+                .expect("b64"),
+        )
+    };
+    // Both readers on `bytes` as the object, asked for `key` with the secret in `dir`.
+    let read = |bytes: &[u8], key: &str, dir: &std::path::Path| {
+        let obj = root.join(format!("{key}.pqcs/{version}/object.v2"));
+        std::fs::create_dir_all(obj.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&obj, bytes).expect("write");
+        let out = t.join("out.bin");
+        let bin = pqbench(&[
+            "open",
+            "--format",
+            "v2",
+            "--tenant",
+            "tn",
+            "--bucket",
+            "bk",
+            "--key",
+            key,
+            "--version",
+            &version,
+            "--in",
+            &s(&root),
+            "--out",
+            &s(&out),
+            "--secret",
+            &s(&dir.join("recipient.key")),
+        ]);
+        assert!(
+            !bin.status.success() && !out.exists(),
+            "the binary accepted it"
+        );
+        let py = Command::new(python())
+            .arg(interop_dir().join("pqreader2.py"))
+            .arg(&obj)
+            .args(["prefix", "-", "tn", "bk", key, &version, "0041"])
+            .arg(secret_hex(dir))
+            .output()
+            .expect("run pqreader2.py");
+        assert!(!py.status.success(), "the Python reader accepted it");
+        (
+            String::from_utf8_lossy(&bin.stderr).into_owned(),
+            String::from_utf8_lossy(&py.stderr).trim().to_owned(),
+        )
+    };
+    let edit = |at: usize, with: &[u8]| {
+        let mut b = good.clone();
+        b[at..at + with.len()].copy_from_slice(with);
+        b
+    };
+    let flip = |at: usize| edit(at, &[good[at] ^ 1]);
+    for (what, bytes, needle) in [
+        ("magic", edit(0, b"PQB3"), "magic is not PQB2"),
+        ("version", edit(8, &[3]), "version is not 2"),
+        (
+            "reserved flags",
+            edit(9, &[good[9] | 0b100]),
+            "reserved flag bits are set",
+        ),
+        ("suite", edit(10, &[0, 2]), "kdf_id/aead_id are not"),
+        (
+            "chunk_size",
+            edit(54, &[0, 0x10, 0, 0]),
+            "chunk_size is not 4194304",
+        ),
+        (
+            "recipient_count",
+            edit(90, &[0]),
+            "recipient_count is not 1..16",
+        ),
+        (
+            "kem_id",
+            edit(91, &[0x12, 0x34]),
+            "recipient 0: unknown kem_id",
+        ),
+        (
+            "mixed flag",
+            edit(9, &[good[9] | 1]),
+            "the mixed-strength flag does not match",
+        ),
+    ] {
+        let (bin, py) = read(&bytes, "doc", &keys);
+        assert!(
+            bin.contains(&format!("object header rejected: {needle}")),
+            "{what}: {bin}"
+        );
+        assert!(py.starts_with("refused: header: "), "{what}: {py}");
+    }
+    let opaque =
+        "decryption failed: the object is corrupt, was tampered with, or is not for this key";
+    let mut longer = good.clone();
+    longer.push(0);
+    let mut messages = std::collections::BTreeSet::new();
+    for (what, bytes, key, dir) in [
+        ("another identity", good.clone(), "other-doc", &keys),
+        ("not a recipient", good.clone(), "doc", &other),
+        ("enc", flip(91 + 36), "doc", &keys),
+        ("wrapped", flip(hlen - 1), "doc", &keys),
+        ("commitment", flip(58), "doc", &keys),
+        ("chunk", flip(hlen + 10), "doc", &keys),
+        ("truncated", good[..good.len() - 1].to_vec(), "doc", &keys),
+        ("extended", longer.clone(), "doc", &keys),
+    ] {
+        let (bin, py) = read(&bytes, key, dir);
+        assert!(
+            bin.contains(opaque) && !bin.contains("header rejected"),
+            "{what}: {bin}"
+        );
+        assert_eq!(py, "refused: decryption failed", "{what}");
+        // The same message but for the object's path, which names the key asked for.
+        messages.insert(bin.replace(key, "KEY"));
+    }
+    assert_eq!(
+        messages.len(),
+        1,
+        "one message for every opaque failure: {messages:?}"
+    );
+}

@@ -141,6 +141,10 @@ pub enum Error {
     /// The manifest is malformed or inconsistent (public data only; says what is wrong).
     #[error("manifest rejected: {0}")]
     Manifest(String),
+    /// A format v2 object's header fails a structure check (FORMAT-v2.md §4, checks 1-3
+    /// and 5: public bytes only, before any key is used; says which check).
+    #[error("object header rejected: {0}")]
+    Header(String),
     /// The object's mode is not the one the reader expects (no downgrade).
     #[error("mode mismatch: the reader expects {expected} but the object says {found:?}")]
     ModeMismatch {
@@ -204,6 +208,7 @@ impl Error {
         match self {
             Error::Decrypt => "decrypt",
             Error::Manifest(_) => "manifest",
+            Error::Header(_) => "header",
             Error::ModeMismatch { .. } => "mode_mismatch",
             Error::IdentityMismatch { .. } => "identity_mismatch",
             Error::WrongRecipient { .. } => "wrong_recipient",

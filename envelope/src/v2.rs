@@ -6,8 +6,12 @@
 //! checks the header against the identity the reader asked for (§4), unwraps the
 //! data key with the reader's entry (§5), checks the commitment before any chunk (§5), and
 //! opens the chunks one at a time (§6). [`Sender`] and [`Receiver`] hold the keys;
-//! [`seal`] and [`open`] do the same in memory. Every failure after parsing is the opaque [`Error::Decrypt`];
-//! a header that does not parse is [`Error::Manifest`] (public data, says what is wrong).
+//! [`seal`] and [`open`] do the same in memory.
+//!
+//! Errors (§4 "Errors"): a header that fails a structure check (checks 1-3 and 5: public
+//! bytes, before any key is used) is [`Error::Header`], naming the check; the identity
+//! (check 4), the reader's entry, the unwrap, the commitment, the body's length and every
+//! chunk are the one opaque [`Error::Decrypt`].
 
 use std::time::Instant;
 
@@ -266,7 +270,7 @@ impl Header {
 }
 
 fn bad(what: &str) -> Error {
-    Error::Manifest(format!("v2 header: {what}"))
+    Error::Header(what.to_owned())
 }
 
 struct Reader<'a> {
@@ -575,7 +579,7 @@ pub fn encode_metadata(header: &[u8]) -> String {
 }
 
 /// The header in a metadata entry's value: canonical padded base64 (v1's rule) of at most
-/// [`MAX_HEADER`] bytes (§4 check 1); anything else is [`Error::Manifest`].
+/// [`MAX_HEADER`] bytes (§4 check 1); anything else is [`Error::Header`].
 pub fn decode_metadata(value: &str) -> Result<Vec<u8>> {
     use base64::Engine as _;
     if value.len() > MAX_HEADER.div_ceil(3) * 4 {
@@ -807,8 +811,8 @@ impl Opener {
     /// Checks `header` (exactly the header's bytes: the decoded metadata entry, or the
     /// body's first [`announced_len`] bytes) as found in `found` against the identity `id`
     /// the reader asked for, unwraps the data key with `key`'s entry and checks the
-    /// commitment (§4, §5). A header that does not parse is [`Error::Manifest`]; every
-    /// later failure is the opaque [`Error::Decrypt`].
+    /// commitment (§4, §5). A structure check that fails is [`Error::Header`]; the identity,
+    /// the reader's entry and every later failure are the opaque [`Error::Decrypt`].
     pub fn new(id: &ObjectId, key: &PrivateKey, header: &[u8], found: Placement) -> Result<Self> {
         let key_id = sha256(key.backend(), key.public());
         Self::with_key_id(id, key, &key_id, header, found)

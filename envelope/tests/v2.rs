@@ -378,7 +378,7 @@ fn tampering_is_refused() {
             for k in [&a, &b] {
                 let r = v2::open(oid, &private(backend, k), header, *found, chunks);
                 assert!(
-                    matches!(r, Err(Error::Decrypt | Error::Manifest(_))),
+                    matches!(r, Err(Error::Decrypt | Error::Header(_))),
                     "{what} on {backend}: {:?}",
                     r.map(|p| p.len())
                 );
@@ -560,7 +560,7 @@ fn an_opener_refuses_trailing_header_bytes_and_a_missing_final_chunk() {
     longer.push(0);
     assert!(matches!(
         v2::Opener::new(&id(), &sk, &longer, Placement::Prefix),
-        Err(Error::Manifest(_))
+        Err(Error::Header(_))
     ));
     let mut opener = v2::Opener::new(&id(), &sk, &sealed.header, Placement::Prefix).unwrap();
     let n = opener.next_chunk_len().unwrap();
@@ -572,4 +572,178 @@ fn an_opener_refuses_trailing_header_bytes_and_a_missing_final_chunk() {
     let mut bad = start;
     bad[4..8].copy_from_slice(&70_000u32.to_be_bytes());
     assert!(v2::announced_len(&bad).is_err());
+}
+
+/// §4 "Errors": a structure check that fails (checks 1-3 and 5, public bytes, before any
+/// key is used) is `Error::Header` naming the check; the identity, the reader's entry, the
+/// unwrap, the commitment, the body's length and the chunks are the one opaque
+/// `Error::Decrypt`. One case per check, each pinned to its class and message.
+#[test]
+fn errors_fall_in_the_two_classes_of_section_4() {
+    let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&a]),
+        false,
+        Placement::Prefix,
+        &plaintext(5000),
+        &mut rng(),
+    )
+    .unwrap();
+    let h = &s.header;
+    let edit = |at: usize, bytes: &[u8]| {
+        let mut t = h.clone();
+        t[at..at + bytes.len()].copy_from_slice(bytes);
+        t
+    };
+    let mut dup = h.clone();
+    dup.extend_from_slice(&h[91..]);
+    dup[90] = 2;
+    let len = u32::try_from(dup.len()).unwrap();
+    dup[4..8].copy_from_slice(&len.to_be_bytes());
+    let header_cases: Vec<(&str, Vec<u8>, Placement, &str)> = vec![
+        (
+            "1 magic",
+            edit(0, b"PQB3"),
+            Placement::Prefix,
+            "magic is not PQB2",
+        ),
+        (
+            "1 header_len",
+            edit(4, &70_000u32.to_be_bytes()),
+            Placement::Prefix,
+            "header_len 70000 exceeds",
+        ),
+        (
+            "2 version",
+            edit(8, &[3]),
+            Placement::Prefix,
+            "version is not 2",
+        ),
+        (
+            "2 reserved flags",
+            edit(9, &[0b110]),
+            Placement::Prefix,
+            "reserved flag bits are set",
+        ),
+        (
+            "2 placement",
+            h.clone(),
+            Placement::Metadata,
+            "placement flag does not say where it was found",
+        ),
+        (
+            "3 suite",
+            edit(10, &[0, 2]),
+            Placement::Prefix,
+            "kdf_id/aead_id are not",
+        ),
+        (
+            "3 chunk_size",
+            edit(54, &[0, 0x10, 0, 0]),
+            Placement::Prefix,
+            "chunk_size is not 4194304",
+        ),
+        (
+            "3 plaintext_size",
+            edit(46, &u64::MAX.to_be_bytes()),
+            Placement::Prefix,
+            "plaintext_size above 2^53 - 1",
+        ),
+        (
+            "5 recipient_count",
+            edit(90, &[0]),
+            Placement::Prefix,
+            "recipient_count is not 1..16",
+        ),
+        (
+            "5 kem_id",
+            edit(91, &[0x12, 0x34]),
+            Placement::Prefix,
+            "recipient 0: unknown kem_id",
+        ),
+        (
+            "5 key_id twice",
+            dup,
+            Placement::Prefix,
+            "recipient 1: key_id listed twice",
+        ),
+        (
+            "5 mixed flag",
+            edit(9, &[0b11]),
+            Placement::Prefix,
+            "mixed-strength flag does not match",
+        ),
+    ];
+    let sk = private(Backend::AwsLc, &a);
+    for (what, header, found, needle) in header_cases {
+        match v2::open(&id(), &sk, &header, found, &s.chunks) {
+            Err(Error::Header(m)) => assert!(m.contains(needle), "{what}: {m}"),
+            other => panic!("{what}: {:?}", other.map(|p| p.len())),
+        }
+    }
+    let other_id = ObjectId::new("tenant-b", "bucket", "reports/2026.csv", &id().version).unwrap();
+    let wrapped_at = h.len() - 48;
+    let mut longer = s.chunks.clone();
+    longer.push(0);
+    // (what, identity asked for, reader's key, header, chunks)
+    type Opaque<'a> = (&'a str, ObjectId, &'a Key, Vec<u8>, Vec<u8>);
+    let opaque_cases: Vec<Opaque> = vec![
+        ("4 identity", other_id, &a, h.clone(), s.chunks.clone()),
+        ("not a recipient", id(), &b, h.clone(), s.chunks.clone()),
+        (
+            "unwrap: enc",
+            id(),
+            &a,
+            edit(91 + 36, &[h[127] ^ 1]),
+            s.chunks.clone(),
+        ),
+        (
+            "unwrap: wrapped",
+            id(),
+            &a,
+            edit(wrapped_at, &[h[wrapped_at] ^ 1]),
+            s.chunks.clone(),
+        ),
+        (
+            "commitment",
+            id(),
+            &a,
+            edit(58, &[h[58] ^ 1]),
+            s.chunks.clone(),
+        ),
+        ("6 body length", id(), &a, h.clone(), longer),
+        (
+            "6 truncated",
+            id(),
+            &a,
+            h.clone(),
+            s.chunks[..s.chunks.len() - 1].to_vec(),
+        ),
+        ("chunk", id(), &a, h.clone(), {
+            let mut c = s.chunks.clone();
+            c[10] ^= 1;
+            c
+        }),
+    ];
+    for (what, oid, k, header, chunks) in opaque_cases {
+        let r = v2::open(
+            &oid,
+            &private(Backend::AwsLc, k),
+            &header,
+            Placement::Prefix,
+            &chunks,
+        );
+        assert!(
+            matches!(r, Err(Error::Decrypt)),
+            "{what}: {:?}",
+            r.map(|p| p.len())
+        );
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "decryption failed: the object is corrupt, was tampered with, or is not for this key",
+            "{what}: one message for every opaque failure"
+        );
+    }
 }

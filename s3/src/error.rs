@@ -91,10 +91,10 @@ pub enum Error {
         /// The full error chain, for people.
         detail: String,
     },
-    /// The version is not committed (no `manifest.json`) or does not exist.
+    /// The version is not committed (no `manifest.json` in format v1, no `object.v2` in
+    /// format v2) or does not exist.
     #[error(
-        "s3://{bucket}/{key}: version {version} is not committed (no {}) or does not exist",
-        envelope::layout::MANIFEST_NAME
+        "s3://{bucket}/{key}: version {version} is not committed (no {record}) or does not exist"
     )]
     NotCommitted {
         /// The bucket.
@@ -103,6 +103,9 @@ pub enum Error {
         key: String,
         /// The version asked for.
         version: String,
+        /// The object whose absence says so: `manifest.json` (v1), `object.v2` (v2), or
+        /// both names when either would do.
+        record: &'static str,
     },
     /// Read-back verification found a stored version that differs from what was written.
     #[error("verification of s3://{bucket}/{key} version {version} failed: {reason}")]

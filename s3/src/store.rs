@@ -228,22 +228,30 @@ impl Store {
         &self.s3
     }
 
-    /// `r`, with S3's NotFound for a version's commit record said as [`Error::NotCommitted`].
-    fn committed<T>(&self, r: Result<T>, key: &str, version: &str) -> Result<T> {
+    /// `r`, with S3's NotFound for a version's commit record (`record`: its file name) said
+    /// as [`Error::NotCommitted`].
+    fn committed<T>(
+        &self,
+        r: Result<T>,
+        key: &str,
+        version: &str,
+        record: &'static str,
+    ) -> Result<T> {
         r.map_err(|err| {
             if err.s3_class() == Some(S3Class::NotFound) {
-                self.not_committed(key, version)
+                self.not_committed(key, version, record)
             } else {
                 err
             }
         })
     }
 
-    fn not_committed(&self, key: &str, version: &str) -> Error {
+    fn not_committed(&self, key: &str, version: &str, record: &'static str) -> Error {
         Error::NotCommitted {
             bucket: self.bucket.clone(),
             key: key.into(),
             version: version.into(),
+            record,
         }
     }
 
@@ -591,7 +599,7 @@ impl Store {
         let object_key = layout::object_v2_key(key, version);
         let body = timed(&mut st, "GetObject", async {
             let r = self.s3.get_object(&self.bucket, &object_key).await;
-            self.committed(r, key, version)
+            self.committed(r, key, version, layout::OBJECT_V2_NAME)
         })
         .await?;
         let mut stream = Stream {
@@ -628,7 +636,7 @@ impl Store {
         let limit = len_u64(envelope::MAX_MANIFEST_LEN);
         let r: Result<Bytes> = timed(st, "GetObject", async {
             let r = self.s3.get_object(&self.bucket, &manifest_key).await;
-            let mut body: Body = self.committed(r, key, version)?;
+            let mut body: Body = self.committed(r, key, version, layout::MANIFEST_NAME)?;
             let announced = body.content_length;
             if let Some(n) = announced.filter(|&n| n > limit) {
                 return Err(envelope::Manifest::too_large(n).into());
@@ -824,7 +832,7 @@ impl Store {
             }
         }
         if found.is_empty() {
-            return Err(self.not_committed(key, version));
+            return Err(self.not_committed(key, version, "manifest.json or object.v2"));
         }
         for k in &found {
             self.s3.delete_object(&self.bucket, k).await?;
@@ -941,6 +949,16 @@ pub enum Reader {
     V1(Receiver),
     /// Format v2 ([`Store::get_v2`]).
     V2(v2::Receiver),
+}
+
+impl Reader {
+    /// The format it reads.
+    pub fn format(&self) -> Format {
+        match self {
+            Self::V1(_) => Format::V1,
+            Self::V2(_) => Format::V2,
+        }
+    }
 }
 
 impl Writer {
@@ -1087,9 +1105,10 @@ impl Stream {
         }
         let mut header = Vec::new();
         self.fill(&mut header, 8).await?;
-        let start: [u8; 8] = header.as_slice().try_into().map_err(|_| {
-            envelope::Error::Manifest("v2 header: the object is shorter than a header".into())
-        })?;
+        let start: [u8; 8] = header
+            .as_slice()
+            .try_into()
+            .map_err(|_| envelope::Error::Header("the object is shorter than a header".into()))?;
         let n = v2::announced_len(&start)?;
         self.fill(&mut header, n).await?;
         Ok((header, Placement::Prefix))

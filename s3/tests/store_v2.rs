@@ -99,7 +99,7 @@ fn is_refused(r: &Result<(Vec<u8>, s3::GetOutcome), Error>) -> bool {
     matches!(
         r,
         Err(Error::Envelope(
-            envelope::Error::Decrypt | envelope::Error::Manifest(_)
+            envelope::Error::Decrypt | envelope::Error::Header(_)
         ))
     )
 }
@@ -503,7 +503,7 @@ fn tampered((kind, client): (Kind, S3ClientKind)) {
             matches!(
                 r,
                 Err(Error::Envelope(
-                    envelope::Error::Manifest(_) | envelope::Error::Decrypt
+                    envelope::Error::Header(_) | envelope::Error::Decrypt
                 ))
             ),
             "{r:?}"

@@ -8,7 +8,10 @@ commitment (§5) and the chunks (§6).
 PLACEMENT is `metadata` (HEADER_FILE holds the base64 entry value) or `prefix` (HEADER_FILE
 holds the body, which starts with the header; CHUNKS_FILE is then ignored and may be `-`).
 KEM is the registry id in hex (0020, 0041, 0042, 647a); SECRET_HEX the recipient's private
-key in pqbench's encoding. Prints the plaintext in hex, or exits 1 with one line on refusal.
+key in pqbench's encoding. Prints the plaintext in hex, or exits 1 with one line on refusal,
+in the two classes of FORMAT-v2.md §4 "Errors": `refused: header: <check>` for a structure
+check (public bytes, before any key is used), `refused: decryption failed` for everything
+else (identity, the reader's entry, unwrap, commitment, body length, chunks), one message.
 """
 import base64
 import hashlib
@@ -27,7 +30,14 @@ CHUNK = 4194304
 
 
 def refuse(why):
-    print(f"refused: {why}", file=sys.stderr)
+    """A structure check failed (§4 checks 1-3, 5): says which."""
+    print(f"refused: header: {why}", file=sys.stderr)
+    sys.exit(1)
+
+
+def opaque():
+    """Any later failure: the one opaque error."""
+    print("refused: decryption failed", file=sys.stderr)
     sys.exit(1)
 
 
@@ -105,10 +115,10 @@ def main(argv):
         refuse("placement flag")
     ident = identity_hash(tenant, bucket, key, version)
     if not hmac.compare_digest(ident, f["ident"]):
-        refuse("identity")
+        opaque()
     n = max(1, -(-f["size"] // CHUNK))
     if len(chunks) != f["size"] + 16 * n:
-        refuse("body length")
+        opaque()
     kem = int(kem_hex, 16)
     sk = hpke_keys(kem_hex, bytes.fromhex(secret_hex), True)
     pk = (sk.public_key().public_bytes_raw() if kem != 0x647A else
@@ -116,7 +126,7 @@ def main(argv):
     key_id = hashlib.sha256(pk).digest()
     mine = [e for e in f["entries"] if e[0] == kem and e[1] == key_id]
     if not mine:
-        refuse("not a recipient")
+        opaque()
     _, _, enc, wrapped = mine[0]
     suite, _ = hpke_suite(kem_hex)
     info = b"pqbench-envelope/2\0" + ident + key_id
@@ -124,10 +134,10 @@ def main(argv):
         dk = ro.hpke._decrypt_with_aad(suite, enc + wrapped, sk, info=info,
                                        aad=hashlib.sha256(f["fixed"]).digest())
     except Exception:
-        refuse("unwrap")
+        opaque()
     prk = hkdf_prk(ident, dk)
     if not hmac.compare_digest(hkdf_expand32(prk, b"pqbench-v2 commitment"), f["commitment"]):
-        refuse("commitment")
+        opaque()
     header_hash = hashlib.sha256(f["header"]).digest()
     k = AESGCM(hkdf_expand32(prk, b"pqbench-v2 data" + header_hash))
     out, at = b"", 0
@@ -137,7 +147,7 @@ def main(argv):
         try:
             out += k.decrypt(b"\0" * 4 + struct.pack(">Q", j), chunks[at:at + plain + 16], ad)
         except Exception:
-            refuse(f"chunk {j}")
+            opaque()
         at += plain + 16
     return out.hex()
 
