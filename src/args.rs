@@ -87,6 +87,12 @@ pub(crate) struct ReceiverArgs {
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
+    /// Refuse any object whose key establishment is not post-quantum: in v2, one with a
+    /// classical recipient entry (X25519), mixed strengths included, before any key is
+    /// used; in v1, a reader whose --expect-mode is not post-quantum (a v1 reader opens
+    /// only objects of its mode).
+    #[arg(long)]
+    require_pq: bool,
 }
 
 fn read_psk(path: Option<&Path>) -> Result<SecretKey> {
@@ -202,10 +208,14 @@ impl ReceiverArgs {
                     "format v2 needs --secret FILE (the secret key of one of the object's recipients)",
                 )?;
                 let sk = SecretKey::read_file(p)?;
-                Ok(Reader::V2(
-                    v2::Receiver::new(self.backend, &sk)
-                        .with_context(|| format!("--secret {}", p.display()))?,
-                ))
+                let r = v2::Receiver::new(self.backend, &sk)
+                    .with_context(|| format!("--secret {}", p.display()))?;
+                Ok(Reader::V2(if self.require_pq {
+                    r.requiring_pq()
+                        .with_context(|| format!("--secret {}", p.display()))?
+                } else {
+                    r
+                }))
             }
         }
     }
@@ -214,6 +224,12 @@ impl ReceiverArgs {
         let mode = self
             .expect_mode
             .context("format v1 needs --expect-mode (the mode the object must be in)")?;
+        if self.require_pq && !mode.post_quantum() {
+            bail!(
+                "--require-pq with --expect-mode {mode}: a v1 reader opens only objects of its \
+                 mode, and {mode} is not post-quantum key establishment"
+            );
+        }
         let sk = match mode.key_type() {
             KeyType::None => None,
             KeyType::Psk => Some(read_psk(self.psk.as_deref())?),

@@ -2157,3 +2157,107 @@ fn campaign_sessions_control_open_loop_two_processes() {
         "{drift:?}"
     );
 }
+
+/// `--require-pq` as a user gives it (issue 37): `open` and `get` of a v2 object that mixes
+/// ML-KEM-768 with X25519 (sealed with `--allow-mixed`) are refused naming the classical
+/// entry, nothing written; without the flag, and for an object whose recipients are all
+/// post-quantum, they open; a v1 reader of a classical mode cannot require it.
+#[test]
+fn require_pq_refuses_objects_with_a_classical_recipient() {
+    let _one_at_a_time = one_at_a_time();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let srv = serve(&t.join("s3"), &t.join("s3.env"));
+    let pq = keys(&t.join("kpq"), "ml-kem-768");
+    let hybrid = keys(&t.join("kxw"), "x-wing");
+    let classic = keys(&t.join("kx"), "x25519");
+    let input = t.join("in.bin");
+    std::fs::write(&input, b"require post-quantum").expect("write");
+    let root = t.join("local");
+    let seal = |key: &str, recipients: &[&Keys], mixed: bool| {
+        let mut a = vec!["seal", "--format", "v2", "--tenant", "t1", "--bucket", "b1"];
+        a.extend(["--key", key, "--in", s(&input), "--out", s(&root)]);
+        for r in recipients {
+            a.extend(r.seal.iter().map(String::as_str));
+        }
+        if mixed {
+            a.push("--allow-mixed");
+        }
+        ok(&pqbench(&a), "seal").trim().to_owned()
+    };
+    let mixed = seal("mixed", &[&pq, &classic], true);
+    let pure = seal("pure", &[&pq, &hybrid], false);
+    let open = |key: &str, version: &str, require: bool| {
+        let out = t.join(format!("{key}-{require}.bin"));
+        let mut a = vec!["open", "--format", "v2", "--tenant", "t1", "--bucket", "b1"];
+        a.extend(["--key", key, "--version", version, "--in", s(&root)]);
+        a.extend(["--out", s(&out)]);
+        a.extend(pq.open.iter().map(String::as_str));
+        if require {
+            a.push("--require-pq");
+        }
+        (pqbench(&a), out)
+    };
+    let (o, out) = open("mixed", &mixed, true);
+    let e = err(&o, "open --require-pq of a mixed object");
+    assert!(
+        e.contains("refused by --require-pq: recipient 1 is X25519, a classical KEM"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let (o, _) = open("mixed", &mixed, false);
+    ok(&o, "open of a mixed object without --require-pq");
+    let (o, out) = open("pure", &pure, true);
+    ok(&o, "open --require-pq of ML-KEM-768 and X-Wing");
+    assert_eq!(std::fs::read(out).expect("out"), b"require post-quantum");
+
+    // On S3: get refuses the same object.
+    let mut put = vec![
+        "put",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "mixed",
+        "--format",
+        "v2",
+    ];
+    put.extend(["--header", "prefix", "--allow-mixed", "--in", s(&input)]);
+    put.extend(pq.seal.iter().map(String::as_str));
+    put.extend(classic.seal.iter().map(String::as_str));
+    ok(&with_env(&srv, &put), "put mixed");
+    let dest = t.join("got.bin");
+    let mut get = vec![
+        "get",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "mixed",
+        "--format",
+        "v2",
+    ];
+    get.extend(["--require-pq", "--out", s(&dest)]);
+    get.extend(pq.open.iter().map(String::as_str));
+    let e = err(&with_env(&srv, &get), "get --require-pq of a mixed object");
+    assert!(
+        e.contains("refused by --require-pq: recipient 1 is X25519"),
+        "{e}"
+    );
+    assert!(!dest.exists());
+
+    // Readers that could open nothing under the requirement say so.
+    let mut a = vec!["open", "--format", "v2", "--tenant", "t1", "--bucket", "b1"];
+    a.extend(["--key", "mixed", "--version", &mixed, "--in", s(&root)]);
+    a.extend(["--out", s(&dest), "--require-pq"]);
+    a.extend(classic.open.iter().map(String::as_str));
+    let e = err(&pqbench(&a), "an X25519 reader requiring post-quantum");
+    assert!(e.contains("every object would be refused"), "{e}");
+    let mut a = vec!["open", "--tenant", "t1", "--bucket", "b1", "--key", "x"];
+    a.extend(["--version", &mixed, "--in", s(&root), "--out", s(&dest)]);
+    a.extend(["--expect-mode", "x25519", "--require-pq"]);
+    a.extend(classic.open.iter().map(String::as_str));
+    let e = err(&pqbench(&a), "a v1 x25519 reader requiring post-quantum");
+    assert!(
+        e.contains("x25519 is not post-quantum key establishment"),
+        "{e}"
+    );
+}

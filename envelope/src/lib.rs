@@ -141,6 +141,10 @@ pub enum Error {
     /// The manifest is malformed or inconsistent (public data only; says what is wrong).
     #[error("manifest rejected: {0}")]
     Manifest(String),
+    /// A reader that requires post-quantum recipients (`--require-pq`) met an object with a
+    /// classical-only recipient entry or the mixed-strength flag (public bytes; says which).
+    #[error("refused by --require-pq: {0}")]
+    NotPostQuantum(String),
     /// A format v2 object's header fails a structure check (FORMAT-v2.md §4, checks 1-3
     /// and 5: public bytes only, before any key is used; says which check).
     #[error("object header rejected: {0}")]
@@ -209,6 +213,7 @@ impl Error {
             Error::Decrypt => "decrypt",
             Error::Manifest(_) => "manifest",
             Error::Header(_) => "header",
+            Error::NotPostQuantum(_) => "not_post_quantum",
             Error::ModeMismatch { .. } => "mode_mismatch",
             Error::IdentityMismatch { .. } => "identity_mismatch",
             Error::WrongRecipient { .. } => "wrong_recipient",

@@ -89,6 +89,20 @@ impl Mode {
         }
     }
 
+    /// Whether the mode's key establishment resists a quantum adversary: an ML-KEM, alone,
+    /// in a hybrid or a session. Plaintext, the pre-shared key, RSA and X25519 are not
+    /// post-quantum key establishment (what `--require-pq` asks for).
+    pub const fn post_quantum(self) -> bool {
+        matches!(
+            self,
+            Mode::MlKem768
+                | Mode::MlKem1024
+                | Mode::ConcatHybrid
+                | Mode::XWing
+                | Mode::MlKem768Session
+        )
+    }
+
     /// The key-establishment algorithm name written into `ctx.kem` (format constant).
     pub const fn kem_name(self) -> &'static str {
         match self {

@@ -479,6 +479,7 @@ impl Sender {
 pub struct Receiver {
     key: PrivateKey,
     key_id: [u8; 32],
+    require_pq: bool,
 }
 
 impl Receiver {
@@ -489,7 +490,23 @@ impl Receiver {
         Ok(Self {
             key_id: sha256(backend, key.public()),
             key,
+            require_pq: false,
         })
+    }
+
+    /// This reader, refusing any object with a classical-only recipient entry, and so any
+    /// with the mixed-strength flag ([`Error::NotPostQuantum`], before any key is used). A classical
+    /// key (X25519) is refused here: such a reader could open nothing.
+    pub fn requiring_pq(mut self) -> Result<Self> {
+        if !self.key.kem().post_quantum() {
+            return Err(Error::Usage(format!(
+                "--require-pq with a {:?} key: its entry in any object is classical, so every \
+                 object would be refused; read with a post-quantum key",
+                self.key.kem()
+            )));
+        }
+        self.require_pq = true;
+        Ok(self)
     }
 
     /// The reader's private key.
@@ -499,8 +516,22 @@ impl Receiver {
 
     /// Starts opening version `id` from its header as `found` (see [`Opener::new`]).
     pub fn open(&self, id: &ObjectId, header: &[u8], found: Placement) -> Result<Opener> {
-        Opener::with_key_id(id, &self.key, &self.key_id, header, found)
+        Opener::with_key_id(id, &self.key, &self.key_id, header, found, self.require_pq)
     }
+}
+
+/// Why a header is not post-quantum only: its first classical recipient entry. (A header
+/// with the mixed-strength flag has one: check 5 refuses the flag without it.)
+fn not_post_quantum(h: &Header) -> Option<String> {
+    let (i, e) = h
+        .recipients
+        .iter()
+        .enumerate()
+        .find(|(_, e)| !e.kem.post_quantum())?;
+    Some(format!(
+        "recipient {i} is {:?}, a classical KEM: whoever breaks it reads the object",
+        e.kem
+    ))
 }
 
 fn header_len_for(kems: impl Iterator<Item = KemId>) -> usize {
@@ -815,7 +846,7 @@ impl Opener {
     /// the reader's entry and every later failure are the opaque [`Error::Decrypt`].
     pub fn new(id: &ObjectId, key: &PrivateKey, header: &[u8], found: Placement) -> Result<Self> {
         let key_id = sha256(key.backend(), key.public());
-        Self::with_key_id(id, key, &key_id, header, found)
+        Self::with_key_id(id, key, &key_id, header, found, false)
     }
 
     /// [`Opener::new`] with `key`'s key id already computed (a [`Receiver`] keeps it).
@@ -825,6 +856,7 @@ impl Opener {
         key_id: &[u8; 32],
         header: &[u8],
         found: Placement,
+        require_pq: bool,
     ) -> Result<Self> {
         let t = Instant::now();
         let (h, len) = Header::parse(header)?;
@@ -835,6 +867,9 @@ impl Opener {
             return Err(bad(
                 "the header's placement flag does not say where it was found",
             ));
+        }
+        if require_pq && let Some(why) = not_post_quantum(&h) {
+            return Err(Error::NotPostQuantum(why));
         }
         let backend = key.backend();
         if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {

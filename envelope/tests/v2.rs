@@ -747,3 +747,67 @@ fn errors_fall_in_the_two_classes_of_section_4() {
         );
     }
 }
+
+/// `Receiver::requiring_pq` (`--require-pq`): an object with a classical recipient entry
+/// (so any with the mixed-strength flag) is refused before any key is used, naming the
+/// entry; one whose recipients are all post-quantum (ML-KEM-768 beside X-Wing) opens; a
+/// classical reader cannot require it.
+#[test]
+fn a_reader_can_require_post_quantum_recipients_only() {
+    use envelope::{KeyType, SecretKey};
+    let (pq, hybrid, classic) = (
+        key(KemId::MlKem768, 1),
+        key(KemId::XWing, 2),
+        key(KemId::X25519, 3),
+    );
+    let secret = |k: &Key, kt| SecretKey::from_bytes(kt, k.secret.clone()).unwrap();
+    let reader = v2::Receiver::new(Backend::AwsLc, &secret(&pq, KeyType::MlKem768))
+        .unwrap()
+        .requiring_pq()
+        .unwrap();
+    let open = |recipients: &[&Key], mixed: bool| {
+        let s = v2::seal(
+            Backend::AwsLc,
+            &id(),
+            &to(recipients),
+            mixed,
+            Placement::Prefix,
+            b"x",
+            &mut rng(),
+        )
+        .unwrap();
+        reader.open(&id(), &s.header, Placement::Prefix).map(|_| ())
+    };
+    open(&[&pq, &hybrid], false).expect("all post-quantum");
+    match open(&[&pq, &classic], true) {
+        Err(Error::NotPostQuantum(m)) => {
+            assert!(
+                m.starts_with("recipient 1 is X25519, a classical KEM"),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without the requirement the same mixed object opens (the writer allowed it).
+    let plain = v2::Receiver::new(Backend::AwsLc, &secret(&pq, KeyType::MlKem768)).unwrap();
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&pq, &classic]),
+        true,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    assert!(plain.open(&id(), &s.header, Placement::Prefix).is_ok());
+    let e = v2::Receiver::new(Backend::AwsLc, &secret(&classic, KeyType::X25519))
+        .unwrap()
+        .requiring_pq()
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("every object would be refused"),
+        "{e}"
+    );
+}
