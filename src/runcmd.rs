@@ -49,6 +49,10 @@ pub(crate) struct RunOneArgs {
     /// metadata) or v2-prefix (header before the chunks).
     #[arg(long, default_value = "v1")]
     format: run::runspec::ObjectFormat,
+    /// v2: the reader refuses any object with a classical recipient entry (as `get
+    /// --require-pq`); needs a post-quantum mode.
+    #[arg(long)]
+    require_pq: bool,
     /// Closed loop (back to back) or open loop (Poisson arrivals at --rate).
     #[arg(long = "loop", value_enum, default_value = "closed")]
     arrival: LoopKind,
@@ -156,6 +160,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
         concurrency: a.concurrency,
         arrival,
         format: a.format,
+        require_pq: a.require_pq,
     };
     let run_id = a.run_id.clone().unwrap_or_else(|| {
         let t = SystemTime::now()

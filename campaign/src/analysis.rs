@@ -1202,6 +1202,7 @@ fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, crate::design::A
                     backend: envelope::Backend::default(),
                     client: crate::spec::S3ClientKind::default(),
                     format: crate::spec::ObjectFormat::default(),
+                    require_pq: false,
                     session: None,
                     control: false,
                 },

@@ -87,6 +87,9 @@ pub struct Arm {
     /// The object format.
     #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
     pub format: ObjectFormat,
+    /// Its reader requires post-quantum recipients (`arms[].requirePq`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_pq: bool,
     /// `(maxObjects, maxAge)` for a session arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<(u64, Dur)>,
@@ -255,6 +258,7 @@ struct ArmDef {
     backend: Backend,
     client: S3ClientKind,
     format: ObjectFormat,
+    require_pq: bool,
     name: Option<String>,
 }
 
@@ -271,6 +275,7 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
                     backend,
                     client,
                     format: ObjectFormat::V1,
+                    require_pq: false,
                     name: None,
                 })
             })
@@ -283,6 +288,7 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
                 backend: a.backend,
                 client: a.s3_client.unwrap_or(client),
                 format: a.format,
+                require_pq: a.require_pq,
                 name: a.name.clone(),
             })
             .collect()
@@ -308,6 +314,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
         backend,
         client,
         format,
+        require_pq,
         name,
     } in defs
     {
@@ -330,6 +337,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                             backend,
                             client,
                             format,
+                            require_pq,
                             session: Some((b, t)),
                             control: false,
                         });
@@ -342,6 +350,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                 backend,
                 client,
                 format,
+                require_pq,
                 session: None,
                 control: false,
             }),

@@ -512,6 +512,11 @@ pub struct ArmSpec {
     /// two formats measure what the format costs.
     #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
     pub format: ObjectFormat,
+    /// The arm's reader refuses any object with a classical recipient entry, as
+    /// `pqbench get --require-pq` does (format v2 only, a post-quantum mode): what the
+    /// check costs on the data path.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_pq: bool,
 }
 
 fn default_backend() -> Backend {
@@ -1416,6 +1421,19 @@ impl CampaignSpec {
             }
             if let Some(why) = a.format.refuses(a.mode) {
                 return Err(format!("arms[{i}].format: {why}"));
+            }
+            if a.require_pq && a.format == ObjectFormat::V1 {
+                return Err(format!(
+                    "arms[{i}].requirePq: a format v2 reader's check (a v1 reader opens only its \
+                     own mode); set format: v2 or v2-prefix, or drop requirePq"
+                ));
+            }
+            if a.require_pq && !a.mode.post_quantum() {
+                return Err(format!(
+                    "arms[{i}].requirePq: {} is not post-quantum, so the arm's reader would \
+                     refuse every object its writer makes; drop requirePq",
+                    a.mode
+                ));
             }
         }
         let mut modes = self.arm_modes();

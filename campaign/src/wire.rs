@@ -162,6 +162,7 @@ mod tests {
                 backend: envelope::Backend::AwsLc,
                 client: Default::default(),
                 format,
+                require_pq: false,
                 session: None,
                 control: false,
             },

@@ -512,3 +512,45 @@ mod tests {
         assert!(!kts.contains(&KeyType::None));
     }
 }
+
+#[cfg(test)]
+mod require_pq_tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    /// An arm's `requirePq` reaches its runs' specs, which the worker pods' reader follows
+    /// (and `pqbench run`'s: the same planner).
+    #[test]
+    fn an_arm_requiring_post_quantum_gives_its_runs_a_reader_that_does() {
+        let m = campaign::Manifest::parse(
+            "apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata: {name: pq, namespace: bench}
+spec:
+  arms:
+    - {mode: ml-kem-768, format: v2}
+    - {mode: ml-kem-768, format: v2, requirePq: true, name: ml-kem-768-pq}
+  baseline: ml-kem-768
+  analysis: {comparisons: [{arm: ml-kem-768-pq, against: ml-kem-768}]}
+  cells: [{operation: [get], objectSize: [64KiB], concurrency: [1]}]
+  repetitions: 2
+  seed: 1
+",
+            "test",
+        )
+        .unwrap();
+        let plan = campaign::design::plan(&m);
+        let o = crate::resources::tests::owner();
+        let by_arm: Vec<(String, bool)> = (0..u32::try_from(plan.runs.len()).unwrap())
+            .map(|i| {
+                let s = super::run_spec(&m, &plan, i, &o).unwrap();
+                (s.arm.unwrap(), s.cell.require_pq)
+            })
+            .collect();
+        assert!(
+            by_arm.contains(&("ml-kem-768-pq".into(), true)),
+            "{by_arm:?}"
+        );
+        assert!(by_arm.contains(&("ml-kem-768".into(), false)), "{by_arm:?}");
+        assert!(by_arm.iter().all(|(a, r)| *r == (a == "ml-kem-768-pq")));
+    }
+}

@@ -101,6 +101,7 @@ pub fn run_specs(
                     Arrival::Open { rate } => Loop::Open { rate },
                 },
                 format: arm.format,
+                require_pq: arm.require_pq,
             },
             block: run.block,
             position: run.position,

@@ -63,6 +63,9 @@ pub struct Cell {
     /// The object format (`v1`, the default; `v2`; `v2-prefix`).
     #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
     pub format: ObjectFormat,
+    /// v2: the reader refuses any object with a classical recipient entry (`--require-pq`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_pq: bool,
 }
 
 fn closed() -> Loop {

@@ -594,10 +594,22 @@ fn endpoints(
                 spec.cell.format
             )));
         };
+        let reader = v2::Receiver::new(backend, sk)?;
+        let reader = if spec.cell.require_pq {
+            reader.requiring_pq()?
+        } else {
+            reader
+        };
         return Ok((
             Writer::V2(v2::Sender::new(backend, &[pk], false, placement)?),
-            Reader::V2(v2::Receiver::new(backend, sk)?),
+            Reader::V2(reader),
         ));
+    }
+    if spec.cell.require_pq {
+        return Err(Error::Envelope(envelope::Error::Usage(format!(
+            "requirePq is a format v2 reader's check; this run's format is {}",
+            spec.cell.format
+        ))));
     }
     let key = match (pk, sk) {
         (Some(p), _) => SealKey::Public(p),

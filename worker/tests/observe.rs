@@ -66,6 +66,7 @@ impl Env {
             concurrency,
             arrival: Loop::Closed,
             format: Default::default(),
+            require_pq: false,
         };
         let mut spec = RunSpec::local(
             run_id,

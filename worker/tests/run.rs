@@ -89,6 +89,7 @@ impl Env {
             concurrency,
             arrival,
             format: Default::default(),
+            require_pq: false,
         };
         let mut spec = RunSpec::local(run_id, cell, &s.endpoint, BUCKET, &self.out());
         spec.s3.region = s.region.clone();
@@ -1306,5 +1307,43 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     assert!(
         err.contains("no start instant at s3://pqbench-test/results/never/start-at within 2s"),
         "{err}"
+    );
+}
+
+/// `requirePq` in the run engine (issue 37): a v2 GET run whose reader requires
+/// post-quantum recipients opens every ML-KEM-768 object it reads; an X25519 run that asks
+/// for it, or a v1 run, is refused before it starts, saying why.
+#[test]
+fn a_v2_reader_requiring_post_quantum_runs_and_a_classical_one_is_refused() {
+    let env = Env::new(Kind::Embedded);
+    let mut spec = env.spec("pq-get", Mode::MlKem768, Operation::Get, 2, Loop::Closed);
+    spec.cell.format = run::runspec::ObjectFormat::V2;
+    spec.cell.require_pq = true;
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
+    let meas = records(&w.dir)
+        .iter()
+        .filter(|r| r.phase == Some(RequestPhase::Measured))
+        .count();
+    assert!(meas > 0);
+    assert_eq!(w.summary.counts.ok as usize, meas, "every read opened");
+    let mut classic = env.spec("x-get", Mode::X25519, Operation::Get, 1, Loop::Closed);
+    classic.cell.format = run::runspec::ObjectFormat::V2;
+    classic.cell.require_pq = true;
+    let Err(e) = run_to_files(&classic, &RunOptions::default()) else {
+        panic!("an X25519 reader requiring post-quantum ran");
+    };
+    assert!(
+        e.to_string().contains("every object would be refused"),
+        "{e}"
+    );
+    let mut v1 = env.spec("v1-get", Mode::MlKem768, Operation::Get, 1, Loop::Closed);
+    v1.cell.require_pq = true;
+    let Err(e) = run_to_files(&v1, &RunOptions::default()) else {
+        panic!("a v1 run requiring post-quantum ran");
+    };
+    assert!(
+        e.to_string()
+            .contains("requirePq is a format v2 reader's check"),
+        "{e}"
     );
 }
