@@ -330,7 +330,31 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
             None => {
                 let versions = store.versions(&a.object.key).await?;
                 let future = versions.iter().filter(|v| v.future_dated).count();
-                let latest = s3::latest_of(&versions).map(|v| v.version.clone());
+                let latest = s3::latest_of(&versions);
+                // The newest is the newest in either format: a reader of the other one is
+                // told so, never handed an older version of its own format.
+                if let Some(v) = latest
+                    && v.format != reader.format()
+                {
+                    let name = |f: envelope::Format| match f {
+                        envelope::Format::V1 => "v1",
+                        envelope::Format::V2 => "v2",
+                    };
+                    bail!(
+                        "the newest version of s3://{}/{} is {}, in format {}: read it with \
+                         --format {} (and a key it was sealed to), or name a format {} version \
+                         with --version (`pqbench ls --bucket {} --key {}` lists them)",
+                        a.object.bucket,
+                        a.object.key,
+                        v.version,
+                        name(v.format),
+                        name(v.format),
+                        name(reader.format()),
+                        a.object.bucket,
+                        a.object.key
+                    );
+                }
+                let latest = latest.map(|v| v.version.clone());
                 latest.with_context(|| {
                     let k = format!("s3://{}/{}", a.object.bucket, a.object.key);
                     if future > 0 {

@@ -2261,3 +2261,50 @@ fn require_pq_refuses_objects_with_a_classical_recipient() {
         "{e}"
     );
 }
+
+/// `get --format v2` without `--version` when the newest version is v1 (issue 37): said
+/// plainly, with how to read it, rather than an older v2 version handed out as the latest
+/// or "not committed (no object.v2)"; the v2 version named by `--version` still opens.
+#[test]
+fn get_says_when_the_newest_version_is_in_the_other_format() {
+    let _one_at_a_time = one_at_a_time();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let srv = serve(&t.join("s3"), &t.join("s3.env"));
+    let k = keys(&t.join("k"), "ml-kem-768");
+    let input = t.join("in.bin");
+    std::fs::write(&input, b"two formats").expect("write");
+    let put = |format: &[&str]| {
+        let mut a = vec!["put", "--bucket", "cli-bucket", "--key", "doc"];
+        a.extend(format);
+        a.extend(["--in", s(&input)]);
+        a.extend(k.seal.iter().map(String::as_str));
+        let out = ok(&with_env(&srv, &a), "put");
+        out.lines().next().expect("version").to_owned()
+    };
+    let v2 = put(&["--format", "v2"]);
+    let v1 = put(&["--mode", "ml-kem-768"]);
+    let dest = t.join("out.bin");
+    let mut get = vec![
+        "get",
+        "--bucket",
+        "cli-bucket",
+        "--key",
+        "doc",
+        "--format",
+        "v2",
+    ];
+    get.extend(["--out", s(&dest)]);
+    get.extend(k.open.iter().map(String::as_str));
+    let e = err(&with_env(&srv, &get), "get v2 when the newest is v1");
+    assert!(
+        e.contains(&format!(
+            "the newest version of s3://cli-bucket/doc is {v1}, in format v1: read it with --format v1"
+        )),
+        "{e}"
+    );
+    assert!(!dest.exists());
+    get.extend(["--version", &v2]);
+    ok(&with_env(&srv, &get), "get v2 by its version");
+    assert_eq!(std::fs::read(&dest).expect("out"), b"two formats");
+}

@@ -1170,3 +1170,69 @@ fn both_v2_readers_fail_each_check_in_the_class_section_4_gives_it() {
         "one message for every opaque failure: {messages:?}"
     );
 }
+
+/// The Python v2 reader holds the metadata readings FORMAT-v2.md pins, as the binary does
+/// (`envelope/tests/v2.rs`): a header above 1,527 bytes in metadata, and an entry that is
+/// not canonical base64, are header refusals.
+#[test]
+fn the_python_v2_reader_refuses_oversized_and_non_canonical_metadata() {
+    use envelope::hpke::KemId;
+    use envelope::v2::{Placement, To};
+    let dir = tempfile::tempdir().expect("tmp");
+    let id =
+        envelope::ObjectId::new("t", "b", "k", "01937f3c-7b5e-7cc2-9d4e-6a1b2c3d4e5f").expect("id");
+    let kp = envelope::hpke::derive_key_pair(KemId::MlKem1024, &[9; 32]).expect("keys");
+    let to = [To {
+        kem: KemId::MlKem1024,
+        public: &kp.public,
+    }];
+    let s = envelope::v2::seal(
+        Backend::AwsLc,
+        &id,
+        &to,
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut envelope::os_rng(),
+    )
+    .expect("seal");
+    let mut big = s.header.clone();
+    big[9] &= !0b10; // said to be in metadata
+    let (h, c) = (dir.path().join("header"), dir.path().join("chunks"));
+    std::fs::write(&c, &s.chunks).expect("write");
+    let read = |entry: &str| {
+        std::fs::write(&h, entry).expect("write");
+        let o = Command::new(python())
+            .arg(interop_dir().join("pqreader2.py"))
+            .arg(&h)
+            .arg("metadata")
+            .arg(&c)
+            .args(["t", "b", "k", &id.version, "0042"])
+            .arg(hex::encode(&kp.secret))
+            .output()
+            .expect("run pqreader2.py");
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).trim().to_owned()
+    };
+    let entry = envelope::v2::encode_metadata(&big);
+    assert_eq!(
+        read(&entry),
+        "refused: header: header in metadata above 1527 bytes"
+    );
+    assert_eq!(
+        read(&format!(" {entry}")),
+        "refused: header: metadata entry is not base64"
+    );
+    let mut bent = entry.into_bytes();
+    let last = bent.iter().rposition(|&c| c != b'=').expect("a character");
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let at = alphabet
+        .iter()
+        .position(|&c| c == bent[last])
+        .expect("base64");
+    bent[last] = alphabet[at ^ 1];
+    assert_eq!(
+        read(&String::from_utf8(bent).expect("utf8")),
+        "refused: header: metadata entry is not canonical base64"
+    );
+}

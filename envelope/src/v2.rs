@@ -609,12 +609,15 @@ pub fn encode_metadata(header: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(header)
 }
 
-/// The header in a metadata entry's value: canonical padded base64 (v1's rule) of at most
-/// [`MAX_HEADER`] bytes (§4 check 1); anything else is [`Error::Header`].
+/// The header in a metadata entry's value, as the S3 API returns it: canonical padded
+/// base64 (v1's rule; no whitespace anywhere) of at most [`MAX_METADATA_HEADER`] bytes
+/// (§2, §4 check 1); anything else is [`Error::Header`].
 pub fn decode_metadata(value: &str) -> Result<Vec<u8>> {
     use base64::Engine as _;
-    if value.len() > MAX_HEADER.div_ceil(3) * 4 {
-        return Err(bad("the metadata entry is longer than any header"));
+    if value.len() > MAX_METADATA_HEADER.div_ceil(3) * 4 {
+        return Err(bad(&format!(
+            "the metadata entry is longer than a header in metadata may be ({MAX_METADATA_HEADER} bytes)"
+        )));
     }
     base64::engine::general_purpose::STANDARD
         .decode(value)
@@ -868,6 +871,11 @@ impl Opener {
                 "the header's placement flag does not say where it was found",
             ));
         }
+        if found == Placement::Metadata && len > MAX_METADATA_HEADER {
+            return Err(bad(&format!(
+                "a header in metadata is at most {MAX_METADATA_HEADER} bytes; this one is {len}"
+            )));
+        }
         if require_pq && let Some(why) = not_post_quantum(&h) {
             return Err(Error::NotPostQuantum(why));
         }
@@ -875,6 +883,8 @@ impl Opener {
         if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
             return Err(Error::Decrypt);
         }
+        // The reader's entry: its key id and its key's KEM (§4); an entry with its key id
+        // but another KEM is not the reader's.
         let entry = h
             .recipients
             .iter()

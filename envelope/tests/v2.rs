@@ -811,3 +811,148 @@ fn a_reader_can_require_post_quantum_recipients_only() {
         "{e}"
     );
 }
+
+/// The readings FORMAT-v2.md pins (issue 37): the reader's entry is the one with its key id
+/// **and** its key's KEM; a header in metadata is at most 1,527 bytes for readers too, and
+/// the entry is canonical base64 with nothing around it; names are compared as the UTF-8
+/// bytes given, never Unicode-normalised.
+#[test]
+fn the_texts_readings_of_entry_metadata_and_names_hold() {
+    let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
+    let sk_a = private(Backend::AwsLc, &a);
+    // b's entry carrying a's key id: not a's entry (another KEM), the opaque error.
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&b]),
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    let mut h = s.header.clone();
+    h[93..125].copy_from_slice(&sha2::Sha256::digest(&a.public));
+    assert!(matches!(
+        v2::open(&id(), &sk_a, &h, Placement::Prefix, &s.chunks),
+        Err(Error::Decrypt)
+    ));
+
+    // A 1,745-byte ML-KEM-1024 header said to be in metadata: refused by its size, from
+    // the entry's length and from the header itself.
+    let big = key(KemId::MlKem1024, 3);
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&big]),
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    let mut h = s.header.clone();
+    assert_eq!(h.len(), 1745);
+    h[9] &= !0b10; // the placement bit: metadata
+    match v2::open(
+        &id(),
+        &private(Backend::AwsLc, &big),
+        &h,
+        Placement::Metadata,
+        &s.chunks,
+    ) {
+        Err(Error::Header(m)) => assert!(
+            m.contains("a header in metadata is at most 1527 bytes; this one is 1745"),
+            "{m}"
+        ),
+        other => panic!("{:?}", other.map(|p| p.len())),
+    }
+    match v2::decode_metadata(&v2::encode_metadata(&h)) {
+        Err(Error::Header(m)) => assert!(m.contains("(1527 bytes)"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Whitespace around or inside the entry (HTTP strips the outside before a reader sees
+    // it) and non-canonical padding bits are refused.
+    let small = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&a]),
+        false,
+        Placement::Metadata,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    let entry = v2::encode_metadata(&small.header);
+    assert_eq!(v2::decode_metadata(&entry).unwrap(), small.header);
+    let mut bent = entry.clone().into_bytes();
+    let last = entry.trim_end_matches('=').len() - 1;
+    // The last character's lowest bit is a padding bit: set it.
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let at = alphabet.iter().position(|&c| c == bent[last]).unwrap();
+    bent[last] = alphabet[at ^ 1];
+    for bad in [
+        format!(" {entry}"),
+        format!("{entry}\n"),
+        format!("{} {}", &entry[..4], &entry[4..]),
+        String::from_utf8(bent).unwrap(),
+    ] {
+        assert!(
+            matches!(v2::decode_metadata(&bad), Err(Error::Header(_))),
+            "{bad:?}"
+        );
+    }
+
+    // "é" precomposed (NFC) and decomposed (NFD) are different names: the opaque error.
+    let nfc = ObjectId::new("t", "b", "caf\u{e9}", &id().version).unwrap();
+    let nfd = ObjectId::new("t", "b", "cafe\u{301}", &id().version).unwrap();
+    let s = v2::seal(
+        Backend::AwsLc,
+        &nfc,
+        &to(&[&a]),
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    assert!(v2::open(&nfc, &sk_a, &s.header, Placement::Prefix, &s.chunks).is_ok());
+    assert!(matches!(
+        v2::open(&nfd, &sk_a, &s.header, Placement::Prefix, &s.chunks),
+        Err(Error::Decrypt)
+    ));
+}
+
+/// FORMAT-v2.md §3: an X-Wing `enc` whose X25519 share is of small order is refused by the
+/// decapsulation (the opaque error), stricter than the draft, which would derive a shared
+/// secret from an all-zero X25519 output; on both backends. The same `enc` with its own
+/// share decapsulates.
+#[test]
+fn an_x_wing_enc_with_a_small_order_x25519_share_is_refused() {
+    let k = key(KemId::XWing, 5);
+    let s = v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(&[&k]),
+        false,
+        Placement::Prefix,
+        b"x",
+        &mut rng(),
+    )
+    .unwrap();
+    let enc = &s.header[91 + 36..91 + 36 + 1120];
+    let mut one = [0u8; 32];
+    one[0] = 1;
+    for backend in Backend::ALL {
+        let sk = private(backend, &k);
+        assert!(sk.decap(enc).is_ok(), "{backend}");
+        for u in [[0u8; 32], one] {
+            let mut e = enc.to_vec();
+            e[1088..].copy_from_slice(&u);
+            assert!(
+                matches!(sk.decap(&e), Err(Error::Decrypt)),
+                "{backend}: share {u:02x?}"
+            );
+        }
+    }
+}

@@ -101,7 +101,16 @@ def main(argv):
     hfile, placement, cfile, tenant, bucket, key, version, kem_hex, secret_hex = argv[1:10]
     raw = open(hfile, "rb").read()
     if placement == "metadata":
-        header_bytes = base64.b64decode(raw, validate=True)
+        # §2, §4 check 1: canonical padded base64 (nothing around it: HTTP already
+        # stripped), of a header of at most 1,527 bytes.
+        try:
+            header_bytes = base64.b64decode(raw, validate=True)
+        except ValueError:
+            refuse("metadata entry is not base64")
+        if base64.b64encode(header_bytes) != raw:
+            refuse("metadata entry is not canonical base64")
+        if len(header_bytes) > 1527:
+            refuse("header in metadata above 1527 bytes")
         f, hlen = parse(header_bytes)
         if hlen != len(header_bytes):
             refuse("bytes after the header")
