@@ -59,6 +59,20 @@ fn private(b: Backend, k: &Key) -> PrivateKey {
     PrivateKey::new(b, k.kem, &k.secret).unwrap()
 }
 
+/// `v2::seal` on aws-lc for the test identity with the test rng, which must succeed.
+fn sealed(keys: &[&Key], mixed: bool, placement: Placement, pt: &[u8]) -> v2::Sealed {
+    v2::seal(
+        Backend::AwsLc,
+        &id(),
+        &to(keys),
+        mixed,
+        placement,
+        pt,
+        &mut rng(),
+    )
+    .unwrap()
+}
+
 fn rng() -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(20_261_202)
 }
@@ -211,28 +225,10 @@ fn mixing_strengths_needs_a_flag_the_header_records() {
             .contains("only as strong as its classical wrap"),
         "{e}"
     );
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&pq, &classic]),
-        true,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&pq, &classic], true, Placement::Prefix, b"x");
     assert_eq!(s.header[9] & 1, 1, "flag bit 0");
     // The flag without mixed recipients, or mixed recipients without the flag, is refused.
-    let single = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&pq]),
-        true,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let single = sealed(&[&pq], true, Placement::Prefix, b"x");
     assert_eq!(single.header[9] & 1, 0, "one strength: no flag");
     let mut flagged = single.header.clone();
     flagged[9] |= 1;
@@ -289,16 +285,7 @@ type Case = (String, Vec<u8>, Vec<u8>, Placement, ObjectId);
 fn tampering_is_refused() {
     let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
     let pt = plaintext(5000);
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&a, &b]),
-        false,
-        Placement::Prefix,
-        &pt,
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&a, &b], false, Placement::Prefix, &pt);
     let h = &s.header;
     // Recipient entries: a's starts at 91 (86 + 1088 bytes), b's after it.
     let (ea, eb) = (91..91 + 86 + 1088, 91 + 86 + 1088..h.len());
@@ -407,16 +394,7 @@ fn tampering_is_refused() {
 fn the_commitment_stops_the_splitting_attack() {
     use aes_gcm::aead::{AeadInOut as _, KeyInit as _};
     let (a, b) = (key(KemId::MlKem768, 1), key(KemId::MlKem768, 2));
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&a, &b]),
-        false,
-        Placement::Prefix,
-        b"for a",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&a, &b], false, Placement::Prefix, b"for a");
     let h = s.header.clone();
     let eb = 91 + 86 + 1088;
     let identity_hash = &h[14..46];
@@ -581,16 +559,7 @@ fn an_opener_refuses_trailing_header_bytes_and_a_missing_final_chunk() {
 #[test]
 fn errors_fall_in_the_two_classes_of_section_4() {
     let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&a]),
-        false,
-        Placement::Prefix,
-        &plaintext(5000),
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&a], false, Placement::Prefix, &plaintext(5000));
     let h = &s.header;
     let edit = |at: usize, bytes: &[u8]| {
         let mut t = h.clone();
@@ -790,16 +759,7 @@ fn a_reader_can_require_post_quantum_recipients_only() {
     }
     // Without the requirement the same mixed object opens (the writer allowed it).
     let plain = v2::Receiver::new(Backend::AwsLc, &secret(&pq, KeyType::MlKem768)).unwrap();
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&pq, &classic]),
-        true,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&pq, &classic], true, Placement::Prefix, b"x");
     assert!(plain.open(&id(), &s.header, Placement::Prefix).is_ok());
     let e = v2::Receiver::new(Backend::AwsLc, &secret(&classic, KeyType::X25519))
         .unwrap()
@@ -821,16 +781,7 @@ fn the_texts_readings_of_entry_metadata_and_names_hold() {
     let (a, b) = (key(KemId::MlKem768, 1), key(KemId::XWing, 2));
     let sk_a = private(Backend::AwsLc, &a);
     // b's entry carrying a's key id: not a's entry (another KEM), the opaque error.
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&b]),
-        false,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&b], false, Placement::Prefix, b"x");
     let mut h = s.header.clone();
     h[93..125].copy_from_slice(&sha2::Sha256::digest(&a.public));
     assert!(matches!(
@@ -841,16 +792,7 @@ fn the_texts_readings_of_entry_metadata_and_names_hold() {
     // A 1,745-byte ML-KEM-1024 header said to be in metadata: refused by its size, from
     // the entry's length and from the header itself.
     let big = key(KemId::MlKem1024, 3);
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&big]),
-        false,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&big], false, Placement::Prefix, b"x");
     let mut h = s.header.clone();
     assert_eq!(h.len(), 1745);
     h[9] &= !0b10; // the placement bit: metadata
@@ -873,16 +815,7 @@ fn the_texts_readings_of_entry_metadata_and_names_hold() {
     }
     // Whitespace around or inside the entry (HTTP strips the outside before a reader sees
     // it) and non-canonical padding bits are refused.
-    let small = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&a]),
-        false,
-        Placement::Metadata,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let small = sealed(&[&a], false, Placement::Metadata, b"x");
     let entry = v2::encode_metadata(&small.header);
     assert_eq!(v2::decode_metadata(&entry).unwrap(), small.header);
     let mut bent = entry.clone().into_bytes();
@@ -930,16 +863,7 @@ fn the_texts_readings_of_entry_metadata_and_names_hold() {
 #[test]
 fn an_x_wing_enc_with_a_small_order_x25519_share_is_refused() {
     let k = key(KemId::XWing, 5);
-    let s = v2::seal(
-        Backend::AwsLc,
-        &id(),
-        &to(&[&k]),
-        false,
-        Placement::Prefix,
-        b"x",
-        &mut rng(),
-    )
-    .unwrap();
+    let s = sealed(&[&k], false, Placement::Prefix, b"x");
     let enc = &s.header[91 + 36..91 + 36 + 1120];
     let mut one = [0u8; 32];
     one[0] = 1;
