@@ -245,6 +245,23 @@ fn mixing_strengths_needs_a_flag_the_header_records() {
         .unwrap_err();
         assert!(e.to_string().contains("mixed-strength flag"), "{e}");
     }
+    // Strength is post-quantum or classical, not the security category (§3's reading):
+    // ML-KEM-768 beside ML-KEM-1024 is one strength, sealed without the flag, and the flag
+    // on it is refused as on any unmixed object.
+    let strong = key(KemId::MlKem1024, 3);
+    let both = sealed(&[&pq, &strong], false, Placement::Prefix, b"x");
+    assert_eq!(both.header[9] & 1, 0, "768 beside 1024: no flag");
+    let mut flagged = both.header.clone();
+    flagged[9] |= 1;
+    let e = v2::open(
+        &id(),
+        &private(Backend::AwsLc, &strong),
+        &flagged,
+        Placement::Prefix,
+        &both.chunks,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("mixed-strength flag"), "{e}");
 }
 
 /// The header `h` with the ML-KEM-768 entry at `e` wrapping `dk` to `public` instead, as
@@ -719,7 +736,8 @@ fn errors_fall_in_the_two_classes_of_section_4() {
 
 /// `Receiver::requiring_pq` (`--require-pq`): an object with a classical recipient entry
 /// (so any with the mixed-strength flag) is refused before any key is used, naming the
-/// entry; one whose recipients are all post-quantum (ML-KEM-768 beside X-Wing) opens; a
+/// entry; one whose recipients are all post-quantum (ML-KEM-768 beside X-Wing, ML-KEM-768
+/// beside ML-KEM-1024) opens; a
 /// classical reader cannot require it.
 #[test]
 fn a_reader_can_require_post_quantum_recipients_only() {
@@ -748,6 +766,7 @@ fn a_reader_can_require_post_quantum_recipients_only() {
         reader.open(&id(), &s.header, Placement::Prefix).map(|_| ())
     };
     open(&[&pq, &hybrid], false).expect("all post-quantum");
+    open(&[&pq, &key(KemId::MlKem1024, 4)], false).expect("categories 3 and 5");
     match open(&[&pq, &classic], true) {
         Err(Error::NotPostQuantum(m)) => {
             assert!(
