@@ -1,4 +1,5 @@
-//! The command tree: every subcommand and where it is carried out (README "Commands").
+//! The command tree: every subcommand and where it is carried out. The CLI reference
+//! (`docs/src/reference/cli/`) is generated from it by the hidden `pqbench cli-reference`.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -20,24 +21,31 @@ pub(crate) struct Cli {
 enum Command {
     /// Generate a recipient key pair (or a pre-shared key) for a mode.
     Keygen(KeygenArgs),
-    /// Encrypt a file into the S3 layout `<key>.pqcs/<version>/{data.enc,manifest.json}`.
+    /// Encrypt a file into the S3 layout on disk: v1 `<key>.pqcs/<version>/` with
+    /// `data.enc` and `manifest.json` (FORMAT.md), v2 `<key>.pqcs/<version>/object.v2` with
+    /// its HPKE header as a prefix (FORMAT-v2.md).
     Seal(SealArgs),
-    /// Decrypt and verify an object; writes the output only if every chunk authenticates.
+    /// Decrypt and verify a sealed version (v1 or v2, `--format`); writes the output only if
+    /// every chunk authenticates.
     Open(OpenArgs),
-    /// Show a stored version's manifest fields and byte sizes (no secrets).
+    /// Show a stored version's fields and byte sizes, no secrets: v1 its manifest, v2 its
+    /// header (recipients, KEMs, strength, commitment).
     Inspect(InspectArgs),
     /// Print every mode with its sizes, and time seal/open of one object per mode and backend.
     Modes(ModesArgs),
-    /// Encrypt a file and commit it to S3 as a new version (data first, manifest last).
+    /// Encrypt a file and commit it to S3 as a new version: v1 data first, manifest last;
+    /// v2 one object, its header in user metadata (default) or as a body prefix.
     Put(s3cmd::PutArgs),
-    /// Read, verify and decrypt a version from S3 (the output is written only if it all
-    /// authenticates).
+    /// Read, verify and decrypt a version from S3, v1 or v2 (`--format`); the output is
+    /// written only if it all authenticates.
     Get(s3cmd::GetArgs),
     /// List pqbench keys in a bucket, or the committed versions of one key.
     Ls(s3cmd::LsArgs),
-    /// Delete a version (manifest first, so it disappears at once, then data).
+    /// Delete a version: v1 manifest first (it disappears at once), then data; v2 its one
+    /// object.
     Rm(s3cmd::RmArgs),
-    /// Remove uncommitted data and abandoned multipart uploads older than a grace period.
+    /// Remove v1 data without a manifest and abandoned multipart uploads (v1 or v2) older
+    /// than a grace period; never a committed object.
     Gc(s3cmd::GcArgs),
     /// Run the embedded S3 server (s3s-fs) in the foreground; prints endpoint and credentials.
     ServeS3(s3cmd::ServeArgs),
@@ -61,6 +69,9 @@ enum Command {
     /// One process of one run, its spec on stdin (used by `pqbench run`).
     #[command(hide = true)]
     RunSpec(crate::campaigncmd::RunSpecArgs),
+    /// Write (or with --check compare) the Markdown CLI reference of the user guide.
+    #[command(hide = true)]
+    CliReference(crate::clidoc::CliReferenceArgs),
 }
 
 pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
@@ -85,6 +96,7 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Validate(a) => crate::runcmd::validate(a),
         Command::Plan(a) => crate::campaigncmd::plan_cmd(a),
         Command::Analyze(a) => crate::campaigncmd::analyze_cmd(a),
+        Command::CliReference(a) => crate::clidoc::run(a),
     };
     done.map(|()| std::process::ExitCode::SUCCESS)
 }

@@ -1,4 +1,5 @@
-//! The envelope commands: `keygen`, `seal`, `open`, `inspect`, `modes` (README "Commands").
+//! The envelope commands: `keygen`, `seal`, `open`, `inspect`, `modes` (user guide:
+//! `docs/src/envelope/cli.md`).
 
 use std::fs;
 use std::io::{BufReader, BufWriter, Read, Write as _};

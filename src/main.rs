@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod campaigncmd;
 mod cli;
+mod clidoc;
 mod dirstore;
 mod envcmd;
 mod local;

@@ -1,5 +1,6 @@
 //! Subcommands against an S3 endpoint: `put`, `get`, `ls`, `rm`, `gc`, and `serve-s3` (the
-//! embedded server in the foreground). Each documented in README.md.
+//! embedded server in the foreground). Each documented in the user guide,
+//! `docs/src/envelope/s3.md`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -112,7 +113,7 @@ pub(crate) struct GetArgs {
     #[command(flatten)]
     object: ObjectArgs,
     /// Version to read; if omitted, the newest committed one that is not future-dated
-    /// (FORMAT.md §1; costs one LIST).
+    /// (FORMAT.md §1, FORMAT-v2.md §2; costs one LIST).
     #[arg(long)]
     version: Option<String>,
     #[command(flatten)]
