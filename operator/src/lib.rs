@@ -1,6 +1,7 @@
 //! The pqbench operator (issue 6): reconciles `BenchmarkCampaign` resources.
 //!
 //! - [`api`]: the custom resource, its status and the generated CRD;
+//! - [`fieldref`]: the CRD's field reference for the user guide, from its schema;
 //! - [`deploy`]: the campaign placed on a cluster (endpoints, run specs, keys);
 //! - [`resources`]: pure builders of the child objects (Secrets, MinIO, worker Jobs);
 //! - [`step`]: the pure decision (observed facts → new status and actions);
@@ -14,6 +15,7 @@
 
 pub mod api;
 pub mod deploy;
+pub mod fieldref;
 pub mod lease;
 pub mod metrics;
 pub mod ownership;
@@ -105,6 +107,12 @@ pub enum Error {
     /// The finalizer's add, remove or cleanup step failed.
     #[error("finalizer: {0}")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+    /// The CRD's schema is not what the field reference reads ([`fieldref`]).
+    #[error("CRD schema: {why}")]
+    Schema {
+        /// What is missing.
+        why: String,
+    },
 }
 
 impl Error {
@@ -124,6 +132,7 @@ impl Error {
             Self::Refused(_) => "refused",
             Self::Store(_) => "store",
             Self::Finalizer(_) => "finalizer",
+            Self::Schema { .. } => "schema",
         }
     }
 }

@@ -41,6 +41,17 @@ fn committed_crd_is_what_the_types_generate() {
     }
 }
 
+/// The user guide's field reference is what the CRD's schema says (`make crds` writes it).
+#[test]
+fn committed_field_reference_is_what_the_schema_says() {
+    let path = "docs/src/reference/campaign-fields.md";
+    let committed = std::fs::read_to_string(root().join(path)).expect(path);
+    assert!(
+        committed == operator::fieldref::field_reference().unwrap(),
+        "{path} is stale: run `make crds` and commit the result"
+    );
+}
+
 /// The chart's Role rules are the operator's (`operator::rbac`; `make crds` writes them).
 #[test]
 fn committed_rbac_rules_are_what_the_operator_declares() {

@@ -1,8 +1,9 @@
 //! `crdgen [--check] [PATH...]`: writes the `BenchmarkCampaign` CRD to
 //! `crds/benchmarkcampaigns.pqbench.io.yaml` and the Helm chart's copy
 //! (`charts/pqbench/files/`), and the operator's RBAC rules to
-//! `charts/pqbench/files/rbac-rules.yaml` (`operator::rbac`); or the CRD only to the given
-//! paths. `--check` fails if any differs.
+//! `charts/pqbench/files/rbac-rules.yaml` (`operator::rbac`), and the user guide's field
+//! reference to `docs/src/reference/campaign-fields.md` (`operator::fieldref`); or the CRD
+//! only to the given paths. `--check` fails if any differs.
 //!
 //! `crdgen --children DIR`: writes to `DIR/<campaign>.yaml` the objects the operator makes
 //! for each example campaign in [`EXAMPLES`] (every child but its Secrets,
@@ -17,6 +18,8 @@ const DEFAULT: [&str; 2] = [
 ];
 /// Where the chart's Role rules come from.
 const RBAC: &str = "charts/pqbench/files/rbac-rules.yaml";
+/// The user guide's `BenchmarkCampaign` field reference.
+const FIELDS: &str = "docs/src/reference/campaign-fields.md";
 /// The campaigns whose children `--children` writes: one on its own MinIO, one against an
 /// external server with its results elsewhere and telemetry.
 const EXAMPLES: [(&str, &str); 2] = [
@@ -112,6 +115,13 @@ fn main() -> ExitCode {
             .map(|p| (PathBuf::from(p), yaml.clone()))
             .collect();
         files.push((PathBuf::from(RBAC), operator::rbac::rules_yaml()));
+        match operator::fieldref::field_reference() {
+            Ok(md) => files.push((PathBuf::from(FIELDS), md)),
+            Err(e) => {
+                eprintln!("crdgen: {e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     let mut code = ExitCode::SUCCESS;
     for (path, yaml) in &files {
