@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all check soak test test-checks lint fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all check soak test test-checks lint lint-code book docs-check docs-reference fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -106,8 +106,12 @@ e2e-kind:
 
 # Build the test Kubernetes API server (cached in ~/.cache/k8s-test-apiserver; Debian
 # packages only). `make test` starts it around `cargo test`; unbuilt, its tests skip loudly.
+# It is not part of this repository: K8S_TEST_APISERVER names its checkout (the default is
+# where this project's machines have it); scripts/with-k8s-apiserver.sh reads the same
+# variable from the environment.
+K8S_TEST_APISERVER ?= ../shared/tools/k8s-test-apiserver
 k8s-apiserver:
-	bash ../shared/tools/k8s-test-apiserver/build.sh
+	bash $(K8S_TEST_APISERVER)/build.sh
 
 # Regenerate the SciPy/statsmodels fixture the stats tests compare against (pinned versions
 # in tests/interop/requirements.txt) into target/, and require it to agree with the
@@ -119,8 +123,33 @@ oracle-check: $(PY)
 	$(PY) stats/tests/oracle/generate.py --out target/oracle/cases.json
 	$(PY) stats/tests/oracle/compare.py stats/tests/oracle/cases.json target/oracle/cases.json
 
-# Formatting, clippy and rustdoc, warnings as errors; the crate graph as README states it.
-lint: fmt clippy doc crate-graph
+# Formatting, clippy and rustdoc, warnings as errors; the crate graph as the guide states it
+# (docs/src/development/index.md).
+lint: lint-code docs-check
+
+# The Rust side of lint: formatting, clippy, rustdoc, the crate graph.
+lint-code: fmt clippy doc crate-graph
+
+# The user guide (docs/, mdBook 0.5.4: `cargo install mdbook --version 0.5.4 --locked`),
+# built into target/book; open target/book/index.html.
+MDBOOK ?= mdbook
+book:
+	@command -v $(MDBOOK) >/dev/null || { echo "*** book: mdbook is not installed: cargo install mdbook --version 0.5.4 --locked ***" >&2; exit 1; }
+	$(MDBOOK) build docs
+
+# The docs hold: the book builds and every relative link and anchor in it, the README's
+# and the chart README's resolves (offline, scripts/check-book.py); the CLI reference
+# (docs/src/reference/cli, from the clap definitions) and the campaign field reference
+# (from the CRD's schema) are what the code generates, as the CRD is (one test each). The
+# tests build with the workspace's features, so make test reuses what they compile.
+docs-check: book
+	python3 scripts/check-book.py target/book docs/src README.md charts/pqbench/README.md
+	cargo test -q --workspace --test cli_reference --test crd
+
+# Regenerate the generated references after changing a command's flags or the CRD's types.
+docs-reference:
+	cargo run -q --bin pqbench -- cli-reference docs/src/reference/cli
+	cargo run -q -p operator --bin crdgen
 
 # No pure crate links an I/O crate; the operator links neither the engine, Parquet nor s3s.
 crate-graph:
