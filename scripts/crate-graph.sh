@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The crate graph, as README "Layout" states it: the pure crates (envelope, stats, campaign,
-# run) link no I/O crate of the workspace and no I/O library (async runtime, HTTP, the AWS
-# SDK, Parquet, the S3 server), the operator links neither the run engine (worker),
-# Parquet nor the embedded S3 server, and dataset (the run files) links no network crate. `cargo tree` only reads the lock file: no build.
+# The crate graph, as the user guide states it (docs/src/development/index.md, "Layout of the
+# repository"): the pure crates (envelope, stats, campaign, run) link no I/O crate of the
+# workspace and no I/O library (async runtime, HTTP, the AWS SDK, Parquet, the S3 server),
+# the operator links neither the run engine (worker), Parquet nor the embedded S3 server, and
+# dataset (the run files) links no network crate. `cargo tree` only reads the lock file: no
+# build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -12,7 +14,7 @@ check() {
     hits=$(cargo tree -q -e normal -p "$1" --prefix none | awk '{print $1}' | sort -u |
         grep -Ex "$2" || true)
     if [ -n "$hits" ]; then
-        echo "*** crate-graph: $1 links $(echo "$hits" | tr '\n' ' ')(README \"Layout\") ***" >&2
+        echo "*** crate-graph: $1 links $(echo "$hits" | tr '\n' ' ')(docs/src/development/index.md, Layout) ***" >&2
         fail=1
     else
         echo "crate-graph: $1 ok"

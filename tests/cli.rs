@@ -1614,7 +1614,7 @@ fn campaign_refuses_keys_inside_a_git_work_tree() {
         !repo.join("state").exists() && !out.exists(),
         "something was written"
     );
-    // The README's main job writes to ./pqbench-results: git ignores it in this repository.
+    // The main job of the README writes to ./pqbench-results: git ignores it in this repository.
     let ignore = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.gitignore"))
         .expect(".gitignore");
     assert!(ignore.lines().any(|l| l == "/pqbench-results/"), "{ignore}");
@@ -2098,7 +2098,7 @@ fn campaign_sessions_control_open_loop_two_processes() {
             assert!(r[rate].is_empty() && r[resp].is_empty(), "{r:?}");
         }
     }
-    // Light open-loop runs pass validation on this kind of machine (README, "Tests").
+    // Light open-loop runs pass validation on this kind of machine (docs/src/development/tests.md).
     assert!(open_rows > 0, "no open-loop run was valid: {text}");
     // One knee series per arm with a valid open-loop run, over the rates measured; a knee,
     // if reached, is at a measured rate and is that rate over the closed-loop peak.

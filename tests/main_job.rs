@@ -1,4 +1,4 @@
-//! The README's main job as a user runs it: `pqbench run examples/quick.yaml`, the file
+//! The main job of the README as a user runs it: `pqbench run examples/quick.yaml`, the file
 //! as it ships, on the embedded server. A test binary of its own, so that no other test
 //! runs beside it (cargo runs test binaries one after another): it measures, and anything
 //! on the clients' core is noise in its verdicts.
@@ -19,7 +19,7 @@ fn pqbench(state: &Path, args: &[&str]) -> Output {
         .expect("run pqbench")
 }
 
-/// Issue 18: the README's main job, `pqbench run examples/quick.yaml` (the file as it
+/// Issue 18: the main job (README), `pqbench run examples/quick.yaml` (the file as it
 /// ships), reaches conclusive verdicts on this machine: ML-KEM-768 vs X25519 on aws-lc in
 /// the client-bound cell (Equivalent or NotEquivalent, the 90 % interval no wider than the
 /// ±5 % band) and ML-KEM-768 on RustCrypto vs aws-lc (a deficit). The embedded server and

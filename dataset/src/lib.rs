@@ -1,9 +1,9 @@
 //! # dataset: a run's files on disk, written and read back
 //!
-//! A process of a run leaves a directory `<runId>/p<index>/` (study section IV-A; README
-//! "Run files"): `records.parquet`, `samples.parquet`, `process.json`, `spec.json`,
-//! `summary.json` and `SHA256SUMS`, written last as the directory's commit record. This
-//! crate is everything that touches those files and nothing that touches a network:
+//! A process of a run leaves a directory `<runId>/p<index>/` (study section IV-A; docs/src/runs.md,
+//! "Run files"): `records.parquet`, `samples.parquet`, `process.json`, `spec.json`, `summary.json`
+//! and `SHA256SUMS`, written last as the directory's commit record. This crate is everything that
+//! touches those files and nothing that touches a network:
 //!
 //! - [`parquet`] writes and reads the run tables ([`run::table`]) as Parquet;
 //! - [`checksums`] hashes files for the `SHA256SUMS` manifest;

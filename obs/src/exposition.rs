@@ -1,5 +1,5 @@
 //! The Prometheus exposition both binaries serve on `/metrics`: OpenMetrics for a scraper
-//! that asks for it, else the Prometheus text format 0.0.4 (README "Observability").
+//! that asks for it, else the Prometheus text format 0.0.4 (the guide's docs/src/observability.md).
 
 use prometheus_client::registry::Registry;
 

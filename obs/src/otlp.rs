@@ -1,5 +1,5 @@
-//! The OTLP span exporter both binaries use (README "Observability"): a batch processor on
-//! its own thread, counting what the collector accepted.
+//! The OTLP span exporter both binaries use (the guide's docs/src/observability.md): a batch
+//! processor on its own thread, counting what the collector accepted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! request, including warm-up requests and failures, produces one record …").
 //!
 //! Both are written as Parquet ([`crate::table`]); the column lists below are the data
-//! contract, documented in README "Run files" and checked by `pqbench validate`.
+//! contract, documented in docs/src/runs.md, "Run files" and checked by `pqbench validate`.
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
-//! The S3 client's settings as the run files record them (README "Run files": `client` in
-//! `summary.json`): payload signing, checksums, and the resolved client configuration. The
-//! `s3` crate builds the client from these; this module holds only the values.
+//! The S3 client's settings as the run files record them (docs/src/runs.md, "Run files": `client`
+//! in `summary.json`): payload signing, checksums, and the resolved client configuration. The `s3`
+//! crate builds the client from these; this module holds only the values.
 
 use serde::{Deserialize, Serialize};
 

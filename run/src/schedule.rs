@@ -1,5 +1,6 @@
-//! The campaign schedule: one decision for both executors (study section IV-B, "runs are
-//! executed in the pre-registered order"; README "What the operator does with a campaign").
+//! The campaign schedule: one decision for both executors (study section IV-B, "runs are executed
+//! in the pre-registered order"; docs/src/kubernetes/index.md, "What the operator does with a
+//! campaign").
 //!
 //! A campaign is carried out by `pqbench run` (processes on one machine, its state on disk)
 //! and by the operator (pods, its state in the status and the results bucket). Both observe,

@@ -2,8 +2,8 @@
 //! schema of typed columns, each required or optional. The `worker` crate writes and reads
 //! them as Parquet (`worker::parquet`); this crate only builds and reads the values.
 //!
-//! Types are limited to what the data needs: 64-bit integers, UTC nanosecond timestamps,
-//! doubles and UTF-8 strings. The schema is part of the data contract (README "Run files").
+//! Types are limited to what the data needs: 64-bit integers, UTC nanosecond timestamps, doubles
+//! and UTF-8 strings. The schema is part of the data contract (docs/src/runs.md, "Run files").
 
 /// Column types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

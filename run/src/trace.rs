@@ -1,6 +1,6 @@
-//! Request-trace settings of a run (issue 7; README "Observability"): the `traces` block of
-//! a run spec, its resolution against the standard `OTEL_*` variables, and what a process's
-//! traces came to. The export itself (OTLP, spans from the stage timers) is the `worker`
+//! Request-trace settings of a run (issue 7; the guide's docs/src/observability.md): the `traces`
+//! block of a run spec, its resolution against the standard `OTEL_*` variables, and what a
+//! process's traces came to. The export itself (OTLP, spans from the stage timers) is the `worker`
 //! crate's (`worker::traces`).
 
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
-//! The analysis of a campaign on a cluster as a Job of its own (README "What the operator
-//! does with a campaign"): what the Job is given ([`AnalysisSpec`]), and what it leaves
-//! for the operator as the last object it writes ([`AnalysisOutcome`] at [`OUTCOME`] under
-//! the campaign's prefix). The operator reads the outcome into status; it links neither
-//! the run files' Parquet reader nor the analysis.
+//! The analysis of a campaign on a cluster as a Job of its own (docs/src/kubernetes/index.md, "What
+//! the operator does with a campaign"): what the Job is given ([`AnalysisSpec`]), and what it
+//! leaves for the operator as the last object it writes ([`AnalysisOutcome`] at [`OUTCOME`] under
+//! the campaign's prefix). The operator reads the outcome into status; it links neither the run
+//! files' Parquet reader nor the analysis.
 
 use campaign::Manifest;
 use campaign::analysis::Report;

@@ -1,7 +1,7 @@
-//! A campaign's part of a results bucket: the objects under one key prefix (README "What
-//! the operator does with a campaign": `<namespace>/<name>/<uid>/`). The operator observes
-//! runs, opens start gates and clears failed attempts through it; the analysis Job
-//! downloads the run files and uploads the report.
+//! A campaign's part of a results bucket: the objects under one key prefix
+//! (docs/src/kubernetes/index.md, "What the operator does with a campaign":
+//! `<namespace>/<name>/<uid>/`). The operator observes runs, opens start gates and clears failed
+//! attempts through it; the analysis Job downloads the run files and uploads the report.
 
 use aws_sdk_s3::primitives::ByteStream;
 

@@ -230,7 +230,7 @@ mod tests {
     use super::*;
 
     /// The data set's digest is what coreutils' `sha256sum` says of the files' listing,
-    /// as the README tells a reader to recompute it.
+    /// as the user guide tells a reader to recompute it.
     #[test]
     fn the_data_digest_is_sha256sum_of_the_sorted_listing() {
         let dir = tempfile::tempdir().unwrap();
