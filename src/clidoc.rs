@@ -36,7 +36,7 @@ pub(crate) struct CliReferenceArgs {
 /// The command tree as the reference renders it: built (so that every usage line reads
 /// `pqbench <command>`), wrapped to [`WIDTH`], environment values hidden.
 fn reference_command() -> Command {
-    let mut cmd = hide_env_values(Cli::command().term_width(WIDTH).max_term_width(WIDTH));
+    let mut cmd = hide_env_values(Cli::command().term_width(WIDTH));
     cmd.build();
     cmd
 }
@@ -48,7 +48,7 @@ fn hide_env_values(cmd: Command) -> Command {
 
 /// Every page, file name to content: `index.md` and one `<command>.md` per visible
 /// subcommand, in the tree's order in the index.
-pub(crate) fn pages() -> BTreeMap<String, String> {
+fn pages() -> BTreeMap<String, String> {
     let mut root = reference_command();
     let names: Vec<(String, String)> = root
         .get_subcommands()
@@ -126,12 +126,17 @@ fn drift(dir: &Path, expected: &BTreeMap<String, String>) -> Result<Vec<String>>
             Err(e) => return Err(e).with_context(|| format!("cannot read {name}")),
         }
     }
-    for name in generated_pages(dir)? {
-        if !expected.contains_key(&name) {
-            wrong.push(format!("{name} is stale (no such command)"));
-        }
+    for name in stale_pages(dir, expected)? {
+        wrong.push(format!("{name} is stale (no such command)"));
     }
     Ok(wrong)
+}
+
+/// Generated pages in `dir` of commands that no longer exist.
+fn stale_pages(dir: &Path, expected: &BTreeMap<String, String>) -> Result<Vec<String>> {
+    let mut pages = generated_pages(dir)?;
+    pages.retain(|name| !expected.contains_key(name));
+    Ok(pages)
 }
 
 /// The `.md` files in `dir` that this command generated (they start with [`MARKER`]).
@@ -182,12 +187,10 @@ pub(crate) fn run(a: CliReferenceArgs) -> Result<()> {
         return Ok(());
     }
     fs::create_dir_all(&a.dir).with_context(|| format!("cannot create {}", a.dir.display()))?;
-    for name in generated_pages(&a.dir)? {
-        if !expected.contains_key(&name) {
-            let path = a.dir.join(&name);
-            fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-            println!("removed {} (no such command)", path.display());
-        }
+    for name in stale_pages(&a.dir, &expected)? {
+        let path = a.dir.join(&name);
+        fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        println!("removed {} (no such command)", path.display());
     }
     for (name, text) in &expected {
         let path = a.dir.join(name);
