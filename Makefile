@@ -56,7 +56,7 @@ NEXTEST_THREADS ?= $(shell echo $$((2 * $$(nproc))))
 # The developer's fast loop (a few minutes warm): formatting, clippy, and the pure crates'
 # tests (no server, no API server, no images). make test is still what must pass.
 check: fmt clippy
-	cargo nextest run -p envelope -p stats -p campaign -p run
+	cargo nextest run -p envelope -p stats -p campaign -p analysis -p report -p run
 
 # Regenerate the BenchmarkCampaign CRD from the Rust types (operator/src/api.rs, campaign).
 crds:

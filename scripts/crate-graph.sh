@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The crate graph, as the user guide states it (docs/src/development/index.md, "Layout of the
-# repository"): the pure crates (envelope, stats, campaign, run) link no I/O crate of the
-# workspace and no I/O library (async runtime, HTTP, the AWS SDK, Parquet, the S3 server),
-# the operator links neither the run engine (worker), Parquet nor the embedded S3 server, and
-# dataset (the run files) links no network crate. `cargo tree` only reads the lock file: no
+# repository"): the pure crates (envelope, stats, campaign, analysis, report, run) link no I/O
+# crate of the workspace and no I/O library (async runtime, HTTP, the AWS SDK, Parquet, the S3
+# server); the arrows between campaign (schema and design), analysis (rows to the report model)
+# and report (its rendering) run one way; the operator links neither the run engine (worker),
+# the rendering (report), Parquet nor the embedded S3 server; and dataset (the run files) links
+# no network crate. `cargo tree` only reads the lock file: no
 # build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +23,12 @@ check() {
     fi
 }
 io='tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|parquet|s3s|s3s-fs|s3|obs|worker|operator'
-for crate in envelope stats campaign run; do
+for crate in envelope stats campaign analysis report run; do
     check "$crate" "$io"
 done
-check operator 'worker|dataset|parquet|s3s|s3s-fs'
+check campaign 'analysis|report|run'
+check analysis 'report|run'
+check operator 'worker|report|dataset|parquet|s3s|s3s-fs'
 # The run files (Parquet, checksums, validator, collector) are file I/O only: no network.
 check dataset 'tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|s3s|s3s-fs|s3|obs|worker|operator'
 exit "$fail"

@@ -29,14 +29,14 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use analysis::Config;
 use anyhow::{Context as _, Result, bail};
-use campaign::analysis::{self, Config};
 use campaign::design::{self, Assumptions, Plan};
-use campaign::report::Header;
 use campaign::units::format_duration;
 use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
+use report::Header;
 use run::planner::Environment;
 use run::runspec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
 use run::schedule::{self, Policy};
@@ -754,7 +754,7 @@ fn write_report(
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
     let json_path = json_path.map_or_else(|| out.join("report.json"), Path::to_path_buf);
-    for (name, bytes) in campaign::report::files(&report, &mut header) {
+    for (name, bytes) in report::files(&report, &mut header) {
         let path = if name == "report.json" {
             report_json.clone_from(&bytes);
             json_path.clone()
@@ -774,7 +774,7 @@ fn write_report(
         text.push(b'\n');
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    print!("{}", campaign::report::terminal(&report));
+    print!("{}", report::terminal(&report));
     for (run, why) in &header.excluded {
         println!("  excluded run {run}: {why}");
     }

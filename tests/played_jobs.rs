@@ -221,7 +221,7 @@ impl Cluster {
     }
 
     /// `report.json` from the played MinIO's data directory, if the analysis uploaded one.
-    fn report(&self) -> Option<campaign::analysis::Report> {
+    fn report(&self) -> Option<analysis::Report> {
         fn find(dir: &Path) -> Option<PathBuf> {
             for e in std::fs::read_dir(dir).ok()?.flatten() {
                 let p = e.path();
@@ -812,7 +812,7 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
             .find(|e| e.mode == mode && e.baseline == against)
             .unwrap_or_else(|| panic!("no comparison {mode} vs {against}"))
     };
-    let say = |e: &campaign::analysis::Entry| {
+    let say = |e: &analysis::Entry| {
         format!(
             "{} vs {}: {:?}, ratio {:.4}, 90% CI [{:.4}, {:.4}], paired sd {:.4}, {} pairs",
             e.mode, e.baseline, e.verdict, e.ratio, e.ci90[0], e.ci90[1], e.sd, e.pairs

@@ -2,7 +2,7 @@
 //! structural schema: the operator generates its `BenchmarkCampaign` CRD from them.
 //!
 //! The types whose serde form is custom get hand-written schemas here: sizes, durations
-//! and quantities are `x-kubernetes-int-or-string` (`64KiB` or `65536`), a [`List`] is a
+//! and quantities are `x-kubernetes-int-or-string` (`64KiB` or `65536`), a `List` (its schema is in `spec`) is a
 //! list (a structural schema cannot say "a value or a list", and an untyped field would be
 //! neither checked nor visible to CEL; so list-valued fields are lists everywhere, and
 //! `pqbench run` refuses a single value as the API server does), and modes and backends
@@ -14,7 +14,6 @@ use envelope::{Backend, Mode};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use crate::cluster::Quantity;
-use crate::spec::{List, LoopGrid};
 use crate::units::{Dur, Size};
 
 impl JsonSchema for Size {
@@ -58,59 +57,6 @@ impl JsonSchema for Quantity {
         json_schema!({
             "x-kubernetes-int-or-string": true,
             "description": "A Kubernetes quantity (500m, 2, 4Gi)."
-        })
-    }
-}
-
-impl<T: JsonSchema> JsonSchema for List<T> {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        format!("ListOf{}", T::schema_name()).into()
-    }
-    fn json_schema(g: &mut SchemaGenerator) -> Schema {
-        // A structural schema cannot say "a value or a list", and a field it leaves untyped
-        // is invisible to CEL and unchecked: these fields are lists, and `List`'s
-        // deserializer refuses a single value too, so a file means one thing everywhere.
-        json_schema!({
-            "type": "array",
-            "items": g.subschema_for::<T>(),
-            "description": "A list of values, also for one value ([32]); a single value is refused, by pqbench run as by the API server."
-        })
-    }
-}
-
-impl JsonSchema for LoopGrid {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        "Loop".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "How requests arrive: `{type: closed}` (every worker issues requests back to back; the default) or `{type: open, rates: [...], threads: N}` (Poisson arrivals at each offered rate, requests/s, served by N workers; each rate is its own cell).",
-            "type": "object",
-            "required": ["type"],
-            "properties": {
-                "type": { "type": "string", "enum": ["closed", "open"] },
-                "rates": {
-                    "type": "array",
-                    "items": { "type": "number" },
-                    "description": "Offered rates in requests per second (open loop)."
-                },
-                "threads": {
-                    "type": "integer",
-                    "format": "uint32",
-                    "minimum": 1,
-                    "description": "Workers serving the queue (open loop)."
-                }
-            },
-            "x-kubernetes-validations": [{
-                "rule": "self.type == 'open' ? (has(self.rates) && has(self.threads)) : (!has(self.rates) && !has(self.threads))",
-                "message": "loop: an open loop needs rates and threads; a closed loop takes neither"
-            }]
         })
     }
 }

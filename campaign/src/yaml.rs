@@ -1,6 +1,6 @@
 //! YAML (or JSON) text as the JSON values pqbench's types are read from: every campaign file
 //! and RunSpec a user writes goes through here ([`crate::from_yaml`],
-//! [`CampaignFile::parse`](crate::spec::CampaignFile::parse)).
+//! [`CampaignFile::parse`](crate::CampaignFile::parse)).
 //!
 //! The text goes to `serde_yaml_ng` as its own `Value` (which refuses a key given twice),
 //! then becomes a JSON value here, so that what JSON cannot hold is refused with its field
@@ -268,6 +268,27 @@ fn key(k: Yaml, path: &Path) -> Result<String, String> {
             }
         )),
     }
+}
+
+/// Parses YAML (or JSON) into `T`, naming the field path on error (`spec.cells[0].loop:
+/// …`). The text goes through a JSON value so that enums are written as maps (`{file:
+/// path}`) in YAML as in JSON.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    from_value(document(text)?)
+}
+
+/// [`from_yaml`] of a document already parsed into a JSON value.
+pub fn from_value<T: serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+) -> std::result::Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })
 }
 
 #[cfg(test)]

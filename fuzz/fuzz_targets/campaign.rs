@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use campaign::design::{self, Assumptions};
-use campaign::spec::CampaignFile;
+use campaign::CampaignFile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

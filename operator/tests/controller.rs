@@ -428,7 +428,7 @@ spec:
     let json: serde_json::Value = serde_json::from_slice(&report).unwrap();
     assert_eq!(json["prereg_hash"], plan.prereg_hash);
     // Status holds exactly the report's verdicts, in compact form.
-    let analysis: campaign::analysis::Report = serde_json::from_slice(&report).unwrap();
+    let analysis: analysis::Report = serde_json::from_slice(&report).unwrap();
     assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
     // The report's Attempts table counts the kept attempt: the second run's arm has more
     // attempts than runs, one of them invalid at least.

@@ -822,7 +822,7 @@ fn check_bucket(
         .1;
     let json: serde_json::Value = serde_json::from_slice(report).unwrap();
     assert_eq!(json["prereg_hash"], plan.prereg_hash);
-    let analysis: campaign::analysis::Report = serde_json::from_slice(report).unwrap();
+    let analysis: analysis::Report = serde_json::from_slice(report).unwrap();
     assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use campaign::analysis::{RunRow, SessionRow};
+use analysis::{RunRow, SessionRow};
 use campaign::design::{Arrival, cell_id};
 use envelope::Mode;
 

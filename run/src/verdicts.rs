@@ -4,8 +4,8 @@
 //! the campaign's prefix). The operator reads the outcome into status; it links neither the run
 //! files' Parquet reader nor the analysis.
 
+use analysis::Report;
 use campaign::Manifest;
-use campaign::analysis::Report;
 use serde::{Deserialize, Serialize};
 
 use crate::runspec::{Output, S3Target};

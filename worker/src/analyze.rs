@@ -1,14 +1,14 @@
 //! The analysis of a campaign's results bucket: the operator's analysis Job
 //! (`pqbench-worker --analysis-env PQBENCH_ANALYSIS_SPEC`). It downloads every run's files,
 //! validates and analyses them exactly as `pqbench analyze` does ([`crate::collect`],
-//! [`campaign::analysis`]), uploads `runs.csv`, `report.json`, `report.md` and `plots/`
+//! [`analysis`]), uploads `runs.csv`, `report.json`, `report.md` and `plots/`
 //! under the campaign's prefix, and last the outcome ([`run::verdicts::OUTCOME`]), which
 //! the operator reads into status.
 
 use std::path::Path;
 
-use campaign::analysis::{self, Config};
-use campaign::report::Header;
+use analysis::Config;
+use report::Header;
 use run::runspec::Output;
 use run::verdicts::{AnalysisOutcome, AnalysisSpec, LeftOut, OUTCOME, verdict_rows};
 use s3::ResultsBucket;
@@ -188,7 +188,7 @@ async fn analyze(
         excluded: excluded.clone(),
         plots: Vec::new(),
     };
-    let mut uploads = campaign::report::files(&report, &mut header);
+    let mut uploads = report::files(&report, &mut header);
     let report_json = uploads
         .iter()
         .find(|(n, _)| n == "report.json")

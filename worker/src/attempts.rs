@@ -12,7 +12,6 @@
 
 use std::path::Path;
 
-use campaign::analysis;
 use campaign::design::Plan;
 use run::rows::Collected;
 use run::schedule::GivenUp;

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::RunRow;
-use crate::design::Arm;
-use crate::spec::{ComparisonSpec, ObjectFormat};
+use crate::rows::RunRow;
+use campaign::design::Arm;
+use campaign::spec::{ComparisonSpec, ObjectFormat};
 
 /// One cell and arm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use stats::Verdict;
 
-use crate::analysis::{Entry, RunRow};
+use crate::entry::Entry;
+use crate::rows::RunRow;
 
 /// Median and range over runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -204,7 +205,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::cast_precision_loss, reason = "tests")]
 
     use super::*;
-    use crate::analysis::SessionRow;
+    use crate::rows::SessionRow;
 
     fn row(run: &str, mode: &str, change: f64, bins: Vec<Option<f64>>) -> RunRow {
         RunRow {

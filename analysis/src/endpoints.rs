@@ -24,7 +24,7 @@ use stats::identity::{Identity, IdentityPair};
 use stats::paired::{RatioInterval, difference_interval, log_ratios};
 
 use crate::Result;
-use crate::analysis::{RunRow, STAGES};
+use crate::rows::{RunRow, STAGES};
 
 /// Reads one figure of a run.
 type Getter = fn(&RunRow) -> Option<f64>;

@@ -28,11 +28,11 @@ use stats::paired::RatioInterval;
 use stats::queueing::KneePrediction;
 use stats::storage::S3_USER_METADATA_LIMIT;
 
-use crate::analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
-use crate::endpoints::Secondary;
-use crate::longrun::DriftRow;
-use crate::spec::Operation;
-use crate::units::Size;
+use analysis::endpoints::Secondary;
+use analysis::longrun::DriftRow;
+use analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
+use campaign::spec::Operation;
+use campaign::units::Size;
 
 /// One plot: a file name (e.g. "forest.svg") and the SVG text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -750,42 +750,9 @@ pub fn forest(report: &Report) -> Option<Plot> {
     let pad = (hi - lo) * 0.04;
     let (d0, d1, ticks) = nice_ticks(lo - pad, hi + pad, 6.0);
 
-    struct Row<'a> {
-        e: &'a Entry,
-        label: String,
-        numbers: String,
-        flags: String,
-    }
-    let rows: Vec<Vec<Row<'_>>> = groups
+    let rows: Vec<Vec<ForestRow<'_>>> = groups
         .iter()
-        .map(|g| {
-            g.iter()
-                .map(|e| {
-                    // The plot labels keep the family and the deficit/advantage flags only.
-                    let flags: Vec<&str> = e
-                        .flags()
-                        .into_iter()
-                        .filter(|f| !matches!(*f, "saturated" | "underpowered"))
-                        .collect();
-                    let numbers = if finite2(e.ci90) {
-                        format!(
-                            "{} [{}, {}]",
-                            fmt_ratio(e.ratio),
-                            fmt_ratio(e.ci90[0]),
-                            fmt_ratio(e.ci90[1])
-                        )
-                    } else {
-                        fmt_ratio(e.ratio)
-                    };
-                    Row {
-                        e,
-                        label: format!("{} \u{b7} {} vs {}", e.cell, e.mode, e.baseline),
-                        numbers,
-                        flags: flags.join(" \u{b7} "),
-                    }
-                })
-                .collect()
-        })
+        .map(|g| g.iter().map(|e| ForestRow::of(e)).collect())
         .collect();
 
     let title = format!(
@@ -900,73 +867,14 @@ pub fn forest(report: &Report) -> Option<Plot> {
     svg.text(num_x, header_y, "ratio [90 % CI]", &head);
     svg.text(verdict_x, header_y, "verdict", &head);
 
+    let columns = ForestColumns {
+        sx,
+        label_x: x0 - 14.0,
+        num_x,
+        verdict_x,
+    };
     for (r, cy) in all_rows().zip(centres) {
-        let e = r.e;
-        let colour = verdict_colour(e.verdict);
-        let tip = format!(
-            "{}: ratio {}, 90 % CI [{}, {}], 95 % CI [{}, {}], {} pairs, TOST p {} \
-             (adjusted {}), {}",
-            r.label,
-            fmt_ratio(e.ratio),
-            fmt_ratio(e.ci90[0]),
-            fmt_ratio(e.ci90[1]),
-            fmt_ratio(e.ci95[0]),
-            fmt_ratio(e.ci95[1]),
-            e.pairs,
-            fmt_num(e.tost_p),
-            fmt_num(e.tost_p_adjusted),
-            e.verdict
-        );
-        svg.open(r#"class="comparison""#, &tip);
-        svg.text(
-            x0 - 14.0,
-            cy + 4.0,
-            &r.label,
-            r#"text-anchor="end" class="label""#,
-        );
-        if finite2(e.ci95) {
-            let (a, b) = (sx.at(e.ci95[0]), sx.at(e.ci95[1]));
-            let stroke = format!(r#"stroke="{colour}" stroke-width="1.5""#);
-            svg.line(a, cy, b, cy, &stroke);
-            svg.line(a, cy - 4.0, a, cy + 4.0, &stroke);
-            svg.line(b, cy - 4.0, b, cy + 4.0, &stroke);
-        }
-        if finite2(e.ci90) {
-            svg.line(
-                sx.at(e.ci90[0]),
-                cy,
-                sx.at(e.ci90[1]),
-                cy,
-                &format!(
-                    r#"class="ci90" stroke="{colour}" stroke-width="6" stroke-opacity="0.55""#
-                ),
-            );
-        }
-        svg.circle(
-            sx.at(e.ratio),
-            cy,
-            4.5,
-            &format!(r##"class="ratio" fill="{colour}" stroke="#ffffff" stroke-width="1.2""##),
-        );
-        svg.text(num_x, cy + 4.0, &r.numbers, r#"font-size="11""#);
-        let flags = if r.flags.is_empty() {
-            String::new()
-        } else {
-            format!("\u{b7} {}", r.flags)
-        };
-        svg.spans(
-            verdict_x,
-            cy + 4.0,
-            &[
-                (
-                    e.verdict.as_str(),
-                    &format!(r#"font-weight="bold" fill="{colour}""#),
-                ),
-                // Offset rather than a leading space, which renderers may collapse.
-                (&flags, &format!(r#"dx="5" fill="{MUTED}""#)),
-            ],
-        );
-        svg.close();
+        forest_row(&mut svg, r, cy, &columns);
     }
 
     Some(Plot {
@@ -974,6 +882,119 @@ pub fn forest(report: &Report) -> Option<Plot> {
         title,
         svg: svg.finish(),
     })
+}
+
+/// One row of the forest plot: the comparison and its texts.
+struct ForestRow<'a> {
+    e: &'a Entry,
+    label: String,
+    numbers: String,
+    flags: String,
+}
+
+impl<'a> ForestRow<'a> {
+    fn of(e: &'a Entry) -> Self {
+        // The plot labels keep the family and the deficit/advantage flags only.
+        let flags: Vec<&str> = e
+            .flags()
+            .into_iter()
+            .filter(|f| !matches!(*f, "saturated" | "underpowered"))
+            .collect();
+        let numbers = if finite2(e.ci90) {
+            format!(
+                "{} [{}, {}]",
+                fmt_ratio(e.ratio),
+                fmt_ratio(e.ci90[0]),
+                fmt_ratio(e.ci90[1])
+            )
+        } else {
+            fmt_ratio(e.ratio)
+        };
+        Self {
+            e,
+            label: format!("{} \u{b7} {} vs {}", e.cell, e.mode, e.baseline),
+            numbers,
+            flags: flags.join(" \u{b7} "),
+        }
+    }
+}
+
+/// Where the forest plot's columns are: the ratio scale, the right edge of the labels, the
+/// numbers and the verdicts.
+struct ForestColumns {
+    sx: Scale,
+    label_x: f64,
+    num_x: f64,
+    verdict_x: f64,
+}
+
+/// One comparison of the forest plot at height `cy`: label, 95 % and 90 % bars, the ratio,
+/// its numbers and the verdict with its flags, in a group with a tooltip.
+fn forest_row(svg: &mut Svg, r: &ForestRow<'_>, cy: f64, c: &ForestColumns) {
+    let e = r.e;
+    let colour = verdict_colour(e.verdict);
+    let tip = format!(
+        "{}: ratio {}, 90 % CI [{}, {}], 95 % CI [{}, {}], {} pairs, TOST p {} \
+         (adjusted {}), {}",
+        r.label,
+        fmt_ratio(e.ratio),
+        fmt_ratio(e.ci90[0]),
+        fmt_ratio(e.ci90[1]),
+        fmt_ratio(e.ci95[0]),
+        fmt_ratio(e.ci95[1]),
+        e.pairs,
+        fmt_num(e.tost_p),
+        fmt_num(e.tost_p_adjusted),
+        e.verdict
+    );
+    svg.open(r#"class="comparison""#, &tip);
+    svg.text(
+        c.label_x,
+        cy + 4.0,
+        &r.label,
+        r#"text-anchor="end" class="label""#,
+    );
+    if finite2(e.ci95) {
+        let (a, b) = (c.sx.at(e.ci95[0]), c.sx.at(e.ci95[1]));
+        let stroke = format!(r#"stroke="{colour}" stroke-width="1.5""#);
+        svg.line(a, cy, b, cy, &stroke);
+        svg.line(a, cy - 4.0, a, cy + 4.0, &stroke);
+        svg.line(b, cy - 4.0, b, cy + 4.0, &stroke);
+    }
+    if finite2(e.ci90) {
+        svg.line(
+            c.sx.at(e.ci90[0]),
+            cy,
+            c.sx.at(e.ci90[1]),
+            cy,
+            &format!(r#"class="ci90" stroke="{colour}" stroke-width="6" stroke-opacity="0.55""#),
+        );
+    }
+    svg.circle(
+        c.sx.at(e.ratio),
+        cy,
+        4.5,
+        &format!(r##"class="ratio" fill="{colour}" stroke="#ffffff" stroke-width="1.2""##),
+    );
+    svg.text(c.num_x, cy + 4.0, &r.numbers, r#"font-size="11""#);
+    let flags = if r.flags.is_empty() {
+        String::new()
+    } else {
+        format!("\u{b7} {}", r.flags)
+    };
+    svg.spans(
+        c.verdict_x,
+        cy + 4.0,
+        &[
+            (
+                e.verdict.as_str(),
+                &format!(r#"font-weight="bold" fill="{colour}""#),
+            ),
+            // Offset rather than a leading space, which renderers may collapse.
+            (&flags, &format!(r#"dx="5" fill="{MUTED}""#)),
+        ],
+    );
+    svg.close();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2335,8 +2356,8 @@ fn drift_panel(svg: &mut Svg, f: Frame, cell: &str, rows: &[&DriftRow], palette:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{Config, RunRow, analyze};
-    use crate::spec::Analysis;
+    use analysis::{Config, RunRow, analyze};
+    use campaign::spec::Analysis;
 
     const MODES: [(&str, f64, f64, f64); 3] = [
         ("x25519", 1000.0, 50.0, 180.0),
@@ -2400,7 +2421,7 @@ mod tests {
             baseline: "x25519".into(),
             control: None,
             analysis: Analysis {
-                primary: vec![crate::spec::PrimarySpec::cell("get-64KiB-c4")],
+                primary: vec![campaign::spec::PrimarySpec::cell("get-64KiB-c4")],
                 ..Analysis::default()
             },
             seed: 1,
@@ -2800,7 +2821,7 @@ mod tests {
             cell: cell.to_owned(),
             mode: mode.to_owned(),
             runs: 3,
-            throughput_change: crate::longrun::Spread {
+            throughput_change: analysis::longrun::Spread {
                 median,
                 min: median - 0.01,
                 max: median + 0.01,

@@ -1,64 +1,9 @@
-//! The report for people: a verdict table for the terminal and `report.md`.
+//! The report for people: a verdict table for the terminal ([`terminal`]) and `report.md`
+//! ([`markdown`]).
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
-
-use crate::analysis::{Entry, Report};
-
-/// `report.json`: the analysis with the campaign's name, hash and excluded runs.
-#[derive(Serialize)]
-struct ReportFile<'a> {
-    campaign: &'a str,
-    prereg_hash: &'a str,
-    excluded_runs: Vec<ExcludedRun>,
-    #[serde(flatten)]
-    report: &'a Report,
-}
-
-#[derive(Serialize)]
-struct ExcludedRun {
-    run: String,
-    reason: String,
-}
-
-/// The report's files, by path relative to the report directory: `report.json`,
-/// `report.md` and `plots/*.svg` (their links are added to `header`). Shared by
-/// `pqbench run`/`analyze` and the operator, so a campaign's report is the same wherever
-/// it ran.
-pub fn files(report: &Report, header: &mut Header) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for p in crate::plots::all(report) {
-        let path = format!("plots/{}", p.file);
-        header.plots.push((path.clone(), p.title.clone()));
-        out.push((path, p.svg.into_bytes()));
-    }
-    let file = ReportFile {
-        campaign: header.campaign.as_deref().unwrap_or(""),
-        prereg_hash: header.prereg_hash.as_deref().unwrap_or(""),
-        excluded_runs: header
-            .excluded
-            .iter()
-            .map(|(run, reason)| ExcludedRun {
-                run: run.clone(),
-                reason: reason.clone(),
-            })
-            .collect(),
-        report,
-    };
-    // Plain data with finite numbers; serializing cannot fail.
-    let mut json = serde_json::to_vec_pretty(&file).unwrap_or_default();
-    json.push(b'\n');
-    out.insert(0, ("report.json".to_owned(), json));
-    out.insert(
-        1,
-        (
-            "report.md".to_owned(),
-            markdown(report, header).into_bytes(),
-        ),
-    );
-    out
-}
+use analysis::{Entry, Report};
 
 /// Context the report prints beyond the analysis.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -142,8 +87,8 @@ pub fn terminal(r: &Report) -> String {
         a.margin,
         a.alpha,
         match a.correction {
-            crate::spec::Correction::Holm => "Holm",
-            crate::spec::Correction::None => "no correction",
+            campaign::spec::Correction::Holm => "Holm",
+            campaign::spec::Correction::None => "no correction",
         },
         r.primary_family_size
     );
@@ -183,8 +128,31 @@ pub fn terminal(r: &Report) -> String {
 
 /// The whole report as Markdown.
 pub fn markdown(r: &Report, h: &Header) -> String {
-    let a = &r.config.analysis;
     let mut s = String::new();
+    header_section(&mut s, r, h);
+    arms_section(&mut s, r);
+    verdicts_section(&mut s, r, h);
+    sensitivity_section(&mut s, r);
+    identity_section(&mut s, r);
+    power_section(&mut s, r);
+    secondary_section(&mut s, r);
+    attribution_section(&mut s, r);
+    order_section(&mut s, r);
+    drift_section(&mut s, r);
+    sessions_section(&mut s, r);
+    per_cell_section(&mut s, r);
+    attempts_section(&mut s, r);
+    wire_section(&mut s, r);
+    storage_section(&mut s, r);
+    knee_section(&mut s, r);
+    deviations_section(&mut s, r);
+    notes_section(&mut s, r, h);
+    s
+}
+
+/// The title, the pre-registration hash and the analysis settings.
+fn header_section(s: &mut String, r: &Report, h: &Header) {
+    let a = &r.config.analysis;
     let _ = writeln!(
         s,
         "# pqbench report{}\n",
@@ -216,6 +184,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         s,
         "- Pairs are the complete blocks of a cell (a valid run of every arm); ratio = exp(mean ln(T_arm/T_against)) of throughput; intervals are t intervals of the mean log ratio (study section IV-C).\n"
     );
+}
+
+/// What each arm is: mode, crypto backend, S3 client.
+fn arms_section(s: &mut String, r: &Report) {
     if !r.config.arm_details.is_empty() {
         s.push_str("## Arms\n\n| arm | mode | crypto backend | S3 client |\n|---|---|---|---|\n");
         for x in &r.config.arm_details {
@@ -231,7 +203,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
         }
         s.push('\n');
     }
+}
 
+/// The verdict table, the comparisons in words, and the plots.
+fn verdicts_section(s: &mut String, r: &Report, h: &Header) {
     s.push_str("## Verdicts\n\n| cell | arm vs against | pairs | ratio | 90 % CI | 95 % CI | TOST p | adjusted p | verdict | flags |\n|---|---|---:|---:|---|---|---:|---:|---|---|\n");
     for e in &r.comparisons {
         let _ = writeln!(
@@ -259,7 +234,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     for (file, title) in &h.plots {
         let _ = writeln!(s, "\n![{title}]({file})");
     }
+}
 
+/// Verdicts at the other margins, the bootstrap check, the verdicts without stalls.
+fn sensitivity_section(s: &mut String, r: &Report) {
     s.push_str("\n## Sensitivity and checks\n\n| cell | mode | verdicts at other margins (unadjusted) | bootstrap 90 % CI | bootstrap verdict | without stalls | BH-adjusted p |\n|---|---|---|---|---|---|---:|\n");
     for e in &r.comparisons {
         let at: Vec<String> = e
@@ -290,15 +268,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     } else {
         let _ = writeln!(s, "\nStall rule flagged: {}.", r.stalls.join(", "));
     }
+}
 
-    identity_section(&mut s, r);
-    power_section(&mut s, r);
-    secondary_section(&mut s, r);
-    attribution_section(&mut s, r);
-    order_section(&mut s, r);
-    drift_section(&mut s, r);
-    sessions_section(&mut s, r);
-
+/// Per cell and arm means.
+fn per_cell_section(s: &mut String, r: &Report) {
     s.push_str("\n## Per cell and arm\n\n| cell | arm | runs | throughput (req/s) | client CPU per request (µs) | client cores used | client saturation |\n|---|---|---:|---:|---:|---:|---:|\n");
     for m in &r.arms {
         let _ = writeln!(
@@ -313,7 +286,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             m.client_saturation * 100.0
         );
     }
+}
 
+/// Attempts per arm and the invalid-rate test.
+fn attempts_section(s: &mut String, r: &Report) {
     if !r.attempts.is_empty() {
         s.push_str("\n## Attempts\n\nA run that fails validation is run again in its block position; every attempt is kept in the raw data.\n\n| arm | planned runs | attempts | invalid attempts | failed attempts |\n|---|---:|---:|---:|---:|\n");
         for x in &r.attempts {
@@ -327,7 +303,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             let _ = writeln!(
                 s,
                 "\n| arm vs against | Fisher exact p (invalid rate) | differs at α = {} |\n|---|---:|---|",
-                crate::analysis::INVALID_RATE_ALPHA
+                analysis::INVALID_RATE_ALPHA
             );
             for x in &r.invalid_rates {
                 let _ = writeln!(
@@ -345,7 +321,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             }
         }
     }
+}
 
+/// Per logical request: S3 requests, bytes, client CPU and latency, with format v2 arms.
+fn wire_section(s: &mut String, r: &Report) {
     if r.wire.iter().any(|w| !w.format.is_default()) {
         s.push_str("\n## Per logical request: S3 requests, bytes, client CPU and latency\n\nWhat one logical GET or PUT cost, per cell and arm: S3 requests and bytes on the wire (v1 writes and reads `data.enc` and `manifest.json`, v2 one `object.v2`; a v2 header in metadata travels in the request's headers), client CPU per request and the median over runs of the median latency. Then, for every comparison across formats, the arm over its counterpart.\n\n| cell | arm | format | runs | S3 requests | bytes sent | bytes received | client CPU µs | p50 ms | throughput req/s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for w in &r.wire {
@@ -383,7 +362,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             }
         }
     }
+}
 
+/// Storage overhead per arm and object size (study section V-E).
+fn storage_section(s: &mut String, r: &Report) {
     if !r.storage.is_empty() {
         s.push_str("\n## Storage overhead (section V-E)\n\nManifest bytes (format v1: the JSON `manifest.json`) or header bytes (format v2: the binary header, in metadata or before the chunks) split into the key-establishment ciphertext, what its encoding adds (base64 in v1, none in v2's binary header), and the fixed fields. S3 counts a metadata-carried manifest as the key `pqbench-manifest` plus the value, and a v2 header as the key `pqbench-v2` plus its base64, in UTF-8 bytes, against its 2 KB (2,048-byte) limit.\n\n| object size | mode | format | manifest / header bytes | ciphertext + encoding + fixed | extra vs baseline | per 10⁹ objects (TB) | extra per 10⁹ (TB / TiB) | S3 metadata bytes | over S3's 2 KB limit |\n|---|---|---|---:|---|---:|---:|---:|---:|---|\n");
         for st in &r.storage {
@@ -392,7 +374,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
                 s,
                 "| {} | {} | {} | {} | {} | {:+} | {:.3} | {:.3} / {:.3} | {} | {} |",
                 st.object_size
-                    .map(|b| crate::units::Size(b).to_string())
+                    .map(|b| campaign::units::Size(b).to_string())
                     .unwrap_or_else(|| "–".into()),
                 st.mode,
                 st.format,
@@ -414,7 +396,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             );
         }
     }
+}
 
+/// The open-loop knees, measured and predicted.
+fn knee_section(s: &mut String, r: &Report) {
     if !r.knees.is_empty() {
         s.push_str("\n## Open loop: the knee (mean response time = 2 × light load)\n\nThe knee is interpolated between the two offered rates that bracket twice the light-load response time. The prediction is an M/M/c pool: service time S = workers ÷ throughput at the fewest closed-loop workers (Little's law), c = round(closed-loop peak × S) servers, and the rate at which the M/M/c mean response time reaches 2 S (Poisson arrivals, exponential service).\n\n| series | mode | rates | knee (req/s) | between | fraction of closed-loop peak | predicted (c, S) | measured ÷ predicted |\n|---|---|---|---:|---|---:|---|---:|\n");
         for k in &r.knees {
@@ -445,9 +430,10 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             );
         }
     }
+}
 
-    deviations_section(&mut s, r);
-
+/// Excluded runs and warnings.
+fn notes_section(s: &mut String, r: &Report, h: &Header) {
     if !h.excluded.is_empty() || !r.warnings.is_empty() {
         s.push_str("\n## Notes\n\n");
         for (run, why) in &h.excluded {
@@ -457,7 +443,6 @@ pub fn markdown(r: &Report, h: &Header) -> String {
             let _ = writeln!(s, "- {w}");
         }
     }
-    s
 }
 
 fn opt3(x: Option<f64>) -> String {
@@ -560,8 +545,8 @@ fn secondary_section(s: &mut String, r: &Report) {
     for x in &r.secondary {
         for e in &x.endpoints {
             let est = match e.scale {
-                crate::endpoints::Scale::Ratio => r3(e.estimate),
-                crate::endpoints::Scale::Difference => format!("{:+.2} {}", e.estimate, e.unit),
+                analysis::endpoints::Scale::Ratio => r3(e.estimate),
+                analysis::endpoints::Scale::Difference => format!("{:+.2} {}", e.estimate, e.unit),
             };
             let _ = writeln!(
                 s,
@@ -630,7 +615,7 @@ fn pct(x: f64) -> String {
     format!("{:+.1} %", x * 100.0)
 }
 
-fn spread(x: &crate::longrun::Spread) -> String {
+fn spread(x: &analysis::longrun::Spread) -> String {
     format!("{} [{}, {}]", pct(x.median), pct(x.min), pct(x.max))
 }
 

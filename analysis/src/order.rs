@@ -39,9 +39,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use stats::regression::{Ols, ols};
 
-use crate::analysis::RunRow;
 use crate::deviations::{Deviation, Kind};
-use crate::spec::Operation;
+use crate::rows::RunRow;
+use campaign::spec::Operation;
 
 /// The level at which a term is significant.
 pub const ALPHA: f64 = 0.05;

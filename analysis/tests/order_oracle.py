@@ -12,7 +12,7 @@ and ``previous_put`` = 1 if the run before in campaign order (every run of every
 sorted by started_unix_s, ties by run_id) was a PUT, 0 for the first run.
 
 For each cell and term: ``coef``, ``p`` (``pvalues``) and ``ci95`` (``conf_int(0.05)``)
-on the log scale. Run: ``.venv/bin/python campaign/tests/order_oracle.py``.
+on the log scale. Run: ``.venv/bin/python analysis/tests/order_oracle.py``.
 """
 
 import json

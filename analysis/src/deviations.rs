@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{RunAttempts, RunRow};
+use crate::rows::{RunAttempts, RunRow};
 
 /// What kind of departure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

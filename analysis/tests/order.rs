@@ -1,145 +1,16 @@
-//! The order-and-time check across a campaign (study section VI; `campaign::order`):
+//! The order-and-time check across a campaign (study section VI; `analysis::order`):
 //! planted position, time and carry-over effects are recovered and flagged; evenly spaced
 //! runs make elapsed time not estimable; rows without positions or start times get a note.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
 
-use campaign::analysis::{Config, Report, RunRow, analyze, rows_from_csv, rows_to_csv};
-use campaign::deviations::Kind;
-use campaign::order::{Factor, OrderCheck, Term, Timeline};
+use analysis::deviations::Kind;
+use analysis::order::{Factor, Timeline};
+use analysis::{Report, analyze, rows_from_csv, rows_to_csv};
 use campaign::spec::Operation;
 
-/// The campaign's first window opens here.
-const T0: f64 = 1.7e9;
-
-const MODES: [(&str, f64); 3] = [("ml-kem-768", 0.95), ("x-wing", 0.97), ("x25519", 1.0)];
-
-/// The six orders of three arms, as positions of `MODES[0..3]`.
-const ORDERS: [[u32; 3]; 6] = [
-    [0, 1, 2],
-    [2, 0, 1],
-    [1, 2, 0],
-    [0, 2, 1],
-    [1, 0, 2],
-    [2, 1, 0],
-];
-
-/// Deterministic noise in [−1, 1], uncorrelated with position and time.
-fn noise(i: u32) -> f64 {
-    let h = i.wrapping_mul(2_654_435_761).rotate_left(13) ^ 0x5bd1_e995;
-    f64::from(h % 2001) / 1000.0 - 1.0
-}
-
-fn cfg(primary: &[&str]) -> Config {
-    Config {
-        baseline: "x25519".into(),
-        control: None,
-        analysis: campaign::spec::Analysis {
-            primary: primary
-                .iter()
-                .map(|s| campaign::spec::PrimarySpec::cell(s))
-                .collect(),
-            bootstrap_resamples: 200,
-            ..campaign::spec::Analysis::default()
-        },
-        seed: 1,
-        arms: Vec::new(),
-        comparisons: Vec::new(),
-        arm_details: Vec::new(),
-        analysis_time_settings: Vec::new(),
-    }
-}
-
-/// What a synthetic campaign plants.
-struct Plant {
-    /// Throughput factor per position step: `1 + position_step·position`.
-    position_step: f64,
-    /// `exp(time_rate·hours)`.
-    time_rate: f64,
-    /// Factor after a PUT.
-    after_put: f64,
-    /// Relative noise amplitude.
-    noise: f64,
-    /// Hours each run takes (by its index in campaign order).
-    duration_h: fn(u32) -> f64,
-}
-
-/// Blocks run in the order of `cells` (one cell per block), the arms of a block in one of
-/// [`ORDERS`]; each run's throughput is the cell's base × the arm's factor × the planted
-/// effects × noise.
-fn campaign(cells: &[(&str, Operation)], plant: &Plant) -> Vec<RunRow> {
-    let mut rows = Vec::new();
-    let (mut t, mut i, mut previous_put) = (T0, 0u32, false);
-    for (block, &(cell, op)) in (0u32..).zip(cells) {
-        let order = ORDERS[usize::try_from((block * 5 + block / 3) % 6).unwrap()];
-        let mut runs: Vec<(u32, usize)> = order.iter().copied().zip(0..).collect();
-        runs.sort_unstable();
-        for (position, arm) in runs {
-            let (mode, factor) = MODES[arm];
-            let hours = (t - T0) / 3600.0;
-            let base = if op == Operation::Put { 800.0 } else { 2000.0 };
-            let tp = base
-                * factor
-                * (1.0 + plant.position_step * f64::from(position))
-                * (plant.time_rate * hours).exp()
-                * if previous_put { plant.after_put } else { 1.0 }
-                * (1.0 + plant.noise * noise(i));
-            rows.push(RunRow {
-                run_id: format!("r{i}-{cell}-{mode}"),
-                cell: cell.into(),
-                mode: mode.into(),
-                block,
-                throughput_rps: tp,
-                cpu_per_request_us: 100.0,
-                client_cores_used: 1.0,
-                client_cores_available: 2.0,
-                server_cpu_cores: Some(1.0),
-                operation: Some(op),
-                position: Some(position),
-                started_unix_s: Some(t),
-                ..RunRow::default()
-            });
-            t += (plant.duration_h)(i) * 3600.0;
-            i += 1;
-            previous_put = op == Operation::Put;
-        }
-    }
-    rows
-}
-
-fn check<'a>(r: &'a Report, cell: &str) -> &'a OrderCheck {
-    r.order
-        .iter()
-        .find(|c| c.cell == cell)
-        .unwrap_or_else(|| panic!("no order check for {cell}: {:?}", r.order))
-}
-
-fn term(c: &OrderCheck, f: Factor) -> &Term {
-    c.terms
-        .iter()
-        .find(|t| t.factor == f)
-        .unwrap_or_else(|| panic!("{}: no {f:?} term: {c:?}", c.cell))
-}
-
-/// Two interleaved cells (PUT and GET), three arms, eight blocks each; runs last 0.2 to
-/// 2 hours so that elapsed time varies within blocks apart from position.
-fn planted() -> Vec<RunRow> {
-    let put = ("put-1KiB", Operation::Put);
-    let get = ("get-1KiB", Operation::Get);
-    let cells = [
-        put, get, get, put, put, get, put, get, get, put, get, put, put, get, get, put,
-    ];
-    campaign(
-        &cells,
-        &Plant {
-            position_step: -0.01,
-            time_rate: -0.02,
-            after_put: 0.98,
-            noise: 0.002,
-            duration_h: |i| 0.2 + 0.18 * f64::from((i * 37) % 11),
-        },
-    )
-}
+mod plant;
+use plant::order::{MODES, Plant, campaign, cfg, check, evenly_spaced, planted, term};
 
 #[test]
 fn planted_order_time_and_carry_over_effects_are_recovered_and_flagged() {
@@ -212,17 +83,7 @@ fn planted_order_time_and_carry_over_effects_are_recovered_and_flagged() {
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["order"][0]["terms"][0]["factor"], "position");
     assert!(json["deviations"].to_string().contains("\"order-effect\""));
-    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
-    let section = md
-        .split("## Order and time")
-        .nth(1)
-        .expect("an order section");
-    let hours = term(check(&r, "put-1KiB"), Factor::ElapsedHours).estimate * 100.0;
-    let row = format!("| put-1KiB | 24 | elapsed hours | {hours:+.2} % per hour |");
-    assert!(section.contains(&row), "{row} in {section}");
-    assert!(section.contains("**yes**"), "{section}");
-    assert!(section.contains("ml-kem-768 vs x25519"), "{section}");
-    assert!(md.contains("| order effect | put-1KiB |"), "{md}");
+    // (report.md's order section: report/tests/rendered.rs.)
     // The JSON round trip keeps the checks.
     let back: Report = serde_json::from_value(json).unwrap();
     assert_eq!(back.order, r.order);
@@ -230,19 +91,7 @@ fn planted_order_time_and_carry_over_effects_are_recovered_and_flagged() {
 
 #[test]
 fn evenly_spaced_runs_make_elapsed_time_not_estimable() {
-    // One GET cell, no order effect, every run 6 minutes: within a block elapsed time is
-    // the block's start plus 0.1 h per position.
-    let cells = [("get-1MiB", Operation::Get); 8];
-    let rows = campaign(
-        &cells,
-        &Plant {
-            position_step: 0.0,
-            time_rate: 0.0,
-            after_put: 1.0,
-            noise: 0.004,
-            duration_h: |_| 0.1,
-        },
-    );
+    let rows = evenly_spaced();
     let r = analyze(&rows, &cfg(&["get-1MiB"])).unwrap();
     let c = check(&r, "get-1MiB");
     assert!(c.note.is_none(), "{c:?}");
@@ -278,11 +127,6 @@ fn evenly_spaced_runs_make_elapsed_time_not_estimable() {
     }
     assert!(!r.deviations.iter().any(|d| d.kind == Kind::OrderEffect));
     assert!(!r.warnings.iter().any(|w| w.contains("order/time")));
-    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
-    assert!(
-        md.contains("| get-1MiB | 24 | elapsed hours | not estimable: column `elapsed hours`"),
-        "{md}"
-    );
 }
 
 /// Runs of about 10 s whose lengths differ by milliseconds (a short campaign on a real
@@ -362,8 +206,6 @@ fn rows_without_positions_or_start_times_get_a_note() {
         "{:?}",
         r.order
     );
-    let md = campaign::report::markdown(&r, &campaign::report::Header::default());
-    assert!(md.contains("## Order and time"), "{md}");
     // The full CSV round trip keeps what the check needs.
     let full = rows_from_csv(&csv, "runs.csv").unwrap();
     let r = analyze(&full, &cfg(&[])).unwrap();

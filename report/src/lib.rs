@@ -1,0 +1,14 @@
+//! # report: the report model rendered for people
+//!
+//! A pure crate (no I/O) that renders an [`analysis::Report`]: the terminal table and
+//! `report.md` ([`markdown`]), the SVG plots ([`plots`]) and the files of a report
+//! directory ([`files`]). Both executors write a campaign's report through [`files()`], so
+//! it is the same wherever the campaign ran. It depends on the analysis and never the
+//! other way round.
+
+pub mod files;
+pub mod markdown;
+pub mod plots;
+
+pub use files::files;
+pub use markdown::{Header, markdown, terminal};

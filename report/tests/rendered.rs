@@ -1,0 +1,102 @@
+//! The report rendered from planted campaigns: each section of `report.md` and the
+//! terminal table shows what the analysis found, on the same synthetic runs the analysis's
+//! own tests check (`analysis/tests/plant`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+use analysis::order::Factor;
+use analysis::{analyze, analyze_with};
+use report::{Header, markdown, terminal};
+
+#[path = "../../analysis/tests/plant/mod.rs"]
+mod plant;
+use plant::order::{check, evenly_spaced, planted, term};
+use plant::rows::{cfg, control_rows, declared_comparisons};
+
+/// A planted position and time effect: the order section lists the time term per hour,
+/// flags it, names the comparisons it adjusts, and the deviations table has the row.
+#[test]
+fn the_order_section_shows_flagged_terms_and_the_deviation() {
+    let r = analyze(&planted(), &plant::order::cfg(&["put-1KiB", "get-1KiB"])).unwrap();
+    let md = markdown(&r, &Header::default());
+    let section = md
+        .split("## Order and time")
+        .nth(1)
+        .expect("an order section");
+    let hours = term(check(&r, "put-1KiB"), Factor::ElapsedHours).estimate * 100.0;
+    let row = format!("| put-1KiB | 24 | elapsed hours | {hours:+.2} % per hour |");
+    assert!(section.contains(&row), "{row} in {section}");
+    assert!(section.contains("**yes**"), "{section}");
+    assert!(section.contains("ml-kem-768 vs x25519"), "{section}");
+    assert!(md.contains("| order effect | put-1KiB |"), "{md}");
+}
+
+/// Elapsed time that cannot be told from position is shown as not estimable, with why.
+#[test]
+fn a_term_not_estimable_is_shown_with_its_reason() {
+    let r = analyze(&evenly_spaced(), &plant::order::cfg(&["get-1MiB"])).unwrap();
+    let md = markdown(&r, &Header::default());
+    assert!(
+        md.contains("| get-1MiB | 24 | elapsed hours | not estimable: column `elapsed hours`"),
+        "{md}"
+    );
+}
+
+/// Rows without start times: the order section is there, with its note.
+#[test]
+fn the_order_section_is_there_without_start_times() {
+    let mut rows = planted();
+    for r in &mut rows {
+        r.started_unix_s = None;
+    }
+    let r = analyze(&rows, &plant::order::cfg(&[])).unwrap();
+    let md = markdown(&r, &Header::default());
+    let section = md
+        .split("## Order and time")
+        .nth(1)
+        .expect("an order section");
+    assert!(section.contains("no start time"), "{section}");
+}
+
+/// The terminal table says in words what each comparison means and which arms' invalid
+/// rates differ.
+#[test]
+fn the_terminal_table_says_what_each_comparison_means() {
+    let (rows, attempts, c) = declared_comparisons();
+    let r = analyze_with(&rows, &attempts, &c).unwrap();
+    let text = terminal(&r);
+    assert!(
+        text.contains("invalid-run rates of ml-kem-768-rustcrypto and ml-kem-768 differ"),
+        "{text}"
+    );
+    assert!(
+        text.contains("c · ml-kem-768 vs x25519: equivalent within ±5 %"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "c · ml-kem-768-rustcrypto vs ml-kem-768: ml-kem-768-rustcrypto 20 % slower than ml-kem-768, a deficit"
+        ),
+        "{text}"
+    );
+}
+
+/// The study's controls: the identity, the second endpoints and the control attribution
+/// each get their section, and no deviation is reported.
+#[test]
+fn identity_second_endpoints_and_controls_have_their_sections() {
+    let mut c = cfg(&[]);
+    c.control = None;
+    let r = analyze(&control_rows(), &c).unwrap();
+    let md = markdown(&r, &Header::default());
+    for want in [
+        "## CPU accounting identity",
+        "## Second endpoints (exploratory)",
+        "## Controls: how much of the deficit the manifest size explains",
+        "| get-64KiB-c1 | ml-kem-768 | x25519-padded | x25519 | 10 |",
+        "## Deviations from the plan",
+        "None: every planned run",
+    ] {
+        assert!(md.contains(want), "{want} missing:\n{md}");
+    }
+}
