@@ -27,6 +27,9 @@
 //!   user-metadata limit (section V-E).
 //! - [`contingency`]: Fisher's exact test (two-sided) on a 2×2 table, the check that a
 //!   comparison's two arms lose runs to invalidity at the same rate.
+//! - [`describe`]: one arm's absolute figures, unpaired: a mean with its t interval, the
+//!   coefficient of variation, and the original interval rule (sections V-A, VI, Table
+//!   XIV).
 //! - [`dist`]: the Student t and normal distributions these use.
 //!
 //! Every function is cross-checked against SciPy/statsmodels in `tests/oracle.rs`, with
@@ -34,6 +37,7 @@
 
 pub mod attribution;
 pub mod contingency;
+pub mod describe;
 pub mod dist;
 pub mod identity;
 pub mod multiplicity;
@@ -57,6 +61,16 @@ pub enum Error {
         /// Pairs needed.
         need: usize,
         /// Pairs given.
+        got: usize,
+    },
+    /// Fewer runs than an unpaired statistic of one arm needs.
+    #[error("{what} needs at least {need} runs, got {got}")]
+    TooFewRuns {
+        /// The statistic.
+        what: &'static str,
+        /// Runs needed.
+        need: usize,
+        /// Runs given.
         got: usize,
     },
     /// A value outside the statistic's domain (a non-positive throughput, a NaN, a

@@ -12,6 +12,7 @@
 use serde::Deserialize;
 use stats::attribution::manifest_share;
 use stats::contingency::fisher_exact;
+use stats::describe::{mean_interval, variation};
 use stats::dist::{norm_ppf, t_cdf, t_ppf};
 use stats::identity::{IdentityPair, identity};
 use stats::multiplicity::{benjamini_hochberg, holm};
@@ -32,6 +33,7 @@ struct Cases {
     power: Vec<Power>,
     fisher: Vec<Fisher>,
     differences: Vec<DifferenceCase>,
+    describe: Vec<DescribeCase>,
     identity: Vec<IdentityCase>,
     ols: Vec<OlsCase>,
     erlang: Vec<Erlang>,
@@ -386,6 +388,46 @@ fn paired_differences() {
         close(&format!("{}: ci95 hi", k.name), d.ci95.1, k.ci95[1], REL);
         close(&format!("{}: sd", k.name), d.sd, k.sd, REL);
         close(&format!("{}: p", k.name), d.p, k.p, REL);
+    }
+}
+
+#[derive(Deserialize)]
+struct DescribeCase {
+    name: String,
+    x: Vec<f64>,
+    level: f64,
+    n: usize,
+    mean: f64,
+    sd: f64,
+    ci: [f64; 2],
+    variation: Option<f64>,
+}
+
+/// One arm's mean with its t interval and its coefficient of variation (Tables VII, VIII,
+/// X; section VI), at 1e-12 relative: the figures are plain moments and one t quantile.
+#[test]
+fn describe_mean_interval_and_variation() {
+    const TIGHT: f64 = 1e-12;
+    for k in &cases().describe {
+        let m = mean_interval(&k.x, k.level).unwrap();
+        assert_eq!(m.n, k.n, "{}", k.name);
+        close(&format!("{}: mean", k.name), m.mean, k.mean, TIGHT);
+        close(&format!("{}: sd", k.name), m.sd, k.sd, TIGHT);
+        close(&format!("{}: ci lo", k.name), m.ci.0, k.ci[0], TIGHT);
+        close(&format!("{}: ci hi", k.name), m.ci.1, k.ci[1], TIGHT);
+        match k.variation {
+            Some(v) => close(
+                &format!("{}: variation", k.name),
+                variation(&k.x).unwrap(),
+                v,
+                TIGHT,
+            ),
+            None => assert!(
+                variation(&k.x).is_err(),
+                "{}: a zero mean has no CV",
+                k.name
+            ),
+        }
     }
 }
 

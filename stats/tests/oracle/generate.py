@@ -67,6 +67,12 @@ independent implementation. Keys of ``cases.json``:
               ``mean``, ``sd`` (ddof=1); ``ci95`` is ``scipy.stats.t.interval(0.95,
               n - 1, loc=mean, scale=scipy.stats.sem(d))``; ``p`` is
               ``scipy.stats.ttest_rel(mode, baseline).pvalue``.
+``describe``  One arm's absolute figures over its runs, unpaired (Tables VII, VIII, X;
+              section VI): ``x`` per-run values (key-establishment µs, server CPU µs per
+              request, RSS growth bytes that may be zero or negative, throughput), ``mean``,
+              ``sd`` (ddof=1), ``ci`` = ``scipy.stats.t.interval(level, n - 1, loc=mean,
+              scale=scipy.stats.sem(x))`` at ``level`` (0.95, and 0.90 for one set),
+              ``variation`` = ``scipy.stats.variation(x, ddof=1)`` (null for a zero mean).
 ``identity``  The CPU accounting identity on synthetic runs (n = 5, 10, 20 pairs
               with nearly equal cores and CPU ratios 1.046, 0.99, 2.1, and one
               n = 10 set whose mode uses 5 % more cores): per run, cores used U
@@ -173,6 +179,7 @@ DIFFERENCES_SEED = 20261201
 IDENTITY_SEED = 20261202
 OLS_SEED = 20261203
 ATTRIBUTION_SEED = 20261204
+DESCRIBE_SEED = 20261205
 OUT = Path(__file__).with_name("cases.json")
 
 DFS = [1, 2, 3, 4, 7, 9, 19, 29, 60, 200]
@@ -511,6 +518,41 @@ def difference_cases():
     return cases
 
 
+# --------------------------------------------------------------------------- describe
+
+
+def describe_case(name, x, level=0.95):
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    mean = float(np.mean(x))
+    lo, hi = t.interval(level, n - 1, loc=mean, scale=scipy.stats.sem(x))
+    variation = None if mean == 0.0 else float(scipy.stats.variation(x, ddof=1))
+    return {"name": name, "x": x.tolist(), "level": level, "n": n, "mean": mean,
+            "sd": float(np.std(x, ddof=1)), "ci": [float(lo), float(hi)],
+            "variation": variation}
+
+
+def describe_cases():
+    rng = np.random.default_rng(DESCRIBE_SEED)
+    cases = []
+    # Key establishment per request at one worker, µs (Table VIII: 45 to 1,486 µs through
+    # the study's binding; far less natively), five or ten runs.
+    for n, level, noise in [(5, 45.0, 0.9), (5, 89.0, 2.1), (5, 1486.0, 30.0),
+                            (10, 12.5, 0.4), (2, 3.1, 0.2), (30, 0.85, 0.05)]:
+        cases.append(describe_case(f"kem_n{n}_{level}us", level + rng.normal(0.0, noise, n)))
+    # Server CPU per request (µs) and throughput (requests/s), Table X and section VI.
+    cases.append(describe_case("server_cpu_n5", 210.0 + rng.normal(0.0, 6.0, 5)))
+    cases.append(describe_case("throughput_n10", 4700.0 * np.exp(rng.normal(0.0, 0.022, 10))))
+    # RSS growth in bytes: zeros, negatives and one large run (Table X's 756 MiB).
+    cases.append(describe_case("rss_growth_mixed", [0.0, -4096.0, 20.0 * 2**20,
+                                                    756.0 * 2**20, 1.5 * 2**20]))
+    # A mean of zero: no coefficient of variation.
+    cases.append(describe_case("zero_mean", [-2.0, 2.0, -1.0, 1.0]))
+    # The 90 % level.
+    cases.append(describe_case("kem_n5_level90", 47.0 + rng.normal(0.0, 1.1, 5), level=0.90))
+    return cases
+
+
 # --------------------------------------------------------------------------- identity
 
 IDENTITY_MARGIN = 0.05
@@ -803,6 +845,7 @@ def main():
         "power": power_cases(),
         "fisher": fisher_cases(),
         "differences": difference_cases(),
+        "describe": describe_cases(),
         "identity": identity_cases(),
         "ols": ols_cases(),
         "erlang": erlang_cases(),
@@ -815,6 +858,7 @@ def main():
     print(f"wrote {out} ({len(paired)} paired, {len(vectors)} p-vectors, "
           f"{len(cases['bootstrap'])} bootstrap, {len(cases['power'])} power, "
           f"{len(cases['fisher'])} Fisher, {len(cases['differences'])} difference, "
+          f"{len(cases['describe'])} describe, "
           f"{len(cases['identity'])} identity, {len(cases['ols'])} OLS, "
           f"{len(cases['erlang'])} Erlang C, {len(cases['knee_prediction'])} knee, "
           f"{len(cases['attribution'])} attribution cases)")
