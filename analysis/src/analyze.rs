@@ -42,7 +42,7 @@ use stats::paired::{Comparison, Flags, Settings, log_ratios, verdict};
 use stats::regime::{OpenPoint, RunLoad, cell_saturated, implied_ratio, knee, stalls};
 use stats::{Paired, Verdict};
 
-use campaign::spec::{ComparisonSpec, Correction, Operation};
+use campaign::spec::{ComparisonSpec, ControlSpec, Correction, Operation};
 
 use crate::entry::{Entry, Family, WithoutStalls};
 use crate::model::{
@@ -147,6 +147,9 @@ pub fn analyze_full(
         sessions: crate::longrun::session_rows(rows, &entries),
         format_ratios: crate::wire::format_ratios(&wire, &comparisons),
         wire,
+        kem_times: crate::absolute::kem_times(rows, &arm_modes),
+        predictions: crate::predict::score(&cfg.analysis.predictions, &entries),
+        resources: crate::absolute::resources(rows),
         comparisons: entries,
         dropped_blocks,
         warnings,
@@ -522,6 +525,7 @@ fn entry(
         underpowered: ci90[1] - ci90[0] > band[1] - band[0],
         repetitions_needed: reps.needed,
         without_stalls,
+        interval_rule: stats::describe::interval_rule(c.ci95, a.margin).ok(),
     })
 }
 
@@ -586,68 +590,106 @@ fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, campaign::design
         .collect()
 }
 
-/// The manifest-size control's share of each ML-KEM-768 arm's deficit, in every cell
-/// holding ML-KEM-768, `x25519-padded` and `x25519` arms on one backend and S3 client.
+/// The share of a deficit each control removes, in every cell holding its three arms: the
+/// declared controls (`analysis.controls`), or without any, the manifest-size control of
+/// each ML-KEM-768 arm (`x25519-padded` against `x25519` on one backend and S3 client).
 fn attributions(
     by_cell: &Blocks<'_>,
     cells: &[String],
     arms: &BTreeMap<String, campaign::design::Arm>,
     cfg: &Config,
 ) -> Result<Vec<Attribution>> {
-    use envelope::Mode;
     let mut out = Vec::new();
     for cell in cells {
         let Some(blocks) = by_cell.get(cell.as_str()) else {
             continue;
         };
         let labels: BTreeSet<&str> = blocks.values().flat_map(|b| b.keys().copied()).collect();
-        let with = |mode: Mode| -> Vec<&campaign::design::Arm> {
-            labels
-                .iter()
-                .filter_map(|l| arms.get(*l))
-                .filter(|a| a.mode == mode && !a.control)
-                .collect()
+        let (triples, declared) = if cfg.analysis.controls.is_empty() {
+            (manifest_controls(&labels, arms), false)
+        } else {
+            let held = |l: &String| labels.contains(l.as_str());
+            let t = cfg.analysis.controls.iter();
+            let t = t.filter(|c| held(&c.arm) && held(&c.control) && held(&c.against));
+            (t.cloned().collect(), true)
         };
-        for c in with(Mode::X25519Padded) {
-            let same = |a: &&campaign::design::Arm| a.backend == c.backend && a.client == c.client;
-            let Some(b) = with(Mode::X25519).into_iter().find(same) else {
-                continue;
-            };
-            for p in with(Mode::MlKem768).into_iter().filter(same) {
-                let mut d_pc = Vec::new();
-                let mut d_pb = Vec::new();
-                for runs in blocks.values() {
-                    if let (Some(tp), Some(tc), Some(tb)) = (
-                        runs.get(p.label.as_str()),
-                        runs.get(c.label.as_str()),
-                        runs.get(b.label.as_str()),
-                    ) {
-                        let l = log_ratios(&[
-                            (tp.throughput_rps, tc.throughput_rps),
-                            (tp.throughput_rps, tb.throughput_rps),
-                        ])?;
-                        d_pc.push(l[0]);
-                        d_pb.push(l[1]);
-                    }
-                }
-                let share = stats::attribution::manifest_share(
-                    &d_pc,
-                    &d_pb,
-                    cfg.analysis.bootstrap_resamples,
-                    cfg.seed,
-                );
-                out.push(Attribution {
-                    cell: cell.clone(),
-                    mode: p.label.clone(),
-                    control: c.label.clone(),
-                    baseline: b.label.clone(),
-                    note: share.as_ref().err().map(ToString::to_string),
-                    share: share.ok(),
-                });
-            }
+        for c in triples {
+            out.push(attribution(cell, blocks, &c, declared, cfg)?);
         }
     }
     Ok(out)
+}
+
+/// The manifest-size controls a cell holds: each ML-KEM-768 arm with the padded X25519 arm
+/// and the X25519 arm on its backend and S3 client.
+fn manifest_controls(
+    labels: &BTreeSet<&str>,
+    arms: &BTreeMap<String, campaign::design::Arm>,
+) -> Vec<ControlSpec> {
+    use envelope::Mode;
+    let with = |mode: Mode| -> Vec<&campaign::design::Arm> {
+        labels
+            .iter()
+            .filter_map(|l| arms.get(*l))
+            .filter(|a| a.mode == mode && !a.control)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for c in with(Mode::X25519Padded) {
+        let same = |a: &&campaign::design::Arm| a.backend == c.backend && a.client == c.client;
+        let Some(b) = with(Mode::X25519).into_iter().find(same) else {
+            continue;
+        };
+        for p in with(Mode::MlKem768).into_iter().filter(same) {
+            out.push(ControlSpec {
+                arm: p.label.clone(),
+                control: c.label.clone(),
+                against: b.label.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// One control's share of the deficit over the blocks holding its three arms.
+fn attribution(
+    cell: &str,
+    blocks: &BTreeMap<u32, BTreeMap<&str, &RunRow>>,
+    c: &ControlSpec,
+    declared: bool,
+    cfg: &Config,
+) -> Result<Attribution> {
+    let mut d_pc = Vec::new();
+    let mut d_pb = Vec::new();
+    for runs in blocks.values() {
+        if let (Some(tp), Some(tc), Some(tb)) = (
+            runs.get(c.arm.as_str()),
+            runs.get(c.control.as_str()),
+            runs.get(c.against.as_str()),
+        ) {
+            let l = log_ratios(&[
+                (tp.throughput_rps, tc.throughput_rps),
+                (tp.throughput_rps, tb.throughput_rps),
+            ])?;
+            d_pc.push(l[0]);
+            d_pb.push(l[1]);
+        }
+    }
+    let share = stats::attribution::manifest_share(
+        &d_pc,
+        &d_pb,
+        cfg.analysis.bootstrap_resamples,
+        cfg.seed,
+    );
+    Ok(Attribution {
+        cell: cell.to_owned(),
+        mode: c.arm.clone(),
+        control: c.control.clone(),
+        baseline: c.against.clone(),
+        declared,
+        note: share.as_ref().err().map(ToString::to_string),
+        share: share.ok(),
+    })
 }
 
 /// Every arm of the data against `baseline` (the comparisons when none are declared).

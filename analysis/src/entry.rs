@@ -86,6 +86,11 @@ pub struct Entry {
     pub repetitions_needed: u32,
     /// The verdict without stalled blocks.
     pub without_stalls: WithoutStalls,
+    /// The exploratory campaign's original rule on the 95 % interval (study Table XIV):
+    /// equivalent inside the margin band, not equivalent entirely outside, inconclusive
+    /// otherwise; no test, no correction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_rule: Option<Verdict>,
 }
 
 impl Entry {

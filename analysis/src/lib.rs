@@ -8,11 +8,13 @@
 //!   of each planned run;
 //! - [`entry`]: one comparison's result ([`Entry`]);
 //! - the parts, each reading rows (and entries) and returning its own rows:
-//!   [`endpoints`] (second endpoints with intervals and the CPU identity), [`deviations`]
+//!   [`absolute`] (one arm's absolute figures: key establishment per request, its share of
+//!   the request, CPU and memory per arm, the spread of throughput), [`endpoints`] (second endpoints with intervals and the CPU identity), [`deviations`]
 //!   (every departure from the pre-registered plan), [`order`] (the order-and-time
 //!   regression of each compared cell), [`longrun`] (drift within the runs of each arm and
 //!   what bounded sessions exposed and cost), [`wire`] (S3 requests and bytes per logical
-//!   request, and the comparisons across object formats);
+//!   request, and the comparisons across object formats), [`predict`] (advance predictions
+//!   scored against the comparisons);
 //! - [`model`]: the report model ([`Report`]) holding every part's output, computing
 //!   nothing;
 //! - [`analyze`](mod@analyze): the pipeline, rows to [`Report`]: paired ratios, TOST with
@@ -22,6 +24,7 @@
 //! The campaign's schema and design come from the [`campaign`] crate; the rendering of the
 //! model (Markdown, SVG, LaTeX) lives in the `report` crate, which depends on this one.
 
+pub mod absolute;
 pub mod analyze;
 pub mod deviations;
 pub mod endpoints;
@@ -29,6 +32,7 @@ pub mod entry;
 pub mod longrun;
 pub mod model;
 pub mod order;
+pub mod predict;
 pub mod rows;
 pub mod wire;
 

@@ -208,26 +208,41 @@ pub struct Report {
     /// The comparisons across object formats, arm ÷ against on those figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub format_ratios: Vec<crate::wire::FormatRatio>,
+    /// Key establishment per request at one worker, per arm (study Tables VII and VIII,
+    /// Fig. 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kem_times: Vec<crate::absolute::KemTime>,
+    /// CPU, memory and the spread of throughput per cell and arm (study Table X, section
+    /// VI).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<crate::absolute::ArmResources>,
+    /// Advance predictions against the measured ratios (study section IV-C).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predictions: Vec<crate::predict::PredictionScore>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
 }
 
-/// Control attribution (study section V-C): in a cell with a post-quantum arm P, the
-/// manifest-size control C (X25519 padded to P's manifest size) and X25519 B on the same
-/// backend and S3 client, the share of P's deficit against B that the manifest size
-/// explains: `1 − ln(r_P/C) / ln(r_P/B)`, with a percentile-bootstrap 90 % interval over
-/// blocks.
+/// Control attribution (study section V-C): in a cell with an arm P showing a deficit
+/// against B, and a control C (P with one suspected cause removed: the manifest-size
+/// control, X25519 padded to P's manifest size; the binding control), the share of P's
+/// deficit that the control removes: `1 − ln(r_P/C) / ln(r_P/B)`, with a
+/// percentile-bootstrap 90 % interval over blocks. The controls are the declared ones
+/// (`analysis.controls`), or without any, the manifest-size control of each ML-KEM-768 arm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
     /// Cell id.
     pub cell: String,
-    /// The post-quantum arm (P1).
+    /// The arm with the deficit (P1).
     pub mode: String,
-    /// The padded control (C2).
+    /// The control (C2, or the binding control).
     pub control: String,
-    /// The classical baseline (B2).
+    /// The arm the deficit is measured against (B2).
     pub baseline: String,
+    /// Declared in `analysis.controls` (otherwise the automatic manifest-size control).
+    #[serde(default)]
+    pub declared: bool,
     /// The share, its interval and the two ratios; `None` when P shows no deficit to
     /// explain (`r_P/B` within 1e-12 of 1) or the share cannot be computed.
     pub share: Option<stats::attribution::Share>,

@@ -70,6 +70,13 @@ pub struct RunRow {
     /// Client resident memory at the window's end minus at its start, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_growth_bytes: Option<f64>,
+    /// Peak resident memory of the S3 server over the window, bytes (study Table X).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_rss_bytes: Option<f64>,
+    /// The S3 server's resident memory at the window's end minus at its start, bytes
+    /// (may be negative; study Table X).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_rss_growth_bytes: Option<f64>,
     /// Mean stage times, µs, in the order of [`STAGES`] (second endpoint at one worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages_us: Option<[f64; 5]>,
@@ -147,7 +154,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 22] = [
+pub const CSV_OPTIONAL: [&str; 24] = [
     "operation",
     "object_size",
     "concurrency",
@@ -170,6 +177,8 @@ pub const CSV_OPTIONAL: [&str; 22] = [
     "s3_requests",
     "bytes_sent",
     "bytes_received",
+    "server_max_rss_bytes",
+    "server_rss_growth_bytes",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -300,6 +309,8 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
             s3_requests: opt_num("s3_requests")?,
             bytes_sent: opt_num("bytes_sent")?,
             bytes_received: opt_num("bytes_received")?,
+            server_max_rss_bytes: opt_num("server_max_rss_bytes")?,
+            server_rss_growth_bytes: opt_signed("server_rss_growth_bytes")?,
             drift_bins: None,
             session: None,
         });
@@ -344,6 +355,8 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.push(o(r.s3_requests));
         f.push(o(r.bytes_sent));
         f.push(o(r.bytes_received));
+        f.push(o(r.server_max_rss_bytes));
+        f.push(o(r.server_rss_growth_bytes));
         s.push_str(&f.join(","));
         s.push('\n');
     }

@@ -534,6 +534,45 @@ pub struct ComparisonSpec {
     pub against: String,
 }
 
+/// An advance prediction (`analysis.predictions`, study section IV-C: "the identity becomes
+/// a prediction only when applied to data it was not computed from"): the throughput ratio
+/// `arm / against` expected in `cell`, fixed before the campaign, typically an earlier
+/// campaign's CPU-implied ratio. The report scores it against the measured ratio.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PredictionSpec {
+    /// The cell, as `pqbench plan` prints it.
+    pub cell: String,
+    /// The arm measured.
+    pub arm: String,
+    /// The arm it is measured against.
+    pub against: String,
+    /// The predicted throughput ratio `arm / against`, in (0, 10).
+    pub ratio: f64,
+    /// Where the prediction comes from, in words (`implied by CPU in campaign quick-0412`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// A declared control (`analysis.controls`, study section V-C): the share of `arm`'s
+/// deficit against `against` that `control` removes, `1 − ln(arm/control) ÷
+/// ln(arm/against)`, in every cell holding the three arms. Without any, the report
+/// attributes the manifest size (ML-KEM-768 against X25519 with the padded-manifest control)
+/// wherever those arms run.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ControlSpec {
+    /// The arm with the deficit (P1).
+    pub arm: String,
+    /// The control arm: the same arm with one suspected cause removed (C2, or the binding
+    /// control).
+    pub control: String,
+    /// The arm the deficit is measured against (B2).
+    pub against: String,
+}
+
 /// A member of the primary family (`analysis.primary`): in `cell`, the comparison `arm`
 /// against `against`, or every comparison of the cell when both are absent.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -659,6 +698,12 @@ pub struct Analysis {
     /// the operator cannot read it and uses `assumedSd` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pilot: Option<String>,
+    /// Advance predictions of throughput ratios, scored in the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predictions: Vec<PredictionSpec>,
+    /// Declared controls, each attributed its share of a deficit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<ControlSpec>,
 }
 
 fn default_margin() -> f64 {
@@ -695,6 +740,8 @@ impl Default for Analysis {
             power: default_power(),
             assumed_sd: None,
             pilot: None,
+            predictions: Vec::new(),
+            controls: Vec::new(),
         }
     }
 }

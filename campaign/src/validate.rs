@@ -8,9 +8,12 @@ use std::collections::BTreeSet;
 use envelope::Mode;
 
 use crate::spec::{
-    API_VERSION, Analysis, CampaignSpec, CellGrid, Interleave, KIND, LoopGrid, MAX_CONCURRENCY,
-    MAX_FIXTURES, MAX_RUNS, Manifest, ObjectFormat, Operation, S3ClientKind,
+    API_VERSION, Analysis, CampaignSpec, CellGrid, ComparisonSpec, Interleave, KIND, LoopGrid,
+    MAX_CONCURRENCY, MAX_FIXTURES, MAX_RUNS, Manifest, ObjectFormat, Operation, S3ClientKind,
 };
+
+/// The most predictions, and the most controls, one campaign declares.
+const MAX_DECLARED: usize = 100;
 
 impl Manifest {
     /// Cross-field rules serde cannot express. The message names the field path.
@@ -399,6 +402,81 @@ impl CampaignSpec {
                         "analysis.primary[{i}]: give both arm and against, or neither (every comparison of the cell)"
                     ));
                 }
+            }
+        }
+        self.validate_predictions(&comparisons, &ids)?;
+        self.validate_controls(&labels)
+    }
+
+    /// Each prediction names a cell and a declared comparison, with a positive ratio.
+    fn validate_predictions(
+        &self,
+        comparisons: &[ComparisonSpec],
+        cells: &BTreeSet<String>,
+    ) -> std::result::Result<(), String> {
+        let predictions = &self.analysis.predictions;
+        if predictions.len() > MAX_DECLARED {
+            return Err(format!(
+                "analysis.predictions: {} predictions; at most {MAX_DECLARED}",
+                predictions.len()
+            ));
+        }
+        for (i, p) in predictions.iter().enumerate() {
+            let field = format!("analysis.predictions[{i}]");
+            if !cells.contains(&p.cell) {
+                return Err(format!(
+                    "{field}.cell: {:?} is not a cell of this campaign",
+                    p.cell
+                ));
+            }
+            if !comparisons
+                .iter()
+                .any(|c| c.arm == p.arm && c.against == p.against)
+            {
+                return Err(format!(
+                    "{field}: {} against {} is not one of the comparisons; a prediction is scored against a comparison, so declare it in analysis.comparisons",
+                    p.arm, p.against
+                ));
+            }
+            if !(p.ratio.is_finite() && p.ratio > 0.0 && p.ratio < 10.0) {
+                return Err(format!(
+                    "{field}.ratio: {} must lie strictly between 0 and 10",
+                    p.ratio
+                ));
+            }
+            if p.source.as_ref().is_some_and(|s| s.chars().count() > 200) {
+                return Err(format!("{field}.source: at most 200 characters"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each control names three distinct arms of the campaign.
+    fn validate_controls(&self, labels: &[&str]) -> std::result::Result<(), String> {
+        let controls = &self.analysis.controls;
+        if controls.len() > MAX_DECLARED {
+            return Err(format!(
+                "analysis.controls: {} controls; at most {MAX_DECLARED}",
+                controls.len()
+            ));
+        }
+        for (i, c) in controls.iter().enumerate() {
+            for (key, l) in [
+                ("arm", &c.arm),
+                ("control", &c.control),
+                ("against", &c.against),
+            ] {
+                if !labels.contains(&l.as_str()) {
+                    return Err(format!(
+                        "analysis.controls[{i}].{key}: {l:?} is not an arm of this campaign; its arms are: {}",
+                        labels.join(", ")
+                    ));
+                }
+            }
+            if c.arm == c.control || c.arm == c.against || c.control == c.against {
+                return Err(format!(
+                    "analysis.controls[{i}]: arm, control and against must be three different arms"
+                ));
             }
         }
         Ok(())

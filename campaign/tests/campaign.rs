@@ -218,6 +218,31 @@ fn malformed_files_name_the_field() {
             "spec.analysis.primary[0]: ml-kem-768-rustcrypto against x25519 is not one of the comparisons (ml-kem-768 vs x25519, ml-kem-768-rustcrypto vs ml-kem-768); declare it in analysis.comparisons",
         ),
         (
+            "    primary:",
+            "    predictions:\n      - {cell: get-1KiB-c8-cores1, arm: ml-kem-768, against: x25519, ratio: 0}\n    primary:",
+            "spec.analysis.predictions[0].ratio: 0 must lie strictly between 0 and 10",
+        ),
+        (
+            "    primary:",
+            "    predictions:\n      - {cell: get-1KiB-c8-cores1, arm: ml-kem-768-rustcrypto, against: x25519, ratio: 0.8}\n    primary:",
+            "spec.analysis.predictions[0]: ml-kem-768-rustcrypto against x25519 is not one of the comparisons; a prediction is scored against a comparison, so declare it in analysis.comparisons",
+        ),
+        (
+            "    primary:",
+            "    predictions:\n      - {cell: get-2KiB, arm: ml-kem-768, against: x25519, ratio: 1}\n    primary:",
+            "spec.analysis.predictions[0].cell: \"get-2KiB\" is not a cell of this campaign",
+        ),
+        (
+            "    primary:",
+            "    controls:\n      - {arm: ml-kem-768, control: x25519-padded, against: x25519}\n    primary:",
+            "spec.analysis.controls[0].control: \"x25519-padded\" is not an arm of this campaign",
+        ),
+        (
+            "    primary:",
+            "    controls:\n      - {arm: ml-kem-768, control: ml-kem-768, against: x25519}\n    primary:",
+            "spec.analysis.controls[0]: arm, control and against must be three different arms",
+        ),
+        (
             "      clientCores: [1]",
             "      clientCores: [1, 0]",
             "spec.cells[0].clientCores[1]: must be at least 1",

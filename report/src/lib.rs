@@ -6,6 +6,7 @@
 //! it is the same wherever the campaign ran. It depends on the analysis and never the
 //! other way round.
 
+mod figures;
 pub mod files;
 pub mod markdown;
 pub mod plots;

@@ -11,7 +11,7 @@ use report::{Header, markdown, terminal};
 #[path = "../../analysis/tests/plant/mod.rs"]
 mod plant;
 use plant::order::{check, evenly_spaced, planted, term};
-use plant::rows::{cfg, control_rows, declared_comparisons};
+use plant::rows::{absolute_rows, cfg, control_rows, declared_comparisons};
 
 /// A planted position and time effect: the order section lists the time term per hour,
 /// flags it, names the comparisons it adjusts, and the deviations table has the row.
@@ -92,11 +92,69 @@ fn identity_second_endpoints_and_controls_have_their_sections() {
     for want in [
         "## CPU accounting identity",
         "## Second endpoints (exploratory)",
-        "## Controls: how much of the deficit the manifest size explains",
+        "## Controls: how much of the deficit each control removes",
+        "- get-64KiB-c1: the x25519-padded control removed",
         "| get-64KiB-c1 | ml-kem-768 | x25519-padded | x25519 | 10 |",
         "## Deviations from the plan",
         "None: every planned run",
     ] {
         assert!(md.contains(want), "{want} missing:\n{md}");
     }
+}
+
+/// The study's absolute figures have their sections: key establishment per request with
+/// its share (Tables VII, VIII, Fig. 2), CPU and memory per arm (Table X), the original
+/// interval rule (Table XIV) and the predictions (IV-C).
+#[test]
+fn the_absolute_figures_rule_and_predictions_have_their_sections() {
+    let mut c = cfg(&[]);
+    c.control = None;
+    c.analysis.predictions = vec![campaign::spec::PredictionSpec {
+        cell: "get-64KiB-c4".into(),
+        arm: "ml-kem-768".into(),
+        against: "x25519".into(),
+        ratio: 0.95,
+        source: Some("an earlier campaign's CPU ratio".into()),
+    }];
+    let r = analyze(&absolute_rows(), &c).unwrap();
+    let md = markdown(&r, &Header::default());
+    let section = |title: &str| {
+        md.split(title)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no section {title:?} in\n{md}"))
+            .split("\n## ")
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let kem = section("## Key establishment per request");
+    assert!(
+        kem.contains(
+            "| get-64KiB-c1 | ml-kem-768 | ml-kem-768 | aws-lc | get | 64KiB | 5 | 12.0 ["
+        ),
+        "{kem}"
+    );
+    assert!(
+        kem.contains("- get-64KiB-c1: ml-kem-768 (aws-lc) takes 12.0 µs (95 % CI "),
+        "{kem}"
+    );
+    assert!(kem.contains("of the request"), "{kem}");
+    assert!(
+        !kem.contains("c4"),
+        "four workers is not a one-worker cell: {kem}"
+    );
+    let res = section("## CPU, memory and spread per arm");
+    assert!(res.contains("| get-64KiB-c4 | x25519 | 5 | "), "{res}");
+    assert!(res.contains(" 2.00 ["), "server RSS growth 2 MiB: {res}");
+    let rule = section("## The original interval rule");
+    assert!(
+        rule.contains("| ml-kem-768 vs x25519 | 3 | 3 | 0 | 0 |"),
+        "{rule}"
+    );
+    let pred = section("## Predictions");
+    assert!(
+        pred.contains("| get-64KiB-c4 | ml-kem-768 vs x25519 | 0.950 | an earlier campaign's CPU ratio | 1.010 ["),
+        "{pred}"
+    );
+    assert!(pred.contains("**no**: missed"), "{pred}");
 }

@@ -230,6 +230,10 @@ pub struct ServerFigures {
     pub cpu_cores_used: Option<f64>,
     /// Peak resident memory, bytes.
     pub max_rss_bytes: Option<f64>,
+    /// Resident memory at the window's last sample minus at its first, bytes (study
+    /// Table X's server memory growth; absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_growth_bytes: Option<f64>,
     /// Peak dirty + write-back memory, bytes.
     pub max_dirty_writeback_bytes: Option<f64>,
     /// Disk write rate, MiB/s.
@@ -969,6 +973,7 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
     let server = ServerFigures {
         cpu_cores_used: counter_rate(s0, from, to, |s| s.server_cpu_s),
         max_rss_bytes: gauge_max(s0, from, to, |s| s.server_rss_bytes),
+        rss_growth_bytes: gauge_growth(s0, from, to, |s| s.server_rss_bytes),
         max_dirty_writeback_bytes: gauge_max(s0, from, to, |s| {
             match (s.server_dirty_bytes, s.server_writeback_bytes) {
                 (Some(d), Some(w)) => Some(d + w),

@@ -108,6 +108,7 @@ fn moments(x: &[f64], what: &'static str) -> Result<(usize, f64, f64)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "test code")]
 mod tests {
     use super::*;
 

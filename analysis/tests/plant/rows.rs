@@ -2,6 +2,7 @@
 //! declared comparisons with invalid attempts.
 
 use analysis::{Config, RunAttempts, RunRow};
+use campaign::spec::Operation;
 use campaign::spec::{ComparisonSpec, PrimarySpec};
 
 /// A run of `mode` in `cell`, block `block`, with throughput `tp` and CPU per request
@@ -147,4 +148,38 @@ pub fn declared_comparisons() -> (Vec<RunRow>, Vec<RunAttempts>, Config) {
         })
         .collect();
     (rows, attempts, c)
+}
+
+/// Planted absolute figures (study Tables VII, VIII, X and Fig. 2): PUT 1 KiB and GET
+/// 64 KiB at one worker and GET 64 KiB at four, arms `x25519` and `ml-kem-768` over five
+/// blocks. Key establishment per request: 40 µs (X25519) and 12 µs (ML-KEM-768) plus
+/// noise; one worker's throughput 400/s (PUT) and 1,000/s (GET); server CPU 0.2 cores;
+/// server RSS growth 1 MiB per block.
+pub fn absolute_rows() -> Vec<RunRow> {
+    let noise = [0.0, 0.8, -0.5, 0.3, -0.6];
+    let mut rows = Vec::new();
+    for (b, n) in (0u32..).zip(noise) {
+        for (cell, op, size, workers, tp) in [
+            ("put-1KiB-c1", Operation::Put, 1024, 1, 400.0),
+            ("get-64KiB-c1", Operation::Get, 65_536, 1, 1000.0),
+            ("get-64KiB-c4", Operation::Get, 65_536, 4, 3000.0),
+        ] {
+            for (mode, kem, factor) in [("x25519", 40.0, 1.0), ("ml-kem-768", 12.0, 1.01)] {
+                let tp = tp * factor * (1.0 + 0.002 * n);
+                rows.push(RunRow {
+                    operation: Some(op),
+                    object_size: Some(size),
+                    concurrency: Some(workers),
+                    latency_p50_ms: Some(1e3 / tp * 0.9),
+                    stages_us: Some([kem + n, 5.0, 30.0, 8.0, 900.0]),
+                    server_rss_growth_bytes: Some(1_048_576.0 * f64::from(b)),
+                    rss_growth_bytes: Some(4096.0 * f64::from(b % 2)),
+                    server_cpu_cores: Some(0.2 + 0.01 * n),
+                    position: Some(0),
+                    ..row(cell, mode, b, tp, 100.0 + kem)
+                });
+            }
+        }
+    }
+    rows
 }

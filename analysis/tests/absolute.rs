@@ -1,0 +1,174 @@
+//! The study's absolute figures on planted runs: key establishment per request at one
+//! worker and its share of the request (Tables VII, VIII, Fig. 2), CPU, memory and the
+//! spread of throughput per arm (Table X, section VI), the original interval rule (Table
+//! XIV), advance predictions (IV-C) and declared controls (V-C). Each figure is held to
+//! the numbers planted, through the `stats` functions the oracle fixture checks against
+//! SciPy.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code")]
+
+use analysis::analyze;
+use campaign::spec::{ComparisonSpec, ControlSpec, PredictionSpec};
+use stats::Verdict;
+use stats::describe::{mean_interval, variation};
+
+mod plant;
+use plant::rows::{absolute_rows, cfg, control_rows};
+
+#[test]
+fn key_establishment_per_request_at_one_worker() {
+    let rows = absolute_rows();
+    let r = analyze(&rows, &cfg(&[])).unwrap();
+    // Two one-worker cells × two arms; the four-worker cell is not a Table VII cell.
+    let cells: Vec<(&str, &str)> = r
+        .kem_times
+        .iter()
+        .map(|k| (k.cell.as_str(), k.arm.as_str()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("put-1KiB-c1", "ml-kem-768"),
+            ("put-1KiB-c1", "x25519"),
+            ("get-64KiB-c1", "ml-kem-768"),
+            ("get-64KiB-c1", "x25519"),
+        ]
+    );
+    let k = &r.kem_times[2];
+    // Planted: 12 µs plus noise [0, 0.8, −0.5, 0.3, −0.6], mean 12.0.
+    let kem: Vec<f64> = [0.0, 0.8, -0.5, 0.3, -0.6]
+        .iter()
+        .map(|n| 12.0 + n)
+        .collect();
+    let want = mean_interval(&kem, 0.95).unwrap();
+    assert_eq!(k.key_establishment_us, want);
+    assert!((k.key_establishment_us.mean - 12.0).abs() < 1e-12);
+    assert_eq!(k.mode.as_deref(), Some("ml-kem-768"));
+    assert_eq!(k.operation, Some(campaign::spec::Operation::Get));
+    // One worker: the mean request time is 10⁶ / throughput per run.
+    let request: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.cell == "get-64KiB-c1" && r.mode == "ml-kem-768")
+        .map(|r| 1e6 / r.throughput_rps)
+        .collect();
+    assert_eq!(k.request_us, mean_interval(&request, 0.95).unwrap());
+    assert!((k.kem_share - want.mean / k.request_us.mean).abs() < 1e-15);
+    // About 12 µs of a 990 µs request: 1.2 %.
+    assert!((k.kem_share - 0.012_12).abs() < 1e-4, "{}", k.kem_share);
+    assert!(k.latency_p50_ms.unwrap() > 0.8 && k.latency_p50_ms.unwrap() < 1.0);
+}
+
+#[test]
+fn cpu_memory_and_spread_per_arm() {
+    let rows = absolute_rows();
+    let r = analyze(&rows, &cfg(&[])).unwrap();
+    assert_eq!(r.resources.len(), 6, "every closed-loop cell and arm");
+    let x = r
+        .resources
+        .iter()
+        .find(|x| x.cell == "get-64KiB-c4" && x.arm == "x25519")
+        .unwrap();
+    let runs: Vec<_> = rows
+        .iter()
+        .filter(|r| r.cell == "get-64KiB-c4" && r.mode == "x25519")
+        .collect();
+    let server: Vec<f64> = runs
+        .iter()
+        .map(|r| r.server_cpu_cores.unwrap() * 1e6 / r.throughput_rps)
+        .collect();
+    assert_eq!(
+        x.server_cpu_per_request_us,
+        Some(mean_interval(&server, 0.95).unwrap())
+    );
+    // Server RSS growth 0, 1, 2, 3, 4 MiB: mean 2 MiB.
+    let growth = x.server_rss_growth_mib.unwrap();
+    assert!((growth.mean - 2.0).abs() < 1e-12, "{growth:?}");
+    let tp: Vec<f64> = runs.iter().map(|r| r.throughput_rps).collect();
+    assert_eq!(x.throughput_cv, Some(variation(&tp).unwrap()));
+    assert_eq!(x.runs, 5);
+}
+
+#[test]
+fn the_original_interval_rule_and_predictions() {
+    let rows = absolute_rows();
+    let mut c = cfg(&[]);
+    c.control = None;
+    c.comparisons = vec![ComparisonSpec {
+        arm: "ml-kem-768".into(),
+        against: "x25519".into(),
+    }];
+    c.analysis.predictions = vec![
+        PredictionSpec {
+            cell: "get-64KiB-c1".into(),
+            arm: "ml-kem-768".into(),
+            against: "x25519".into(),
+            ratio: 1.01,
+            source: Some("planted".into()),
+        },
+        PredictionSpec {
+            cell: "get-64KiB-c4".into(),
+            arm: "ml-kem-768".into(),
+            against: "x25519".into(),
+            ratio: 0.95,
+            source: None,
+        },
+        PredictionSpec {
+            cell: "put-9KiB-c1".into(),
+            arm: "ml-kem-768".into(),
+            against: "x25519".into(),
+            ratio: 1.0,
+            source: None,
+        },
+    ];
+    let r = analyze(&rows, &c).unwrap();
+    // A planted 1 % advantage with a tight interval: inside ±5 % by the original rule.
+    for e in &r.comparisons {
+        assert_eq!(e.interval_rule, Some(Verdict::Equivalent), "{e:?}");
+        assert!((e.ratio - 1.01).abs() < 1e-12);
+    }
+    let [held, missed, none] = r.predictions.as_slice() else {
+        panic!("{:?}", r.predictions)
+    };
+    assert_eq!(held.held, Some(true), "{held:?}");
+    assert!(held.error.unwrap().abs() < 1e-12);
+    assert_eq!(missed.held, Some(false), "{missed:?}");
+    assert!((missed.error.unwrap() - (1.01 / 0.95 - 1.0)).abs() < 1e-12);
+    assert_eq!(none.held, None);
+    assert!(none.note.as_deref().unwrap().contains("not measured"));
+}
+
+#[test]
+fn a_declared_control_is_attributed_its_share() {
+    let rows = control_rows();
+    let mut c = cfg(&[]);
+    c.control = None;
+    // Declared: the padded arm as the control of ML-KEM-768 against X25519, as the automatic
+    // rule would find; and the reverse roles, which the automatic rule never makes.
+    c.analysis.controls = vec![
+        ControlSpec {
+            arm: "ml-kem-768".into(),
+            control: "x25519-padded".into(),
+            against: "x25519".into(),
+        },
+        ControlSpec {
+            arm: "x25519-padded".into(),
+            control: "ml-kem-768".into(),
+            against: "x25519".into(),
+        },
+    ];
+    let declared = analyze(&rows, &c).unwrap();
+    assert_eq!(declared.attributions.len(), 2);
+    assert!(declared.attributions.iter().all(|a| a.declared));
+    c.analysis.controls.clear();
+    let automatic = analyze(&rows, &c).unwrap();
+    assert_eq!(automatic.attributions.len(), 1);
+    assert!(!automatic.attributions[0].declared);
+    // The same triple gives the same share either way.
+    assert_eq!(
+        declared.attributions[0].share,
+        automatic.attributions[0].share
+    );
+    let reverse = declared.attributions[1].share.unwrap();
+    assert_eq!(declared.attributions[1].mode, "x25519-padded");
+    assert!(reverse.share.is_finite());
+}

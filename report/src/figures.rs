@@ -1,0 +1,210 @@
+//! The study's absolute figures as sections of `report.md`: key establishment per request
+//! (study Tables VII and VIII, Finding 1) and its share of the request against object size
+//! (Fig. 2); CPU, memory and the spread of throughput per arm (Table X, section VI); the
+//! exploratory campaign's original interval rule (Table XIV); advance predictions scored
+//! (section IV-C).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use analysis::Report;
+use analysis::absolute::KemTime;
+use stats::Verdict;
+use stats::describe::MeanInterval;
+
+/// A figure with three significant digits (`12.3`, `0.0412`, `1486`).
+pub(crate) fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    // Decimals for three significant digits: 2 − ⌊log₁₀|x|⌋, at least 0, at most 12 (a
+    // finite non-zero f64's exponent is within ±324, so the cast is exact).
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "a finite f64's decimal exponent fits an i32"
+    )]
+    let exponent = x.abs().log10().floor() as i32;
+    let decimals = usize::try_from((2 - exponent).clamp(0, 12)).unwrap_or(0);
+    format!("{x:.decimals$}")
+}
+
+/// `12.3 [11.9–12.7]`.
+pub(crate) fn mean_ci(m: &MeanInterval) -> String {
+    format!("{} [{}–{}]", sig3(m.mean), sig3(m.ci.0), sig3(m.ci.1))
+}
+
+fn opt_mean_ci(m: Option<&MeanInterval>) -> String {
+    m.map_or_else(|| "–".into(), mean_ci)
+}
+
+/// A share as a percentage with three significant digits (`1.41 %`, `0.0120 %`).
+pub(crate) fn share_pct(x: f64) -> String {
+    format!("{} %", sig3(x * 100.0))
+}
+
+/// What the arm is, for a sentence: `ml-kem-768 (aws-lc)`, or the label alone.
+pub(crate) fn arm_words(k: &KemTime) -> String {
+    match (&k.mode, &k.backend) {
+        (Some(m), Some(b)) if *m == k.arm => format!("{m} ({b})"),
+        (Some(m), Some(b)) => format!("{} ({m}, {b})", k.arm),
+        _ => k.arm.clone(),
+    }
+}
+
+fn size(k: &KemTime) -> String {
+    k.object_size
+        .map_or_else(|| "–".into(), |b| campaign::units::Size(b).to_string())
+}
+
+fn op(k: &KemTime) -> &'static str {
+    k.operation.map_or("–", campaign::spec::Operation::as_str)
+}
+
+/// Key establishment per request at one worker, and its share of the request (Tables VII
+/// and VIII, Fig. 2).
+pub(crate) fn kem_section(s: &mut String, r: &Report) {
+    if r.kem_times.is_empty() {
+        return;
+    }
+    s.push_str("\n## Key establishment per request (study V-A, Tables VII and VIII; V-B, Fig. 2)\n\nAt one worker (closed loop), per arm: the key-establishment stage's time per request (PUT encapsulates, GET decapsulates), mean over runs with its 95 % t interval; the mean request time (10⁶ ÷ throughput at one worker) and the median latency; and the key establishment's share of the request, mean KEM ÷ mean request time. Descriptive, unadjusted, as the study's tables.\n\n| cell | arm | mode | backend | op | object | runs | KEM µs [95 % CI] | request ms [95 % CI] | KEM share | median latency ms |\n|---|---|---|---|---|---:|---:|---|---|---:|---:|\n");
+    for k in &r.kem_times {
+        let ms = MeanInterval {
+            mean: k.request_us.mean / 1e3,
+            sd: k.request_us.sd / 1e3,
+            ci: (k.request_us.ci.0 / 1e3, k.request_us.ci.1 / 1e3),
+            n: k.request_us.n,
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            k.cell,
+            k.arm,
+            k.mode.as_deref().unwrap_or("–"),
+            k.backend.as_deref().unwrap_or("–"),
+            op(k),
+            size(k),
+            k.key_establishment_us.n,
+            mean_ci(&k.key_establishment_us),
+            mean_ci(&ms),
+            share_pct(k.kem_share),
+            k.latency_p50_ms.map_or_else(|| "–".into(), sig3)
+        );
+    }
+    s.push_str("\nIn words:\n\n");
+    for k in &r.kem_times {
+        let _ = writeln!(
+            s,
+            "- {}: {} takes {} µs (95 % CI {}–{}) per {} of {} at one worker, {} of the request",
+            k.cell,
+            arm_words(k),
+            sig3(k.key_establishment_us.mean),
+            sig3(k.key_establishment_us.ci.0),
+            sig3(k.key_establishment_us.ci.1),
+            op(k).to_uppercase(),
+            size(k),
+            share_pct(k.kem_share)
+        );
+    }
+}
+
+/// CPU, memory and the spread of throughput per cell and arm (Table X, section VI).
+pub(crate) fn resources_section(s: &mut String, r: &Report) {
+    if r.resources.is_empty() {
+        return;
+    }
+    s.push_str("\n## CPU, memory and spread per arm (study Table X, section VI)\n\nPer cell and arm (closed loop), means over runs with 95 % t intervals: client and server CPU per request (server: its cores ÷ throughput), the server's and the client's resident-memory growth over the measured window, and the coefficient of variation of throughput across runs (the study: at most 2.2 % in six of its eight primary cells, 4–9 % at its server-bound small PUTs).\n\n| cell | arm | runs | client CPU µs/request | server CPU µs/request | server RSS growth MiB | client RSS growth MiB | throughput CV |\n|---|---|---:|---|---|---|---|---:|\n");
+    for x in &r.resources {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            x.cell,
+            x.arm,
+            x.runs,
+            opt_mean_ci(x.client_cpu_per_request_us.as_ref()),
+            opt_mean_ci(x.server_cpu_per_request_us.as_ref()),
+            opt_mean_ci(x.server_rss_growth_mib.as_ref()),
+            opt_mean_ci(x.client_rss_growth_mib.as_ref()),
+            x.throughput_cv
+                .map_or_else(|| "–".into(), |v| format!("{:.1} %", v * 100.0))
+        );
+    }
+}
+
+/// The exploratory campaign's original rule (Table XIV): per pair of arms, how many cells'
+/// 95 % intervals lie inside the margin band, outside it, or across it.
+pub(crate) fn interval_rule_section(s: &mut String, r: &Report) {
+    let mut counts: BTreeMap<(&str, &str), [usize; 3]> = BTreeMap::new();
+    for e in &r.comparisons {
+        let Some(v) = e.interval_rule else { continue };
+        let slot = counts.entry((&e.mode, &e.baseline)).or_default();
+        slot[match v {
+            Verdict::Equivalent => 0,
+            Verdict::Inconclusive => 1,
+            Verdict::NotEquivalent => 2,
+        }] += 1;
+    }
+    if counts.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "\n## The original interval rule (study Table XIV)\n\nThe study's exploratory campaign judged each cell by its 95 % interval alone: equivalent inside ±{} %, different entirely outside, inconclusive across the band; no test and no multiplicity control, so these counts describe and do not confirm (the study: 38 equivalent, 6 inconclusive, 0 different over 44 cells). Each comparison's own call is in report.json (`interval_rule`).\n\n| arm vs against | cells | equivalent | inconclusive | different |\n|---|---:|---:|---:|---:|\n",
+        sig3(r.config.analysis.margin * 100.0)
+    );
+    for ((arm, against), [eq, inc, diff]) in &counts {
+        let _ = writeln!(
+            s,
+            "| {arm} vs {against} | {} | {eq} | {inc} | {diff} |",
+            eq + inc + diff
+        );
+    }
+}
+
+/// Advance predictions against the measured ratios (section IV-C).
+pub(crate) fn predictions_section(s: &mut String, r: &Report) {
+    if r.predictions.is_empty() {
+        return;
+    }
+    s.push_str("\n## Predictions (study IV-C)\n\nRatios declared before the campaign (`analysis.predictions`) against the measured paired ratio. A prediction holds when it lies inside the measured 95 % interval; the error is measured ÷ predicted − 1.\n\n| cell | arm vs against | predicted | source | measured [95 % CI] | error | held |\n|---|---|---:|---|---|---:|---|\n");
+    for p in &r.predictions {
+        let measured = match (p.observed, p.ci95) {
+            (Some(o), Some(ci)) => format!("{o:.3} [{:.3}–{:.3}]", ci[0], ci[1]),
+            _ => p.note.clone().unwrap_or_else(|| "–".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} vs {} | {:.3} | {} | {measured} | {} | {} |",
+            p.cell,
+            p.arm,
+            p.against,
+            p.predicted,
+            p.source.as_deref().unwrap_or("–"),
+            p.error
+                .map_or_else(|| "–".into(), |e| format!("{:+.1} %", e * 100.0)),
+            match p.held {
+                Some(true) => "**yes**",
+                Some(false) => "**no**: missed",
+                None => "–",
+            }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(sig3(12.345), "12.3");
+        assert_eq!(sig3(0.041_23), "0.0412");
+        assert_eq!(sig3(1486.4), "1486");
+        assert_eq!(sig3(-4.5678), "-4.57");
+        assert_eq!(sig3(0.0), "0");
+        assert_eq!(share_pct(0.014_1), "1.41 %");
+        assert_eq!(share_pct(0.000_12), "0.0120 %");
+    }
+}
