@@ -12,6 +12,8 @@
 //!   cores, and with the cores used), each with its 90 % interval.
 //! - [`open_loop`] (`knee.svg`): open-loop mean response time against offered rate per
 //!   mode, with the doubling line, the measured knee and the M/M/c prediction.
+//! - `latency_vs_size` (`latency.svg`, the study's Fig. 2): at one worker, the median latency
+//!   and the key establishment's share of the request against object size per arm.
 //! - [`drift`] (`drift.svg`): per cell, each arm's throughput bin by bin over the measured
 //!   window relative to its run's mean, with the ±20 % drift bound.
 //!
@@ -34,6 +36,8 @@ use analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
 use campaign::spec::Operation;
 use campaign::units::Size;
 
+mod latency;
+
 /// One plot: a file name (e.g. "forest.svg") and the SVG text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plot {
@@ -55,6 +59,7 @@ pub fn all(report: &Report) -> Vec<Plot> {
         cpu_identity(report),
         open_loop(report),
         drift(report),
+        latency::latency_vs_size(report),
     ]
     .into_iter()
     .flatten()
@@ -93,6 +98,7 @@ impl Palette {
         modes.extend(report.storage.iter().map(|s| s.mode.as_str()));
         modes.extend(report.knees.iter().map(|k| k.mode.as_str()));
         modes.extend(report.drift.iter().map(|d| d.mode.as_str()));
+        modes.extend(report.kem_times.iter().map(|k| k.arm.as_str()));
         modes.extend(
             report
                 .secondary
@@ -2608,6 +2614,48 @@ mod tests {
         assert!(cpu_identity(&r).is_some());
         r.secondary.clear();
         assert!(all(&r).is_empty());
+    }
+
+    /// Fig. 2: one-worker cells at three sizes and two operations give two columns of two
+    /// panels, a line per arm in each, a point per size, the share in the tooltips.
+    #[test]
+    fn latency_against_object_size_at_one_worker() {
+        let mut rows = Vec::new();
+        for (op, base_ms) in [(Operation::Put, 3.0), (Operation::Get, 1.5)] {
+            for (size, per_mib_ms) in [(1024u64, 0.0), (65_536, 0.1), (1_048_576, 1.0)] {
+                #[allow(clippy::cast_precision_loss, reason = "small sizes")]
+                let ms = base_ms + per_mib_ms * size as f64 / 1_048_576.0;
+                let cell = format!("{}-{}-c1", op.as_str(), Size(size));
+                for block in 0..3u32 {
+                    for (mode, kem) in [("x25519", 40.0), ("ml-kem-768", 12.0)] {
+                        let tp = 1e3 / ms * (1.0 + 0.001 * f64::from(block));
+                        rows.push(RunRow {
+                            operation: Some(op),
+                            object_size: Some(size),
+                            latency_p50_ms: Some(ms),
+                            stages_us: Some([kem + f64::from(block), 5.0, 30.0, 8.0, 900.0]),
+                            ..row(&cell, 1, mode, block, tp, 100.0, 622.0)
+                        });
+                    }
+                }
+            }
+        }
+        let r = analyze(&rows, &config()).expect("analysis");
+        assert_eq!(r.kem_times.len(), 12);
+        let p = latency::latency_vs_size(&r).expect("latency.svg");
+        check(&p);
+        assert_eq!(p.file, "latency.svg");
+        assert_eq!(p.svg.matches("class=\"point\"").count(), 24);
+        assert_eq!(p.svg.matches("<polyline").count(), 8);
+        for want in [
+            "PUT: median latency",
+            "GET: KEM share",
+            "1MiB",
+            "ml-kem-768, 1KiB: ",
+        ] {
+            assert!(p.svg.contains(want), "{want} missing");
+        }
+        assert!(all(&r).iter().any(|p| p.file == "latency.svg"));
     }
 
     #[test]
