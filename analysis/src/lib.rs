@@ -15,6 +15,7 @@
 //!   what bounded sessions exposed and cost), [`wire`] (S3 requests and bytes per logical
 //!   request, and the comparisons across object formats), [`predict`] (advance predictions
 //!   scored against the comparisons);
+//! - [`words`]: the figures in words, for `report.md` and the operator's status alike;
 //! - [`model`]: the report model ([`Report`]) holding every part's output, computing
 //!   nothing;
 //! - [`analyze`](mod@analyze): the pipeline, rows to [`Report`]: paired ratios, TOST with
@@ -35,6 +36,7 @@ pub mod order;
 pub mod predict;
 pub mod rows;
 pub mod wire;
+pub mod words;
 
 pub use analyze::{analyze, analyze_full, analyze_with};
 pub use entry::{Entry, Family, WithoutStalls};

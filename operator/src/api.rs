@@ -134,6 +134,16 @@ pub struct CampaignStatus {
     /// `digests.json` beside the report), to check a report against its data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digests: Option<run::verdicts::Digests>,
+    /// The report's key establishment per request at one worker (study Tables VII and
+    /// VIII): per one-worker cell and arm, the mean, its 95 % interval and its share of the
+    /// request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_establishment: Vec<run::verdicts::KemTimeRow>,
+    /// The headlines of the report's other study figures, in words: each control's share of
+    /// a deficit, each prediction scored, the original interval rule's counts (at most 40;
+    /// the report has them all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// Counts of verdicts (`2 Equivalent, 1 Inconclusive`), for `kubectl get`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_summary: Option<String>,

@@ -1236,9 +1236,13 @@ impl Step<'_, '_> {
                     per_request,
                     format_ratios,
                     digests,
+                    kem_times,
+                    findings,
                 })),
                 _,
             ) => {
+                self.st.key_establishment.clone_from(kem_times);
+                self.st.findings.clone_from(findings);
                 self.st.per_request.clone_from(per_request);
                 self.st.format_ratios.clone_from(format_ratios);
                 self.st.digests.clone_from(digests);
@@ -2271,6 +2275,14 @@ mod tests {
                     data_files: 12,
                     report_sha256: "cd".repeat(32),
                 }),
+                kem_times: vec![run::verdicts::KemTimeRow {
+                    cell: "get-64KiB-c1".into(),
+                    arm: "ml-kem-768".into(),
+                    mean_us: "12.0".into(),
+                    ci95_us: "11.6–12.4".into(),
+                    share: "1.21 %".into(),
+                }],
+                findings: vec!["get-64KiB-c1: the x25519-padded control removed 17 %".into()],
             })),
         );
         assert_eq!(done.status.phase, Phase::Succeeded);
@@ -2280,6 +2292,9 @@ mod tests {
         // the digests a report is checked against.
         assert_eq!(done.status.per_request[0].cpu_per_request_us, "98.20");
         assert_eq!(done.status.digests.as_ref().unwrap().data_files, 12);
+        // And the study figures' headlines: key establishment per request, the findings.
+        assert_eq!(done.status.key_establishment[0].ci95_us, "11.6–12.4");
+        assert!(done.status.findings[0].contains("control removed 17 %"));
         assert_eq!(
             done.status.verdict_summary.as_deref(),
             Some("1 Inconclusive")

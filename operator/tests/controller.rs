@@ -430,6 +430,21 @@ spec:
     // Status holds exactly the report's verdicts, in compact form.
     let analysis: analysis::Report = serde_json::from_slice(&report).unwrap();
     assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
+    // And the study figures' headlines, computed from the same report.
+    assert_eq!(
+        st.key_establishment,
+        run::verdicts::kem_time_rows(&analysis)
+    );
+    assert_eq!(st.findings, run::verdicts::findings(&analysis));
+    assert!(
+        analysis.comparisons.is_empty()
+            || st
+                .findings
+                .iter()
+                .any(|f| f.contains("by the original interval rule")),
+        "{:?}",
+        st.findings
+    );
     // The report's Attempts table counts the kept attempt: the second run's arm has more
     // attempts than runs, one of them invalid at least.
     let arm = analysis

@@ -124,7 +124,8 @@ fn worker_binary() -> PathBuf {
         .unwrap_or_else(|e| panic!("{}: {e}; {how}", worker.display()));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut stack: Vec<PathBuf> = [
-        "worker", "run", "s3", "envelope", "dataset", "stats", "campaign", "obs",
+        "worker", "run", "s3", "envelope", "dataset", "stats", "campaign", "analysis", "report",
+        "obs",
     ]
     .iter()
     .map(|c| root.join(c).join("src"))

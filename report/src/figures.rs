@@ -4,32 +4,12 @@
 //! exploratory campaign's original interval rule (Table XIV); advance predictions scored
 //! (section IV-C).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use analysis::Report;
 use analysis::absolute::KemTime;
-use stats::Verdict;
+use analysis::words::{share_pct, sig3};
 use stats::describe::MeanInterval;
-
-/// A figure with three significant digits (`12.3`, `0.0412`, `1486`).
-pub(crate) fn sig3(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    if x == 0.0 {
-        return "0".into();
-    }
-    // Decimals for three significant digits: 2 − ⌊log₁₀|x|⌋, at least 0, at most 12 (a
-    // finite non-zero f64's exponent is within ±324, so the cast is exact).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "a finite f64's decimal exponent fits an i32"
-    )]
-    let exponent = x.abs().log10().floor() as i32;
-    let decimals = usize::try_from((2 - exponent).clamp(0, 12)).unwrap_or(0);
-    format!("{x:.decimals$}")
-}
 
 /// `12.3 [11.9–12.7]`.
 pub(crate) fn mean_ci(m: &MeanInterval) -> String {
@@ -38,20 +18,6 @@ pub(crate) fn mean_ci(m: &MeanInterval) -> String {
 
 fn opt_mean_ci(m: Option<&MeanInterval>) -> String {
     m.map_or_else(|| "–".into(), mean_ci)
-}
-
-/// A share as a percentage with three significant digits (`1.41 %`, `0.0120 %`).
-pub(crate) fn share_pct(x: f64) -> String {
-    format!("{} %", sig3(x * 100.0))
-}
-
-/// What the arm is, for a sentence: `ml-kem-768 (aws-lc)`, or the label alone.
-pub(crate) fn arm_words(k: &KemTime) -> String {
-    match (&k.mode, &k.backend) {
-        (Some(m), Some(b)) if *m == k.arm => format!("{m} ({b})"),
-        (Some(m), Some(b)) => format!("{} ({m}, {b})", k.arm),
-        _ => k.arm.clone(),
-    }
 }
 
 fn size(k: &KemTime) -> String {
@@ -95,18 +61,7 @@ pub(crate) fn kem_section(s: &mut String, r: &Report) {
     }
     s.push_str("\nIn words:\n\n");
     for k in &r.kem_times {
-        let _ = writeln!(
-            s,
-            "- {}: {} takes {} µs (95 % CI {}–{}) per {} of {} at one worker, {} of the request",
-            k.cell,
-            arm_words(k),
-            sig3(k.key_establishment_us.mean),
-            sig3(k.key_establishment_us.ci.0),
-            sig3(k.key_establishment_us.ci.1),
-            op(k).to_uppercase(),
-            size(k),
-            share_pct(k.kem_share)
-        );
+        let _ = writeln!(s, "- {}", k.in_words());
     }
 }
 
@@ -136,16 +91,7 @@ pub(crate) fn resources_section(s: &mut String, r: &Report) {
 /// The exploratory campaign's original rule (Table XIV): per pair of arms, how many cells'
 /// 95 % intervals lie inside the margin band, outside it, or across it.
 pub(crate) fn interval_rule_section(s: &mut String, r: &Report) {
-    let mut counts: BTreeMap<(&str, &str), [usize; 3]> = BTreeMap::new();
-    for e in &r.comparisons {
-        let Some(v) = e.interval_rule else { continue };
-        let slot = counts.entry((&e.mode, &e.baseline)).or_default();
-        slot[match v {
-            Verdict::Equivalent => 0,
-            Verdict::Inconclusive => 1,
-            Verdict::NotEquivalent => 2,
-        }] += 1;
-    }
+    let counts = r.interval_rule_counts();
     if counts.is_empty() {
         return;
     }
@@ -191,20 +137,8 @@ pub(crate) fn predictions_section(s: &mut String, r: &Report) {
             }
         );
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn three_significant_digits() {
-        assert_eq!(sig3(12.345), "12.3");
-        assert_eq!(sig3(0.041_23), "0.0412");
-        assert_eq!(sig3(1486.4), "1486");
-        assert_eq!(sig3(-4.5678), "-4.57");
-        assert_eq!(sig3(0.0), "0");
-        assert_eq!(share_pct(0.014_1), "1.41 %");
-        assert_eq!(share_pct(0.000_12), "0.0120 %");
+    s.push_str("\nIn words:\n\n");
+    for p in &r.predictions {
+        let _ = writeln!(s, "- {}", p.in_words());
     }
 }

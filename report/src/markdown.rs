@@ -615,35 +615,7 @@ fn attribution_section(s: &mut String, r: &Report) {
     }
     s.push_str("\nIn words:\n\n");
     for x in &r.attributions {
-        let _ = writeln!(s, "- {}", attribution_in_words(x));
-    }
-}
-
-/// `get-64KiB-c500: the x25519-padded control removed 17 % (14–21 %) of ml-kem-768's
-/// deficit against x25519`.
-fn attribution_in_words(x: &analysis::Attribution) -> String {
-    let what = format!("{}: the {} control removed", x.cell, x.control);
-    match &x.share {
-        Some(sh) => format!(
-            "{what} {:.0} %{} of {}'s deficit against {} (P/B {})",
-            sh.share * 100.0,
-            sh.ci90.map_or_else(String::new, |c| format!(
-                " ({:.0}–{:.0} %)",
-                c.0 * 100.0,
-                c.1 * 100.0
-            )),
-            x.mode,
-            x.baseline,
-            r3(sh.deficit_ratio)
-        ),
-        None => format!(
-            "{}: no share for the {} control of {} against {}: {}",
-            x.cell,
-            x.control,
-            x.mode,
-            x.baseline,
-            x.note.as_deref().unwrap_or("not computed")
-        ),
+        let _ = writeln!(s, "- {}", x.in_words());
     }
 }
 

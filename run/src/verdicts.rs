@@ -77,6 +77,24 @@ pub struct PerRequestRow {
     pub cpu_per_request_us: String,
 }
 
+/// Key establishment per request at one worker (`status.keyEstablishment`): the headline of
+/// the report's Tables VII and VIII, one line per one-worker cell and arm.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct KemTimeRow {
+    /// Cell id.
+    pub cell: String,
+    /// Arm label.
+    pub arm: String,
+    /// Mean key-establishment time per request, µs, 3 significant digits.
+    pub mean_us: String,
+    /// Its 95 % interval, µs (`11.6–12.4`).
+    pub ci95_us: String,
+    /// The share of the mean request time (`1.21 %`).
+    pub share: String,
+}
+
 /// A cross-format ratio of the report (`status.formatRatios`): an arm over its counterpart
 /// in the other object format.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +157,39 @@ pub fn per_request_rows(r: &Report) -> (Vec<PerRequestRow>, Vec<FormatRatioRow>)
     (rows, ratios)
 }
 
+/// The report's key-establishment table as status lines.
+pub fn kem_time_rows(r: &Report) -> Vec<KemTimeRow> {
+    use analysis::words::{share_pct, sig3};
+    r.kem_times
+        .iter()
+        .map(|k| KemTimeRow {
+            cell: k.cell.clone(),
+            arm: k.arm.clone(),
+            mean_us: sig3(k.key_establishment_us.mean),
+            ci95_us: format!(
+                "{}–{}",
+                sig3(k.key_establishment_us.ci.0),
+                sig3(k.key_establishment_us.ci.1)
+            ),
+            share: share_pct(k.kem_share),
+        })
+        .collect()
+}
+
+/// The most findings status carries; the report has them all.
+pub const MAX_FINDINGS: usize = 40;
+
+/// The headline of each of the report's study figures beyond the verdicts, in words, for
+/// `status.findings` (at most [`MAX_FINDINGS`]): the controls' shares, the predictions, the
+/// original interval rule's counts.
+pub fn findings(r: &Report) -> Vec<String> {
+    let mut out: Vec<String> = r.attributions.iter().map(|a| a.in_words()).collect();
+    out.extend(r.predictions.iter().map(|p| p.in_words()));
+    out.extend(r.interval_rule_in_words());
+    out.truncate(MAX_FINDINGS);
+    out
+}
+
 /// A run the analysis left out, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -175,6 +226,16 @@ pub enum AnalysisOutcome {
         /// The digests of the data set and the report.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         digests: Option<Digests>,
+        /// Key establishment per request at one worker.
+        #[serde(
+            default,
+            rename = "keyEstablishment",
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        kem_times: Vec<KemTimeRow>,
+        /// The study figures' headlines in words.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        findings: Vec<String>,
     },
     /// No report.
     Failed {
@@ -252,11 +313,21 @@ mod tests {
                 data_files: 6,
                 report_sha256: "1".repeat(64),
             }),
+            kem_times: vec![KemTimeRow {
+                cell: "get-64KiB-c1".into(),
+                arm: "ml-kem-768".into(),
+                mean_us: "12.0".into(),
+                ci95_us: "11.6–12.4".into(),
+                share: "1.21 %".into(),
+            }],
+            findings: vec!["ml-kem-768 vs x25519 by the original interval rule".into()],
         };
         let text = serde_json::to_string(&ok).unwrap();
         assert!(text.starts_with(r#"{"outcome":"analyzed""#), "{text}");
         assert!(text.contains(r#""perRequest":[{"cell""#), "{text}");
         assert!(text.contains(r#""digests":{"dataSha256""#), "{text}");
+        assert!(text.contains(r#""keyEstablishment":[{"cell""#), "{text}");
+        assert!(text.contains(r#""ci95Us":"11.6–12.4""#), "{text}");
         assert_eq!(serde_json::from_str::<AnalysisOutcome>(&text).unwrap(), ok);
         // An outcome from an analysis Job before these fields reads back without them.
         let old: AnalysisOutcome = serde_json::from_str(

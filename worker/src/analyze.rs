@@ -211,6 +211,8 @@ async fn analyze(
     }
     let (per_request, format_ratios) = run::verdicts::per_request_rows(&report);
     Ok(AnalysisOutcome::Analyzed {
+        kem_times: run::verdicts::kem_time_rows(&report),
+        findings: run::verdicts::findings(&report),
         per_request,
         format_ratios,
         digests: Some(digests),
