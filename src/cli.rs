@@ -66,6 +66,9 @@ enum Command {
     /// Analyse run data (a results directory or a CSV of runs) into verdicts, report.json,
     /// report.md and plots.
     Analyze(crate::campaigncmd::AnalyzeArgs),
+    /// Write the study's tables (VII, VIII, XII, XIII, XV, XXI) as LaTeX or Markdown from a
+    /// results directory's report.json.
+    Report(crate::reportcmd::ReportArgs),
     /// One process of one run, its spec on stdin (used by `pqbench run`).
     #[command(hide = true)]
     RunSpec(crate::campaigncmd::RunSpecArgs),
@@ -96,6 +99,7 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Validate(a) => crate::runcmd::validate(a),
         Command::Plan(a) => crate::campaigncmd::plan_cmd(a),
         Command::Analyze(a) => crate::campaigncmd::analyze_cmd(a),
+        Command::Report(a) => crate::reportcmd::report_cmd(&a),
         Command::CliReference(a) => crate::clidoc::run(a),
     };
     done.map(|()| std::process::ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ mod clidoc;
 mod dirstore;
 mod envcmd;
 mod local;
+mod reportcmd;
 mod runcmd;
 mod s3cmd;
 mod serverproc;

@@ -53,6 +53,24 @@ pub struct KemTime {
     pub latency_p50_ms: Option<f64>,
 }
 
+/// Key establishment per request of one arm and operation over every one-worker cell,
+/// whatever the object size (study Table VII: "one worker, objects up to 16 MiB").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KemPooled {
+    /// Arm label.
+    pub arm: String,
+    /// The arm's mode, when known.
+    pub mode: Option<String>,
+    /// The arm's crypto backend, when known.
+    pub backend: Option<String>,
+    /// Operation.
+    pub operation: Option<Operation>,
+    /// The object sizes pooled, bytes, ascending.
+    pub object_sizes: Vec<u64>,
+    /// Key-establishment stage time per request, µs, over the runs of every such cell.
+    pub key_establishment_us: MeanInterval,
+}
+
 /// CPU, memory and throughput spread of one arm in one cell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ArmResources {
@@ -143,6 +161,35 @@ pub fn kem_times(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemTime> 
                 key_establishment_us: kem,
                 request_us: request,
                 latency_p50_ms: median(runs.iter().filter_map(|r| r.latency_p50_ms).collect()),
+            })
+        })
+        .collect()
+}
+
+/// Key establishment per request of every arm and operation, pooled over the object sizes
+/// of its one-worker cells (at least two runs).
+pub fn kem_pooled(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemPooled> {
+    let mut groups: BTreeMap<(&str, Option<Operation>), Vec<&RunRow>> = BTreeMap::new();
+    for r in rows
+        .iter()
+        .filter(|r| closed(r) && r.concurrency == Some(1) && r.stages_us.is_some())
+    {
+        groups.entry((&r.mode, r.operation)).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .filter_map(|((arm, operation), runs)| {
+            let mut object_sizes: Vec<u64> = runs.iter().filter_map(|r| r.object_size).collect();
+            object_sizes.sort_unstable();
+            object_sizes.dedup();
+            let details = arms.get(arm);
+            Some(KemPooled {
+                arm: arm.to_owned(),
+                mode: details.map(|a| a.mode.to_string()),
+                backend: details.map(|a| a.backend.name().to_owned()),
+                operation,
+                object_sizes,
+                key_establishment_us: over(&runs, |r| r.stages_us.map(|s| s[0]))?,
             })
         })
         .collect()

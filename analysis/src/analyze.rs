@@ -129,7 +129,7 @@ pub fn analyze_full(
     deviations.extend(crate::order::deviations(&order));
     let arm_modes = arm_modes(cfg, rows);
     let wire = crate::wire::wire_rows(rows, &arm_modes);
-    Ok(Report {
+    let mut report = Report {
         config: cfg.clone(),
         runs: rows.len(),
         primary_family_size: adjusted.primary.len(),
@@ -148,12 +148,16 @@ pub fn analyze_full(
         format_ratios: crate::wire::format_ratios(&wire, &comparisons),
         wire,
         kem_times: crate::absolute::kem_times(rows, &arm_modes),
+        kem_pooled: crate::absolute::kem_pooled(rows, &arm_modes),
         predictions: crate::predict::score(&cfg.analysis.predictions, &entries),
         resources: crate::absolute::resources(rows),
         comparisons: entries,
         dropped_blocks,
         warnings,
-    })
+        study: Vec::new(),
+    };
+    report.study = crate::study::compare(&report);
+    Ok(report)
 }
 
 /// The rows indexed cell → block → arm, cells in first-seen order. A run id seen twice,

@@ -16,6 +16,7 @@
 //!   request, and the comparisons across object formats), [`predict`] (advance predictions
 //!   scored against the comparisons);
 //! - [`words`]: the figures in words, for `report.md` and the operator's status alike;
+//! - [`study`]: the study's published figures held against the report's;
 //! - [`model`]: the report model ([`Report`]) holding every part's output, computing
 //!   nothing;
 //! - [`analyze`](mod@analyze): the pipeline, rows to [`Report`]: paired ratios, TOST with
@@ -35,6 +36,7 @@ pub mod model;
 pub mod order;
 pub mod predict;
 pub mod rows;
+pub mod study;
 pub mod wire;
 pub mod words;
 

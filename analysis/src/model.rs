@@ -212,6 +212,10 @@ pub struct Report {
     /// Fig. 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kem_times: Vec<crate::absolute::KemTime>,
+    /// Key establishment per request per arm and operation, pooled over the one-worker
+    /// object sizes (study Table VII).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kem_pooled: Vec<crate::absolute::KemPooled>,
     /// CPU, memory and the spread of throughput per cell and arm (study Table X, section
     /// VI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -219,6 +223,9 @@ pub struct Report {
     /// Advance predictions against the measured ratios (study section IV-C).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub predictions: Vec<crate::predict::PredictionScore>,
+    /// The study's published figures beside this campaign's (see [`crate::study`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub study: Vec<StudyRow>,
     /// Things the reader should know (cells without a baseline, primary cells with no
     /// data, …).
     pub warnings: Vec<String>,
@@ -249,4 +256,25 @@ pub struct Attribution {
     /// Why `share` is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// One figure of the study beside this campaign's measurement of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StudyRow {
+    /// Where the study publishes it (`Table VIII (V-A)`).
+    pub source: String,
+    /// What is measured.
+    pub what: String,
+    /// The study's value, with its unit (and interval, where it gives one).
+    pub study: String,
+    /// The study's own words.
+    pub quote: String,
+    /// The cell and arm of this campaign that measures it.
+    pub subject: Option<String>,
+    /// This campaign's value, with its unit and interval.
+    pub pqbench: Option<String>,
+    /// Whether they agree.
+    pub agreement: crate::study::Agreement,
+    /// Why they differ, or why they cannot be compared; the rule met when they agree.
+    pub why: String,
 }

@@ -134,6 +134,22 @@ impl Report {
         counts
     }
 
+    /// `Study comparison: 3 agree, 9 differ, 6 not comparable (report.md, "Study
+    /// comparison")`, or nothing without rows.
+    pub fn study_in_words(&self) -> Option<String> {
+        use crate::study::Agreement;
+        if self.study.is_empty() {
+            return None;
+        }
+        let n = |a: Agreement| self.study.iter().filter(|s| s.agreement == a).count();
+        Some(format!(
+            "Study comparison: {} agree, {} differ, {} not comparable (report.md, \"Study comparison\")",
+            n(Agreement::Agree),
+            n(Agreement::Differ),
+            n(Agreement::NotComparable)
+        ))
+    }
+
     /// `ml-kem-768 vs x25519 by the original interval rule (95 % CI inside ±5 %): 3
     /// equivalent, 0 inconclusive, 0 different`, per pair of arms.
     pub fn interval_rule_in_words(&self) -> Vec<String> {

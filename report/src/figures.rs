@@ -109,6 +109,38 @@ pub(crate) fn interval_rule_section(s: &mut String, r: &Report) {
     }
 }
 
+/// The study's published figures beside this campaign's (`analysis::study`).
+pub(crate) fn study_section(s: &mut String, r: &Report) {
+    if r.study.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "\n## Study comparison\n\nEvery figure pqbench measures the way the study does, its published value (quoted, with its table) beside this campaign's. They agree when the study's value lies inside this campaign's 95 % interval (a time), when the 90 % intervals overlap (a ratio), when they are equal (bytes), within ±{} % (a figure without an interval) or when the bound holds. \"Differ\" is not \"wrong\": the study's client is Python through liboqs-python on a 16-vCPU x86 host against MinIO on another host; pqbench's is compiled Rust against this campaign's store, and each row says which difference bears on it.\n\n| source | figure | study | this campaign | where | agreement | why |\n|---|---|---|---|---|---|---|\n",
+        analysis::study::TOLERANCE * 100.0
+    );
+    for x in &r.study {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | **{}** | {} |",
+            x.source,
+            x.what,
+            x.study,
+            x.pqbench.as_deref().unwrap_or("–"),
+            x.subject.as_deref().unwrap_or("–"),
+            x.agreement.as_str(),
+            if x.why.is_empty() { "–" } else { &x.why }
+        );
+    }
+    s.push_str("\nThe study's words:\n\n");
+    let mut seen = std::collections::BTreeSet::new();
+    for x in &r.study {
+        if seen.insert(&x.quote) {
+            let _ = writeln!(s, "- {}: \"{}\"", x.source, x.quote);
+        }
+    }
+}
+
 /// Advance predictions against the measured ratios (section IV-C).
 pub(crate) fn predictions_section(s: &mut String, r: &Report) {
     if r.predictions.is_empty() {

@@ -149,6 +149,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     wire_section(&mut s, r);
     storage_section(&mut s, r);
     knee_section(&mut s, r);
+    crate::figures::study_section(&mut s, r);
     deviations_section(&mut s, r);
     notes_section(&mut s, r, h);
     s

@@ -157,4 +157,17 @@ fn the_absolute_figures_rule_and_predictions_have_their_sections() {
         "{pred}"
     );
     assert!(pred.contains("**no**: missed"), "{pred}");
+    let study = section("## Study comparison");
+    assert!(
+        study.contains("| Table VIII (V-A) | ml-kem-768 key establishment per GET, one worker, 64 KiB | 47.0 µs | 12.0 ["),
+        "{study}"
+    );
+    assert!(
+        study.contains("**differ**") && study.contains("**not comparable**"),
+        "{study}"
+    );
+    assert!(
+        study.contains("- Table VIII (V-A): \"and 0.047 ms to decapsulate on GET\""),
+        "{study}"
+    );
 }
