@@ -101,7 +101,7 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
     section(&md, "## The original interval rule");
     let pred = section(&md, "## Predictions");
     assert!(
-        pred.contains("| get-64KiB-c8-cores1 | ml-kem-768 vs x25519 | 0.956 |"),
+        pred.contains("| get-1KiB-c8-cores1 | ml-kem-768 vs x25519 | 0.956 |"),
         "{pred}"
     );
     let controls = section(
@@ -109,7 +109,7 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
         "## Controls: how much of the deficit each control removes",
     );
     assert!(
-        controls.contains("| get-64KiB-c8-cores1 | ml-kem-768 | x25519-padded | x25519 |"),
+        controls.contains("| get-1KiB-c8-cores1 | ml-kem-768 | x25519-padded | x25519 |"),
         "{controls}"
     );
     // The study comparison: measured figures beside the study's, not only "not comparable".

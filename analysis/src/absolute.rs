@@ -7,6 +7,8 @@
 //!   worker (Little's law: one worker's mean request time is `1 / throughput`), the median
 //!   latency, and the key establishment's share of the request, `mean KEM ÷ mean request
 //!   time`.
+//! - [`CpuSplit`], V-C: in a client-saturated cell, the extra CPU per request against the
+//!   difference of key establishment at one worker.
 //! - [`ArmResources`], Table X and section VI: per cell and arm (closed loop), client and
 //!   server CPU per request and server memory growth, each a mean with its 95 % interval,
 //!   and the coefficient of variation of throughput across runs.
@@ -82,9 +84,10 @@ pub struct ArmResources {
     pub runs: usize,
     /// Client CPU per request, µs.
     pub client_cpu_per_request_us: Option<MeanInterval>,
-    /// Server CPU per request, µs: `server cores × 10⁶ ÷ throughput` per run.
+    /// Server CPU per request, µs: `server cores × 10⁶ ÷ throughput` per run; `None` for
+    /// interleaved runs, whose window holds the other arms' turns on the same server.
     pub server_cpu_per_request_us: Option<MeanInterval>,
-    /// Server resident memory growth over the window, MiB.
+    /// Server resident memory growth over the window, MiB (`None` for interleaved runs).
     pub server_rss_growth_mib: Option<MeanInterval>,
     /// Client resident memory growth over the window, MiB.
     pub client_rss_growth_mib: Option<MeanInterval>,
@@ -208,13 +211,93 @@ pub fn resources(rows: &[RunRow]) -> Vec<ArmResources> {
                 runs: runs.len(),
                 client_cpu_per_request_us: over(&runs, |r| Some(r.cpu_per_request_us)),
                 server_cpu_per_request_us: over(&runs, |r| {
-                    let cores = r.server_cpu_cores?;
+                    let cores = r.server_cpu_cores.filter(|_| !r.interleaved)?;
                     (r.throughput_rps > 0.0).then(|| cores * 1e6 / r.throughput_rps)
                 }),
-                server_rss_growth_mib: over(&runs, |r| r.server_rss_growth_bytes.map(|b| b / MIB)),
+                server_rss_growth_mib: over(&runs, |r| {
+                    r.server_rss_growth_bytes
+                        .filter(|_| !r.interleaved)
+                        .map(|b| b / MIB)
+                }),
                 client_rss_growth_mib: over(&runs, |r| r.rss_growth_bytes.map(|b| b / MIB)),
                 throughput_cv: variation(&tp).ok(),
             }
         })
         .collect()
+}
+
+/// Where a client-saturated comparison's extra CPU goes (study V-C: "For ML-KEM, key
+/// recovery thus accounts for about half of the extra CPU per request (17 of 36 µs)"): the
+/// extra client CPU per request in the saturated cell, a paired difference with its 95 %
+/// interval, against the difference of the two arms' key-establishment times at one worker
+/// for the same operation and object size, where stage timers are not distorted by waiting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// The saturated cell.
+    pub cell: String,
+    /// The arm measured.
+    pub arm: String,
+    /// The arm it is measured against.
+    pub against: String,
+    /// Client CPU per request, arm − against, µs, over the cell's pairs.
+    pub extra_cpu_us: stats::paired::Difference,
+    /// The one-worker cell whose key-establishment times are used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_worker_cell: Option<String>,
+    /// Key establishment per request at one worker, arm − against, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_recovery_us: Option<f64>,
+    /// `key_recovery_us ÷ extra_cpu_us.mean`, when the extra CPU's interval excludes zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_recovery_share: Option<f64>,
+    /// Why the split is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The split of one saturated comparison's extra CPU, over its pairs (arm run, against
+/// run); `None` with fewer than two pairs.
+pub fn cpu_split(
+    (cell, arm, against): (&str, &str, &str),
+    pairs: &[(&RunRow, &RunRow)],
+    kem_times: &[KemTime],
+) -> Option<CpuSplit> {
+    let cpu: Vec<(f64, f64)> = pairs
+        .iter()
+        .map(|(a, b)| (a.cpu_per_request_us, b.cpu_per_request_us))
+        .collect();
+    let extra = stats::paired::difference_interval(&cpu).ok()?;
+    let first = pairs.first()?.0;
+    let at_one = |label: &str| {
+        kem_times.iter().find(|k| {
+            k.arm == label && k.operation == first.operation && k.object_size == first.object_size
+        })
+    };
+    let mut split = CpuSplit {
+        cell: cell.to_owned(),
+        arm: arm.to_owned(),
+        against: against.to_owned(),
+        extra_cpu_us: extra,
+        one_worker_cell: None,
+        key_recovery_us: None,
+        key_recovery_share: None,
+        note: None,
+    };
+    let (Some(a), Some(b)) = (at_one(arm), at_one(against)) else {
+        split.note = Some(format!(
+            "no one-worker cell of the same operation and object size holds both {arm} and {against}"
+        ));
+        return Some(split);
+    };
+    let kem = a.key_establishment_us.mean - b.key_establishment_us.mean;
+    split.one_worker_cell = Some(a.cell.clone());
+    split.key_recovery_us = Some(kem);
+    if extra.ci95.0 > 0.0 || extra.ci95.1 < 0.0 {
+        split.key_recovery_share = Some(kem / extra.mean);
+    } else {
+        split.note = Some(
+            "the extra CPU's 95 % interval includes zero: there is no extra CPU to split".into(),
+        );
+    }
+    Some(split)
 }

@@ -129,6 +129,8 @@ pub fn analyze_full(
     deviations.extend(crate::order::deviations(&order));
     let arm_modes = arm_modes(cfg, rows);
     let wire = crate::wire::wire_rows(rows, &arm_modes);
+    let kem_times = crate::absolute::kem_times(rows, &arm_modes);
+    let cpu_splits = cpu_splits(&by_cell, &entries, &kem_times);
     let mut report = Report {
         config: cfg.clone(),
         runs: rows.len(),
@@ -147,7 +149,8 @@ pub fn analyze_full(
         sessions: crate::longrun::session_rows(rows, &entries),
         format_ratios: crate::wire::format_ratios(&wire, &comparisons),
         wire,
-        kem_times: crate::absolute::kem_times(rows, &arm_modes),
+        kem_times,
+        cpu_splits,
         kem_pooled: crate::absolute::kem_pooled(rows, &arm_modes),
         predictions: crate::predict::score(&cfg.analysis.predictions, &entries),
         resources: crate::absolute::resources(rows),
@@ -158,6 +161,26 @@ pub fn analyze_full(
     };
     report.study = crate::study::compare(&report);
     Ok(report)
+}
+
+/// The split of the extra CPU of every client-saturated comparison ([`crate::absolute`]).
+fn cpu_splits(
+    by_cell: &Blocks<'_>,
+    entries: &[Entry],
+    kem_times: &[crate::absolute::KemTime],
+) -> Vec<crate::absolute::CpuSplit> {
+    entries
+        .iter()
+        .filter(|e| e.saturated)
+        .filter_map(|e| {
+            let blocks = by_cell.get(e.cell.as_str())?;
+            let pairs: Vec<(&RunRow, &RunRow)> = blocks
+                .values()
+                .filter_map(|b| Some((*b.get(e.mode.as_str())?, *b.get(e.baseline.as_str())?)))
+                .collect();
+            crate::absolute::cpu_split((&e.cell, &e.mode, &e.baseline), &pairs, kem_times)
+        })
+        .collect()
 }
 
 /// The rows indexed cell → block → arm, cells in first-seen order. A run id seen twice,

@@ -216,6 +216,10 @@ pub struct Report {
     /// object sizes (study Table VII).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kem_pooled: Vec<crate::absolute::KemPooled>,
+    /// Where each client-saturated comparison's extra CPU per request goes: key recovery
+    /// (measured at one worker) and the rest (study V-C).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_splits: Vec<crate::absolute::CpuSplit>,
     /// CPU, memory and the spread of throughput per cell and arm (study Table X, section
     /// VI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

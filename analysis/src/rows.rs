@@ -70,6 +70,10 @@ pub struct RunRow {
     /// Client resident memory at the window's end minus at its start, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_growth_bytes: Option<f64>,
+    /// The run took turns with the other arms of its block (`interleave`): its window holds
+    /// their turns too, so the server's figures over it are not this arm's alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interleaved: bool,
     /// Peak resident memory of the S3 server over the window, bytes (study Table X).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_max_rss_bytes: Option<f64>,
@@ -154,7 +158,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 24] = [
+pub const CSV_OPTIONAL: [&str; 25] = [
     "operation",
     "object_size",
     "concurrency",
@@ -179,6 +183,7 @@ pub const CSV_OPTIONAL: [&str; 24] = [
     "bytes_received",
     "server_max_rss_bytes",
     "server_rss_growth_bytes",
+    "interleaved",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -311,6 +316,13 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
             bytes_received: opt_num("bytes_received")?,
             server_max_rss_bytes: opt_num("server_max_rss_bytes")?,
             server_rss_growth_bytes: opt_signed("server_rss_growth_bytes")?,
+            interleaved: match at("interleaved") {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(o) => {
+                    return Err(bad("interleaved", &format!("{o:?} must be true or false")));
+                }
+            },
             drift_bins: None,
             session: None,
         });
@@ -357,6 +369,7 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.push(o(r.bytes_received));
         f.push(o(r.server_max_rss_bytes));
         f.push(o(r.server_rss_growth_bytes));
+        f.push(if r.interleaved { "true" } else { "" }.to_owned());
         s.push_str(&f.join(","));
         s.push('\n');
     }

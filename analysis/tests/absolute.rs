@@ -101,6 +101,22 @@ fn cpu_memory_and_spread_per_arm() {
     let tp: Vec<f64> = runs.iter().map(|r| r.throughput_rps).collect();
     assert_eq!(x.throughput_cv, Some(variation(&tp).unwrap()));
     assert_eq!(x.runs, 5);
+    // Interleaved runs share the server with the other arms' turns: no server figures.
+    let mut rows = rows;
+    for r in &mut rows {
+        r.interleaved = true;
+    }
+    let r = analyze(&rows, &cfg(&[])).unwrap();
+    assert!(
+        r.resources
+            .iter()
+            .all(|x| x.server_cpu_per_request_us.is_none() && x.server_rss_growth_mib.is_none())
+    );
+    assert!(
+        r.resources
+            .iter()
+            .all(|x| x.client_cpu_per_request_us.is_some())
+    );
 }
 
 #[test]
@@ -241,4 +257,58 @@ fn the_study_comparison_agrees_differs_and_says_what_is_missing() {
     // report.json round-trips it.
     let back: analysis::Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back.study, r.study);
+}
+
+/// V-C: in a client-saturated cell, ML-KEM-768's extra CPU per request (here −28 µs: it is
+/// cheaper) against the one-worker key-establishment difference for the same operation and
+/// size (12 − 40 = −28 µs): key recovery is all of it.
+#[test]
+fn the_extra_cpu_at_saturation_is_split_into_key_recovery_and_the_rest() {
+    let mut rows = absolute_rows();
+    for r in rows.iter_mut().filter(|r| r.cell == "get-64KiB-c4") {
+        r.client_cores_used = 1.0;
+        r.client_cores_available = 1.0;
+    }
+    let r = analyze(&rows, &cfg(&[])).unwrap();
+    let [split] = r.cpu_splits.as_slice() else {
+        panic!("{:?}", r.cpu_splits)
+    };
+    assert_eq!(
+        (
+            split.cell.as_str(),
+            split.arm.as_str(),
+            split.against.as_str()
+        ),
+        ("get-64KiB-c4", "ml-kem-768", "x25519")
+    );
+    let cpu: Vec<(f64, f64)> = ["ml-kem-768", "x25519"]
+        .map(|m| {
+            rows.iter()
+                .filter(|r| r.cell == "get-64KiB-c4" && r.mode == m)
+                .map(|r| r.cpu_per_request_us)
+                .collect::<Vec<_>>()
+        })
+        .into_iter()
+        .reduce(|a, _| a)
+        .unwrap()
+        .into_iter()
+        .zip(
+            rows.iter()
+                .filter(|r| r.cell == "get-64KiB-c4" && r.mode == "x25519")
+                .map(|r| r.cpu_per_request_us),
+        )
+        .collect();
+    assert_eq!(
+        split.extra_cpu_us,
+        stats::paired::difference_interval(&cpu).unwrap()
+    );
+    assert!((split.extra_cpu_us.mean + 28.0).abs() < 1e-9);
+    assert_eq!(split.one_worker_cell.as_deref(), Some("get-64KiB-c1"));
+    assert!((split.key_recovery_us.unwrap() + 28.0).abs() < 1e-9);
+    assert!((split.key_recovery_share.unwrap() - 1.0).abs() < 1e-9);
+    assert!(
+        split.in_words().contains("100 % of it"),
+        "{}",
+        split.in_words()
+    );
 }

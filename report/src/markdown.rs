@@ -138,6 +138,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     power_section(&mut s, r);
     secondary_section(&mut s, r);
     attribution_section(&mut s, r);
+    crate::figures::cpu_split_section(&mut s, r);
     crate::figures::predictions_section(&mut s, r);
     crate::figures::interval_rule_section(&mut s, r);
     order_section(&mut s, r);

@@ -94,6 +94,7 @@ pub fn row(s: &RunSummary) -> RunRow {
         client_cores_used: s.cpu.cores_used,
         client_cores_available: s.cpu.cores_available,
         server_cpu_cores: s.server.cpu_cores_used,
+        interleaved: s.spec.turns.is_some(),
         server_max_rss_bytes: s.server.max_rss_bytes,
         server_rss_growth_bytes: s.server.rss_growth_bytes,
         operation: Some(s.spec.cell.operation),
