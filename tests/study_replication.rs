@@ -1,7 +1,7 @@
 //! `examples/study-replication.yaml` end to end, as a user runs it: `pqbench run` on the
 //! embedded server, then `pqbench report DIR --tables latex|md`, both as processes. The
 //! example's text is used as it ships except for shorter windows and two blocks (the full
-//! run takes about 15 minutes; its report is in the closing note): the test checks
+//! run takes about 14 minutes; its report is in the closing note): the test checks
 //! that every section the study's tables need is there and filled, not the figures, which
 //! need the full windows. A test binary of its own, so that nothing else runs beside its
 //! pinned server and clients.
