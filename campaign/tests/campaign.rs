@@ -19,13 +19,28 @@ fn examples_parse_and_plan() {
         assert!(!p.runs.is_empty(), "{name}");
     }
     let study = plan(&Manifest::parse(STUDY, "study").unwrap());
-    // Eight primary cells, 10 repetitions and 20 at the knee, eight arms (P1, B2, the
-    // study's controls, and P1 and B2 on the lean S3 client); the primary family is P1 vs
-    // B2 in the eight cells.
+    // Eight primary cells, 10 repetitions and 20 at the knee, ten arms (P1, B2, the study's
+    // controls, the hybrid family P3 and P2, R1, and P1 and B2 on the lean S3 client); the
+    // primary family is P1 vs B2 in the eight cells, with the manifest control declared and
+    // the study's one prediction (V-C).
     assert_eq!(study.cells.len(), 8);
-    assert_eq!(study.arms.len(), 8);
-    assert_eq!(study.runs.len(), (7 * 10 + 20) * 8);
-    assert_eq!(study.comparisons.len(), 7);
+    assert_eq!(study.arms.len(), 10);
+    assert_eq!(study.runs.len(), (7 * 10 + 20) * 10);
+    assert_eq!(study.comparisons.len(), 11);
+    let labels: Vec<&str> = study.arms.iter().map(|a| a.label.as_str()).collect();
+    for arm in ["concat-hybrid", "rsa-oaep-4096", "x-wing"] {
+        assert!(labels.contains(&arm), "{labels:?}");
+    }
+    assert!(
+        study
+            .comparisons
+            .iter()
+            .any(|c| c.arm == "x-wing" && c.against == "x25519"),
+        "P3 vs B2"
+    );
+    let m = Manifest::parse(STUDY, "study").unwrap();
+    assert_eq!(m.spec.analysis.controls.len(), 1);
+    assert_eq!(m.spec.analysis.predictions[0].ratio, 0.956);
     let lean: Vec<&str> = study
         .arms
         .iter()
