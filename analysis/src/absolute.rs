@@ -127,19 +127,6 @@ fn over(runs: &[&RunRow], f: impl Fn(&RunRow) -> Option<f64>) -> Option<MeanInte
     mean_interval(&x, LEVEL).ok()
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        f64::midpoint(v[n / 2 - 1], v[n / 2])
-    })
-}
-
 /// Key establishment per request of every arm in every one-worker closed-loop cell whose
 /// runs carry stage times (at least two runs).
 pub fn kem_times(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemTime> {
@@ -163,7 +150,12 @@ pub fn kem_times(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemTime> 
                 kem_share: kem.mean / request.mean,
                 key_establishment_us: kem,
                 request_us: request,
-                latency_p50_ms: median(runs.iter().filter_map(|r| r.latency_p50_ms).collect()),
+                latency_p50_ms: stats::median(
+                    &runs
+                        .iter()
+                        .filter_map(|r| r.latency_p50_ms)
+                        .collect::<Vec<_>>(),
+                ),
             })
         })
         .collect()

@@ -40,6 +40,11 @@ pub enum Agreement {
 }
 
 impl Agreement {
+    /// `Agree` when the row's rule holds, else `Differ`.
+    pub const fn of(holds: bool) -> Self {
+        if holds { Self::Agree } else { Self::Differ }
+    }
+
     /// Fixed label.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -225,11 +230,7 @@ fn kem_rows(r: &Report, f: &KemFigure) -> Vec<StudyRow> {
             StudyRow {
                 subject: Some(format!("{} · {}", k.cell, k.arm_words())),
                 pqbench: Some(format!("{} µs", mean_ci(m))),
-                agreement: if inside {
-                    Agreement::Agree
-                } else {
-                    Agreement::Differ
-                },
+                agreement: Agreement::of(inside),
                 why: if inside {
                     size_note
                 } else {
@@ -344,11 +345,7 @@ fn within(
     StudyRow {
         subject: Some(subject),
         pqbench: Some(shown),
-        agreement: if agree {
-            Agreement::Agree
-        } else {
-            Agreement::Differ
-        },
+        agreement: Agreement::of(agree),
         why: if agree {
             format!("within ±{} %", TOLERANCE * 100.0)
         } else {
@@ -382,11 +379,7 @@ fn storage_rows(r: &Report) -> Vec<StudyRow> {
                 StudyRow {
                     subject: Some("format v1".into()),
                     pqbench: Some(format!("{v} B")),
-                    agreement: if agree {
-                        Agreement::Agree
-                    } else {
-                        Agreement::Differ
-                    },
+                    agreement: Agreement::of(agree),
                     why: if agree { String::new() } else { why.to_owned() },
                     ..base
                 }
@@ -554,11 +547,7 @@ fn saturated_rows(r: &Report) -> Vec<StudyRow> {
                     "{:.3} [{:.3}–{:.3}]",
                     e.ratio, e.ci90[0], e.ci90[1]
                 )),
-                agreement: if overlap {
-                    Agreement::Agree
-                } else {
-                    Agreement::Differ
-                },
+                agreement: Agreement::of(overlap),
                 why: if overlap {
                     format!("the 90 % intervals overlap{size}")
                 } else {
@@ -597,11 +586,7 @@ fn identity_rows(r: &Report) -> Vec<StudyRow> {
             Some(StudyRow {
                 subject: Some(format!("{} · {} vs {}", s.cell, s.mode, s.baseline)),
                 pqbench: Some(format!("{points:+.1} points")),
-                agreement: if agree {
-                    Agreement::Agree
-                } else {
-                    Agreement::Differ
-                },
+                agreement: Agreement::of(agree),
                 why: if agree {
                     String::new()
                 } else {
@@ -652,11 +637,7 @@ fn manifest_control_row(r: &Report) -> StudyRow {
             lo * 100.0,
             hi * 100.0
         )),
-        agreement: if overlap {
-            Agreement::Agree
-        } else {
-            Agreement::Differ
-        },
+        agreement: Agreement::of(overlap),
         why: if overlap {
             "the 90 % intervals overlap".into()
         } else {
@@ -689,11 +670,7 @@ fn spread_row(r: &Report) -> StudyRow {
     StudyRow {
         subject: Some(format!("{} cell-arms", cvs.len())),
         pqbench: Some(format!("at most {:.1} %", max * 100.0)),
-        agreement: if agree {
-            Agreement::Agree
-        } else {
-            Agreement::Differ
-        },
+        agreement: Agreement::of(agree),
         why: if agree {
             String::new()
         } else {
