@@ -6,18 +6,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::{ok, s};
-
-/// `pqbench` as a process, with a temporary `XDG_STATE_HOME` for the campaign's keys.
-fn pqbench(state: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .env("XDG_STATE_HOME", state)
-        .args(args)
-        .output()
-        .expect("run pqbench")
-}
+use common::{ok, pqbench_in, s};
 
 /// Issue 18: the main job (README), `pqbench run examples/quick.yaml` (the file as it
 /// ships), reaches conclusive verdicts on this machine: ML-KEM-768 vs X25519 on aws-lc in
@@ -33,7 +23,7 @@ fn main_job_reaches_verdicts() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quick.yaml");
     let started = std::time::Instant::now();
     let state = dir.path().join("state");
-    let o = pqbench(&state, &["run", s(&example), "--out", s(&out)]);
+    let o = pqbench_in(&state, &["run", s(&example), "--out", s(&out)]);
     let wall = started.elapsed();
     let text = ok(&o, "pqbench run examples/quick.yaml");
     let camp = out.join("quick");

@@ -15,10 +15,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use base64::Engine as _;
-use common::s;
+use common::{pqbench_in, s};
 
 const CAMPAIGN: &str = "apiVersion: pqbench.io/v1alpha1
 kind: BenchmarkCampaign
@@ -36,14 +35,6 @@ spec:
   pause: {enabled: false}
   analysis: {bootstrapResamples: 1000}
 ";
-
-fn pqbench(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .args(args)
-        .env("XDG_STATE_HOME", state)
-        .output()
-        .expect("run pqbench")
-}
 
 /// A secret and the byte strings that would show it.
 struct Secret {
@@ -103,20 +94,20 @@ fn no_secret_of_a_whole_campaign_appears_in_any_output() {
     let file = tmp.path().join("secrets.yaml");
     std::fs::write(&file, CAMPAIGN).expect("campaign");
 
-    let run = pqbench(&state, &["run", s(&file), "--out", s(&out)]);
+    let run = pqbench_in(&state, &["run", s(&file), "--out", s(&out)]);
     assert!(
         run.status.success(),
         "pqbench run: {}",
         String::from_utf8_lossy(&run.stderr)
     );
     let results = out.join("secrets");
-    let analyze = pqbench(&state, &["analyze", s(&results)]);
+    let analyze = pqbench_in(&state, &["analyze", s(&results)]);
     assert!(
         analyze.status.success(),
         "{}",
         String::from_utf8_lossy(&analyze.stderr)
     );
-    let validate = pqbench(&state, &["validate", s(&results.join("runs")), "--verbose"]);
+    let validate = pqbench_in(&state, &["validate", s(&results.join("runs")), "--verbose"]);
     assert!(
         validate.status.success(),
         "{}",

@@ -9,17 +9,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::{ok, s};
-
-fn pqbench(state: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pqbench"))
-        .env("XDG_STATE_HOME", state)
-        .args(args)
-        .output()
-        .expect("run pqbench")
-}
+use common::{ok, pqbench_in, s};
 
 /// The example with short windows: each replaced line must be in the file as it ships, so
 /// that a change to the example shows here instead of passing unnoticed.
@@ -64,7 +55,7 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
     std::fs::write(&file, short_windows(&text)).expect("write");
     let out = dir.path().join("results");
     let state = dir.path().join("state");
-    let o = pqbench(&state, &["run", s(&file), "--out", s(&out)]);
+    let o = pqbench_in(&state, &["run", s(&file), "--out", s(&out)]);
     let log = ok(&o, "pqbench run study-replication.yaml");
     let camp = out.join("study-replication");
     let md = std::fs::read_to_string(camp.join("report.md")).expect("report.md");
@@ -143,7 +134,7 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
 
     // The tables, both formats, as the user asks for them.
     for (format, ext) in [("latex", "tex"), ("md", "md")] {
-        let o = pqbench(&state, &["report", s(&camp), "--tables", format]);
+        let o = pqbench_in(&state, &["report", s(&camp), "--tables", format]);
         let said = ok(&o, &format!("pqbench report --tables {format}"));
         for n in ["VII", "VIII", "XII", "XIII", "XV", "XXI"] {
             let path = camp.join("tables").join(format!("table-{n}.{ext}"));
@@ -174,7 +165,7 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
         "{vii}"
     );
     // A directory without a report: the error names the file and what writes it.
-    let o = pqbench(&state, &["report", s(dir.path()), "--tables", "md"]);
+    let o = pqbench_in(&state, &["report", s(dir.path()), "--tables", "md"]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

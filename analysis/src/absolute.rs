@@ -121,6 +121,12 @@ fn closed(r: &RunRow) -> bool {
     r.offered_rps.is_none()
 }
 
+/// A closed-loop run at one worker with stage times: a run the key-establishment figures
+/// (Tables VII and VIII) are taken from.
+fn one_worker(r: &RunRow) -> bool {
+    closed(r) && r.concurrency == Some(1) && r.stages_us.is_some()
+}
+
 /// The mean interval of `f` over the runs where it is known, when at least two are.
 fn over(runs: &[&RunRow], f: impl Fn(&RunRow) -> Option<f64>) -> Option<MeanInterval> {
     let x: Vec<f64> = runs.iter().filter_map(|r| f(r)).collect();
@@ -130,7 +136,6 @@ fn over(runs: &[&RunRow], f: impl Fn(&RunRow) -> Option<f64>) -> Option<MeanInte
 /// Key establishment per request of every arm in every one-worker closed-loop cell whose
 /// runs carry stage times (at least two runs).
 pub fn kem_times(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemTime> {
-    let one_worker = |r: &RunRow| closed(r) && r.concurrency == Some(1) && r.stages_us.is_some();
     by_cell_and_arm(rows, one_worker)
         .into_iter()
         .filter_map(|((cell, arm), runs)| {
@@ -165,10 +170,7 @@ pub fn kem_times(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemTime> 
 /// of its one-worker cells (at least two runs).
 pub fn kem_pooled(rows: &[RunRow], arms: &BTreeMap<String, Arm>) -> Vec<KemPooled> {
     let mut groups: BTreeMap<(&str, Option<Operation>), Vec<&RunRow>> = BTreeMap::new();
-    for r in rows
-        .iter()
-        .filter(|r| closed(r) && r.concurrency == Some(1) && r.stages_us.is_some())
-    {
+    for r in rows.iter().filter(|r| one_worker(r)) {
         groups.entry((&r.mode, r.operation)).or_default().push(r);
     }
     groups

@@ -20,12 +20,11 @@
 //! which of those differences bears on it.
 
 use campaign::spec::Operation;
-use stats::describe::MeanInterval;
 
 use crate::absolute::KemTime;
 use crate::entry::Entry;
 use crate::model::{Attribution, Report, StudyRow};
-use crate::words::sig3;
+use crate::words::{mean_ci, sig3};
 
 /// Whether a measurement agrees with the study's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -176,10 +175,6 @@ fn row(source: &str, what: String, study: String, quote: &str) -> StudyRow {
 
 fn op_name(op: Operation) -> String {
     op.as_str().to_uppercase()
-}
-
-fn mean_ci(m: &MeanInterval) -> String {
-    format!("{} [{}–{}]", sig3(m.mean), sig3(m.ci.0), sig3(m.ci.1))
 }
 
 /// The one-worker cells of `mode` and `op`, the 64 KiB ones when there are any.

@@ -29,6 +29,11 @@ pub fn sig3(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// A mean with its interval: `12.3 [11.9–12.7]`.
+pub fn mean_ci(m: &stats::describe::MeanInterval) -> String {
+    format!("{} [{}–{}]", sig3(m.mean), sig3(m.ci.0), sig3(m.ci.1))
+}
+
 /// A share as a percentage with three significant digits (`1.41 %`, `0.0120 %`).
 pub fn share_pct(x: f64) -> String {
     format!("{} %", sig3(x * 100.0))

@@ -8,13 +8,8 @@ use std::fmt::Write as _;
 
 use analysis::Report;
 use analysis::absolute::KemTime;
-use analysis::words::{share_pct, sig3};
+use analysis::words::{mean_ci, share_pct, sig3};
 use stats::describe::MeanInterval;
-
-/// `12.3 [11.9–12.7]`.
-pub(crate) fn mean_ci(m: &MeanInterval) -> String {
-    format!("{} [{}–{}]", sig3(m.mean), sig3(m.ci.0), sig3(m.ci.1))
-}
 
 fn opt_mean_ci(m: Option<&MeanInterval>) -> String {
     m.map_or_else(|| "–".into(), mean_ci)

@@ -13,6 +13,17 @@ pub(crate) fn ok(o: &Output, what: &str) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf8")
 }
 
+/// `pqbench` as a process with `XDG_STATE_HOME` at `state`, so a campaign's keys go to a
+/// temporary directory, never the user's.
+#[allow(dead_code, reason = "not every test binary runs campaigns")]
+pub(crate) fn pqbench_in(state: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .env("XDG_STATE_HOME", state)
+        .args(args)
+        .output()
+        .expect("run pqbench")
+}
+
 /// A path as an argument.
 pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf8 path")
