@@ -546,6 +546,8 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         if let Some(list) = &server_cpus {
             worker::affinity::confine(list).map_err(anyhow::Error::msg)?;
         }
+        // The testbed's ceilings, on a machine nothing of the campaign runs on yet.
+        crate::baselines::take_unless_kept(&dir, m, &plan, &cpus, a.endpoint.as_deref())?;
         // The embedded server lives until every run is done (dropping it stops it).
         let (server, endpoint, credentials, local_pid) = local_or_embedded(
             a.endpoint.as_deref(),
@@ -695,7 +697,8 @@ fn explain_full_disk(e: anyhow::Error, dir: &Path, plan: &Plan, processes: u32) 
 /// Validates and analyses a campaign directory; writes runs.csv, report.json, report.md
 /// and the plots; prints the verdict table.
 fn analyze_dir(dir: &Path, m: &Manifest, plan: &Plan) -> Result<()> {
-    let cfg = Config::from_spec(&m.spec);
+    let mut cfg = Config::from_spec(&m.spec);
+    cfg.baselines = crate::baselines::read(dir);
     let header = Header {
         campaign: Some(plan.campaign.clone()),
         prereg_hash: Some(plan.prereg_hash.clone()),
@@ -855,6 +858,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                 analysis_time_settings: vec![
                     "no campaign file: the settings come from the command line and nothing was pre-registered, so every comparison is exploratory in the study's sense".into(),
                 ],
+                baselines: None,
             }
         }
     };
@@ -933,6 +937,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
             write_report(&out, &rows, &[], &cfg, header, a.json.as_deref(), None)
         }
         None => {
+            cfg.baselines = crate::baselines::read(&a.dir);
             let data = if a.dir.join("runs").is_dir() {
                 a.dir.join("runs")
             } else {

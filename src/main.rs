@@ -1,6 +1,7 @@
 //! `pqbench`: the command-line front end. Thin: parse arguments, dispatch to `cli`.
 
 mod args;
+mod baselines;
 mod bench;
 mod campaigncmd;
 mod cli;

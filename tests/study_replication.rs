@@ -103,6 +103,35 @@ fn the_study_replication_fills_every_section_and_writes_the_tables() {
         controls.contains("| get-1KiB-c8-cores1 | ml-kem-768 | x25519-padded | x25519 |"),
         "{controls}"
     );
+    // IV-A, V-B: the testbed's ceilings, every probe taken on this host, and each cell's
+    // bottleneck; the client-bound cell (8 workers on one core) is labelled so.
+    let baselines: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(camp.join("baselines.json")).expect("baselines.json"),
+    )
+    .expect("baselines.json is JSON");
+    for probe in ["network", "disk", "roundTrip"] {
+        assert!(
+            baselines[probe].get("measured").is_some(),
+            "{probe} not measured: {}",
+            baselines[probe]
+        );
+    }
+    let ceilings = section(&md, "## Ceilings and bottlenecks");
+    assert!(
+        ceilings.contains("measured on this host before the first run"),
+        "{ceilings}"
+    );
+    let rows: Vec<&str> = ceilings
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| cell"))
+        .collect();
+    assert_eq!(rows.len(), 5, "{ceilings}");
+    assert!(
+        rows.iter()
+            .any(|l| l.starts_with("| get-1KiB-c8-cores1 | client | **")),
+        "{ceilings}"
+    );
+    assert!(!ceilings.contains("Not judged"), "{ceilings}");
     // The study comparison: measured figures beside the study's, not only "not comparable".
     let study = section(&md, "## Study comparison");
     let measured = study

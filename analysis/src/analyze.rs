@@ -154,6 +154,7 @@ pub fn analyze_full(
         kem_pooled: crate::absolute::kem_pooled(rows, &arm_modes),
         predictions: crate::predict::score(&cfg.analysis.predictions, &entries),
         resources: crate::absolute::resources(rows),
+        bottlenecks: crate::testbed::bottlenecks(rows, cfg.baselines.as_ref()),
         comparisons: entries,
         dropped_blocks,
         warnings,

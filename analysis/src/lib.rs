@@ -15,6 +15,8 @@
 //!   what bounded sessions exposed and cost), [`wire`] (S3 requests and bytes per logical
 //!   request, and the comparisons across object formats), [`predict`] (advance predictions
 //!   scored against the comparisons);
+//! - [`testbed`]: the testbed's measured ceilings (`baselines.json`) and what bounds each
+//!   cell (client, server, network, disk, or latency);
 //! - [`words`]: the figures in words, for `report.md` and the operator's status alike;
 //! - [`study`]: the study's published figures held against the report's;
 //! - [`model`]: the report model ([`Report`]) holding every part's output, computing
@@ -37,6 +39,7 @@ pub mod order;
 pub mod predict;
 pub mod rows;
 pub mod study;
+pub mod testbed;
 pub mod wire;
 pub mod words;
 

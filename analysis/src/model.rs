@@ -34,6 +34,10 @@ pub struct Config {
     /// 0.03 replaces the pre-registered 0.05`); the deviations log lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analysis_time_settings: Vec<String>,
+    /// The testbed's ceilings measured before the first run (`baselines.json`), when the
+    /// executor took them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baselines: Option<crate::testbed::Baselines>,
 }
 
 impl Config {
@@ -49,6 +53,7 @@ impl Config {
             arms: arms.iter().map(|a| a.label.clone()).collect(),
             arm_details: arms,
             analysis_time_settings: Vec::new(),
+            baselines: None,
         }
     }
 }
@@ -227,6 +232,10 @@ pub struct Report {
     /// Advance predictions against the measured ratios (study section IV-C).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub predictions: Vec<crate::predict::PredictionScore>,
+    /// What bounds each cell: client, server, network, disk, or none (latency), from the
+    /// runs against the testbed's ceilings (study IV-A, V-B; [`crate::testbed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bottlenecks: Vec<crate::testbed::CellBottleneck>,
     /// The study's published figures beside this campaign's (see [`crate::study`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub study: Vec<StudyRow>,

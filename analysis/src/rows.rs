@@ -81,6 +81,15 @@ pub struct RunRow {
     /// (may be negative; study Table X).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_rss_growth_bytes: Option<f64>,
+    /// The server host's disk write rate over the window, MiB/s (the bottleneck label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_disk_write_mib_s: Option<f64>,
+    /// The server host's mean disk write time over the window, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_disk_write_latency_ms: Option<f64>,
+    /// The server host's mean disk queue depth (I/Os in flight) over the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_disk_queue_depth: Option<f64>,
     /// Mean stage times, µs, in the order of [`STAGES`] (second endpoint at one worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages_us: Option<[f64; 5]>,
@@ -158,7 +167,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 25] = [
+pub const CSV_OPTIONAL: [&str; 28] = [
     "operation",
     "object_size",
     "concurrency",
@@ -184,6 +193,9 @@ pub const CSV_OPTIONAL: [&str; 25] = [
     "server_max_rss_bytes",
     "server_rss_growth_bytes",
     "interleaved",
+    "server_disk_write_mib_s",
+    "server_disk_write_latency_ms",
+    "server_disk_queue_depth",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -323,6 +335,9 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
                     return Err(bad("interleaved", &format!("{o:?} must be true or false")));
                 }
             },
+            server_disk_write_mib_s: opt_num("server_disk_write_mib_s")?,
+            server_disk_write_latency_ms: opt_num("server_disk_write_latency_ms")?,
+            server_disk_queue_depth: opt_num("server_disk_queue_depth")?,
             drift_bins: None,
             session: None,
         });
@@ -370,6 +385,9 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.push(o(r.server_max_rss_bytes));
         f.push(o(r.server_rss_growth_bytes));
         f.push(if r.interleaved { "true" } else { "" }.to_owned());
+        f.push(o(r.server_disk_write_mib_s));
+        f.push(o(r.server_disk_write_latency_ms));
+        f.push(o(r.server_disk_queue_depth));
         s.push_str(&f.join(","));
         s.push('\n');
     }

@@ -157,6 +157,8 @@ pub fn compare(r: &Report) -> Vec<StudyRow> {
     out.extend(identity_rows(r));
     out.push(manifest_control_row(r));
     out.push(spread_row(r));
+    out.extend(bottleneck_rows(r));
+    out.extend(testbed_rows(r));
     out
 }
 
@@ -673,4 +675,134 @@ fn spread_row(r: &Report) -> StudyRow {
         },
         ..base
     }
+}
+
+/// Why a testbed figure is not compared.
+const TESTBED: &str = "hardware: the study's client (c7i.4xlarge) and MinIO (i4i.4xlarge, local NVMe, XFS) are two AWS instances in one placement group; this campaign's testbed is its own";
+
+/// A study figure naming the ceiling that bounds a kind of GET cell (Fig. 3).
+struct LabelFigure {
+    what: &'static str,
+    expected: crate::testbed::Resource,
+    quote: &'static str,
+    size_ok: fn(u64) -> bool,
+    study: &'static str,
+}
+
+/// V-B, Fig. 3: which ceiling bounds large GETs (the network) and small GETs (the client).
+fn bottleneck_rows(r: &Report) -> Vec<StudyRow> {
+    use crate::testbed::Resource;
+    let figures = [
+        LabelFigure {
+            what: "bound by, GET ≥ 1 MiB, several workers",
+            expected: Resource::Network,
+            quote: "GETs of 1 MiB and more saturate the network at 1,477 MiB/s, 100 % of the iperf3 baseline",
+            size_ok: |b| b >= 1 << 20,
+            study: "network (100 % of iperf3)",
+        },
+        LabelFigure {
+            what: "bound by, GET ≤ 64 KiB, several workers",
+            expected: Resource::Client,
+            quote: "Small GETs are limited by the client CPU (93 % for P1 at 128 workers)",
+            size_ok: |b| b <= 64 << 10,
+            study: "client (93 % of its CPU)",
+        },
+    ];
+    let mut out = Vec::new();
+    for LabelFigure {
+        what,
+        expected,
+        quote,
+        size_ok,
+        study,
+    } in figures
+    {
+        let base = row("Fig. 3 (V-B)", what.to_owned(), study.to_owned(), quote);
+        let cells: Vec<_> = r
+            .bottlenecks
+            .iter()
+            .filter(|c| {
+                c.operation == Some(Operation::Get)
+                    && c.object_size.is_some_and(size_ok)
+                    && c.concurrency.is_some_and(|n| n > 1)
+            })
+            .collect();
+        if cells.is_empty() {
+            out.push(StudyRow {
+                why: "this campaign has no such GET cell".into(),
+                ..base
+            });
+            continue;
+        }
+        for c in cells {
+            let used = c
+                .usage_of(expected)
+                .map_or_else(|| "not judged".to_owned(), crate::testbed::Usage::in_words);
+            let agree = c.label == Some(expected);
+            out.push(StudyRow {
+                subject: Some(c.cell.clone()),
+                pqbench: Some(format!("{} ({used})", c.label_word())),
+                agreement: Agreement::of(agree),
+                why: if agree {
+                    "the same ceiling".into()
+                } else {
+                    format!("{TESTBED}; here {}", c.in_words())
+                },
+                ..base.clone()
+            });
+        }
+    }
+    out
+}
+
+/// III: the testbeds' own ceilings, side by side (never compared: different hardware).
+fn testbed_rows(r: &Report) -> Vec<StudyRow> {
+    use crate::testbed::Probe;
+    let b = r.config.baselines.as_ref();
+    let show = |p: Option<String>| StudyRow {
+        pqbench: p,
+        why: TESTBED.into(),
+        ..row("Section III (testbed)", String::new(), String::new(), "")
+    };
+    let network = b.and_then(|b| match &b.network {
+        Probe::Measured(n) => Some(format!(
+            "{} Gbit/s (iperf3, client → server)",
+            sig3(n.upload_bits_per_s / 1e9)
+        )),
+        Probe::NotMeasured(_) => None,
+    });
+    let rtt = b.and_then(|b| {
+        b.round_trip
+            .measured()
+            .map(|t| format!("{} ms (ping)", sig3(t.avg_ms)))
+    });
+    let disk = b.and_then(|b| {
+        b.disk.measured().map(|d| {
+            format!(
+                "{} MiB/s (fio)",
+                sig3(d.write_bytes_per_s / f64::from(1u32 << 20))
+            )
+        })
+    });
+    let quote = "The exploratory campaign ran in AWS region ap-south-2 with a c7i.4xlarge client (Intel Xeon Platinum 8488C, 16 vCPU, 31 GiB): 12.4 Gbit/s between the hosts, 0.33 ms round trip, 2,044/882 MiB/s disk read/write";
+    vec![
+        StudyRow {
+            what: "network between client and server".into(),
+            study: "12.4 Gbit/s (iperf3)".into(),
+            quote: quote.into(),
+            ..show(network)
+        },
+        StudyRow {
+            what: "round trip".into(),
+            study: "0.33 ms (ping)".into(),
+            quote: quote.into(),
+            ..show(rtt)
+        },
+        StudyRow {
+            what: "server disk, sequential write".into(),
+            study: "882 MiB/s (fio)".into(),
+            quote: quote.into(),
+            ..show(disk)
+        },
+    ]
 }

@@ -197,6 +197,133 @@ impl Report {
     }
 }
 
+/// A rate in bytes per second in bits (`27.0 Gbit/s`).
+fn bits(bits_per_s: f64) -> String {
+    let (v, unit) = if bits_per_s >= 1e9 {
+        (bits_per_s / 1e9, "Gbit/s")
+    } else {
+        (bits_per_s / 1e6, "Mbit/s")
+    };
+    format!("{} {unit}", sig3(v))
+}
+
+/// The testbed's baselines in a line: `network 27.0 Gbit/s up, 26.6 Gbit/s down (iperf
+/// 3.12, 2 streams, 1 s); disk 1690 MB/s in 1MiB direct writes, 0.599 ms each
+/// (fio-3.33); round trip 0.041 ms (ping, 5 answers)`, a probe not taken with its reason.
+pub fn baselines(b: &crate::testbed::Baselines) -> String {
+    use crate::testbed::Probe;
+    let network = match &b.network {
+        Probe::Measured(n) => format!(
+            "network {} up, {} down ({}, {} streams, {} s)",
+            bits(n.upload_bits_per_s),
+            bits(n.download_bits_per_s),
+            n.tool,
+            n.streams,
+            n.seconds
+        ),
+        Probe::NotMeasured(why) => format!("network not measured ({why})"),
+    };
+    let disk = match &b.disk {
+        Probe::Measured(d) => format!(
+            "disk {} MB/s in {} {} writes, {} ms each ({})",
+            sig3(d.write_bytes_per_s / 1e6),
+            campaign::units::Size(d.block_bytes),
+            if d.direct { "direct" } else { "buffered" },
+            sig3(d.write_latency_ms),
+            d.tool
+        ),
+        Probe::NotMeasured(why) => format!("disk not measured ({why})"),
+    };
+    let rtt = match &b.round_trip {
+        Probe::Measured(r) => format!(
+            "round trip {} ms (ping, {} answers)",
+            sig3(r.avg_ms),
+            r.count
+        ),
+        Probe::NotMeasured(why) => format!("round trip not measured ({why})"),
+    };
+    format!("{network}; {disk}; {rtt}")
+}
+
+impl crate::testbed::Usage {
+    /// `network 97.1 % [95.0–99.2 %]` (no interval with one run).
+    pub fn in_words(&self) -> String {
+        match self.ci {
+            Some((lo, hi)) => format!(
+                "{} {} [{}–{} %]",
+                self.resource.as_str(),
+                share_pct(self.mean),
+                sig3(lo * 100.0),
+                sig3(hi * 100.0)
+            ),
+            None => format!("{} {}", self.resource.as_str(), share_pct(self.mean)),
+        }
+    }
+}
+
+impl crate::testbed::CellBottleneck {
+    /// `get-1MiB-c8: network-bound (network 97.1 % [95.0–99.2 %] of its ceiling; client
+    /// 41.0 %, …)`, or `latency-bound: no ceiling reached (…)`.
+    pub fn in_words(&self) -> String {
+        let others = |skip: Option<crate::testbed::Resource>| {
+            self.usage
+                .iter()
+                .filter(|u| Some(u.resource) != skip)
+                .map(crate::testbed::Usage::in_words)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self.label.and_then(|l| self.usage_of(l)) {
+            Some(u) => {
+                let rest = others(self.label);
+                format!(
+                    "{}: {}-bound ({} of its ceiling{})",
+                    self.cell,
+                    u.resource.as_str(),
+                    u.in_words(),
+                    if rest.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {rest}")
+                    }
+                )
+            }
+            None => format!(
+                "{}: latency-bound, no ceiling reached ({})",
+                self.cell,
+                if self.usage.is_empty() {
+                    "none judged".to_owned()
+                } else {
+                    others(None)
+                }
+            ),
+        }
+    }
+}
+
+/// The bottlenecks in a line for the status: `bottlenecks: 2 cells client-bound, 1
+/// network-bound, 3 latency-bound` (`None` without cells).
+pub fn bottleneck_counts(cells: &[crate::testbed::CellBottleneck]) -> Option<String> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in cells {
+        *counts.entry(c.label_word()).or_default() += 1;
+    }
+    let parts: Vec<String> = ["client", "server", "network", "disk", "latency"]
+        .iter()
+        .filter_map(|w| counts.get(w).map(|n| (w, n)))
+        .enumerate()
+        .map(|(i, (w, n))| {
+            let cells = if i == 0 {
+                if *n == 1 { " cell" } else { " cells" }
+            } else {
+                ""
+            };
+            format!("{n}{cells} {w}-bound")
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("bottlenecks: {}", parts.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -220,6 +220,9 @@ pub struct CampaignSpec {
     /// The pause rule between runs.
     #[serde(default)]
     pub pause: Pause,
+    /// The testbed's ceilings, measured before the first run (study IV-A).
+    #[serde(default, skip_serializing_if = "Testbed::is_default")]
+    pub testbed: Testbed,
     /// GET fixtures (objects written before the window and read round-robin).
     #[serde(default = "default_fixtures")]
     pub fixtures: u32,
@@ -857,6 +860,36 @@ impl Pause {
             quiet_for: self.quiet_for,
             max_wait: self.max_wait,
         }
+    }
+}
+
+/// The testbed's baselines: the ceilings each cell's bottleneck label is read against.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Testbed {
+    /// Before the first run, measure the network each way (iperf3), the server disk's
+    /// sequential writes (fio) and the round trip (ping), each for about a tenth of the
+    /// measured window (1 to 5 s), and keep them as `baselines.json`: `pqbench run` on this
+    /// host (the embedded server's CPUs and disk). A missing tool is a note in the report,
+    /// not a failure. Default true. The operator has no pre-flight probe yet: its report
+    /// reads `baselines.json` under the campaign's results prefix when one is put there,
+    /// and otherwise judges the CPUs alone.
+    #[serde(default = "yes")]
+    pub baselines: bool,
+}
+
+impl Default for Testbed {
+    fn default() -> Self {
+        Self { baselines: true }
+    }
+}
+
+impl Testbed {
+    /// Whether this is the default (then it is not serialised, and the pre-registration
+    /// hashes of campaigns written before it stay what they were).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
     }
 }
 

@@ -139,8 +139,9 @@ pub struct CampaignStatus {
     /// request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub key_establishment: Vec<run::verdicts::KemTimeRow>,
-    /// The headlines of the report's other study figures, in words: each control's share of
-    /// a deficit, each prediction scored, the original interval rule's counts (at most 40;
+    /// The headlines of the report's other study figures, in words: the study comparison's
+    /// counts, the cells' bottlenecks counted and each cell's, each control's share of a
+    /// deficit, each prediction scored, the original interval rule's counts (at most 40;
     /// the report has them all).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,

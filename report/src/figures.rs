@@ -115,6 +115,73 @@ pub(crate) fn resources_section(s: &mut String, r: &Report) {
     }
 }
 
+/// The testbed's ceilings and what bounds each cell (`analysis::testbed`).
+pub(crate) fn bottleneck_section(s: &mut String, r: &Report) {
+    use analysis::testbed::{REACHED, Resource};
+    if r.bottlenecks.is_empty() {
+        return;
+    }
+    s.push_str("\n## Ceilings and bottlenecks (study IV-A, V-B)\n\n");
+    match &r.config.baselines {
+        Some(b) => {
+            let _ = writeln!(
+                s,
+                "The testbed's ceilings, measured on {} before the first run (baselines.json): {}.\n",
+                b.site,
+                analysis::words::baselines(b)
+            );
+        }
+        None => s.push_str("No testbed baselines were taken (no baselines.json; `testbed.baselines`), so only the CPUs are judged.\n\n"),
+    }
+    let _ = write!(
+        s,
+        "Each cell's use of each ceiling, the mean over its runs (every arm) with its 95 % t interval: client cores used ÷ available; the server's cores used ÷ its cores; requests per second × the bytes of the busier direction ÷ iperf3's rate that way; the server host's disk writes ÷ fio's rate (writes still in the page cache do not count). A ceiling is reached at {} % of it ({} % for the CPUs, the saturation check's threshold); a cell is bound by the reached ceiling it uses most, and latency-bound when it reaches none: its closed loop waits on round trips with every resource to spare.\n\n| cell | bound by | client CPU | server CPU | network | disk |\n|---|---|---|---|---|---|\n",
+        sig3(REACHED * 100.0),
+        sig3(stats::regime::SATURATION * 100.0)
+    );
+    for c in &r.bottlenecks {
+        let cell = |res: Resource| {
+            c.usage_of(res).map_or_else(
+                || "–".to_owned(),
+                |u| {
+                    let v = match u.ci {
+                        Some((lo, hi)) => format!(
+                            "{} [{}–{}] %",
+                            sig3(u.mean * 100.0),
+                            sig3(lo * 100.0),
+                            sig3(hi * 100.0)
+                        ),
+                        None => share_pct(u.mean),
+                    };
+                    if u.reached { format!("**{v}**") } else { v }
+                },
+            )
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            c.cell,
+            c.label_word(),
+            cell(Resource::Client),
+            cell(Resource::Server),
+            cell(Resource::Network),
+            cell(Resource::Disk)
+        );
+    }
+    let mut unjudged: Vec<&str> = r
+        .bottlenecks
+        .iter()
+        .flat_map(|c| c.unjudged.iter().map(String::as_str))
+        .collect();
+    unjudged.sort_unstable();
+    unjudged.dedup();
+    if !unjudged.is_empty() {
+        s.push_str("\nNot judged (–): ");
+        s.push_str(&unjudged.join("; "));
+        s.push_str(".\n");
+    }
+}
+
 /// The exploratory campaign's original rule (Table XIV): per pair of arms, how many cells'
 /// 95 % intervals lie inside the margin band, outside it, or across it.
 pub(crate) fn interval_rule_section(s: &mut String, r: &Report) {

@@ -2435,6 +2435,7 @@ mod tests {
             comparisons: Vec::new(),
             arm_details: Vec::new(),
             analysis_time_settings: Vec::new(),
+            baselines: None,
         }
     }
 

@@ -432,6 +432,13 @@ pub struct Sample {
     pub server_writeback_bytes: Option<f64>,
     /// Server host bytes written to disk, cumulative.
     pub server_disk_written_bytes: Option<f64>,
+    /// Server host disk writes completed, cumulative.
+    pub server_disk_writes: Option<f64>,
+    /// Server host seconds spent writing, summed over the writes, cumulative (over the
+    /// writes' count: the mean write latency).
+    pub server_disk_write_s: Option<f64>,
+    /// Server host weighted seconds doing I/O, cumulative (its rate: the mean queue depth).
+    pub server_disk_weighted_io_s: Option<f64>,
     /// Server host CPU time in I/O wait, seconds, cumulative.
     pub server_iowait_s: Option<f64>,
     /// Server host CPU time in all modes, seconds, cumulative.
@@ -455,6 +462,9 @@ pub const SAMPLE_SCHEMA: &[ColumnSpec] = &[
     col("server_disk_written_bytes", Kind::Double, true),
     col("server_iowait_s", Kind::Double, true),
     col("server_cpu_total_s", Kind::Double, true),
+    col("server_disk_writes", Kind::Double, true),
+    col("server_disk_write_s", Kind::Double, true),
+    col("server_disk_weighted_io_s", Kind::Double, true),
 ];
 
 /// Builds the samples table.
@@ -478,6 +488,9 @@ pub fn samples_table(samples: &[Sample]) -> Table {
             f(&|s| s.server_disk_written_bytes),
             f(&|s| s.server_iowait_s),
             f(&|s| s.server_cpu_total_s),
+            f(&|s| s.server_disk_writes),
+            f(&|s| s.server_disk_write_s),
+            f(&|s| s.server_disk_weighted_io_s),
         ],
     }
 }
@@ -503,6 +516,9 @@ pub fn samples_from_table(t: &Table) -> Vec<Sample> {
             server_disk_written_bytes: f("server_disk_written_bytes", i),
             server_iowait_s: f("server_iowait_s", i),
             server_cpu_total_s: f("server_cpu_total_s", i),
+            server_disk_writes: f("server_disk_writes", i),
+            server_disk_write_s: f("server_disk_write_s", i),
+            server_disk_weighted_io_s: f("server_disk_weighted_io_s", i),
         })
         .collect()
 }

@@ -240,6 +240,14 @@ pub struct ServerFigures {
     pub disk_write_mib_s: Option<f64>,
     /// Fraction of server CPU time in I/O wait.
     pub iowait_fraction: Option<f64>,
+    /// Mean time of one disk write on the server host over the window, ms (its seconds
+    /// writing over its writes; absent without writes or from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_write_latency_ms: Option<f64>,
+    /// Mean number of I/Os in flight on the server host's disks over the window (the
+    /// rate of their weighted I/O seconds; absent from older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_queue_depth: Option<f64>,
     /// Scrape errors.
     pub errors: Vec<String>,
 }
@@ -987,6 +995,13 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
             let all = counter_rate(s0, from, to, |s| s.server_cpu_total_s);
             io.zip(all).and_then(|(i, a)| (a > 0.0).then(|| i / a))
         },
+        disk_write_latency_ms: {
+            let busy = counter_rate(s0, from, to, |s| s.server_disk_write_s);
+            let writes = counter_rate(s0, from, to, |s| s.server_disk_writes);
+            busy.zip(writes)
+                .and_then(|(b, w)| (w > 0.0).then(|| b / w * 1e3))
+        },
+        disk_queue_depth: counter_rate(s0, from, to, |s| s.server_disk_weighted_io_s),
         errors: parts
             .iter()
             .flat_map(|p| p.info.sampler_errors.iter().cloned())
@@ -1239,7 +1254,7 @@ pub fn render(s: &RunSummary) -> String {
     let sv = &s.server;
     let _ = writeln!(
         o,
-        "  server       CPU {}, RSS {}, dirty+wb {}, disk {}, iowait {}",
+        "  server       CPU {}, RSS {}, dirty+wb {}, disk {} (write {}, queue {}), iowait {}",
         opt(sv.cpu_cores_used, "cores", 1.0),
         opt(sv.max_rss_bytes, "MiB", 1.0 / f64::from(1u32 << 20)),
         opt(
@@ -1248,6 +1263,8 @@ pub fn render(s: &RunSummary) -> String {
             1.0 / f64::from(1u32 << 20)
         ),
         opt(sv.disk_write_mib_s, "MiB/s", 1.0),
+        opt(sv.disk_write_latency_ms, "ms", 1.0),
+        opt(sv.disk_queue_depth, "in flight", 1.0),
         opt(sv.iowait_fraction, "%", 100.0)
     );
     let _ = writeln!(

@@ -101,6 +101,26 @@ fn run_file_path(dir: &Path, rest: &str) -> Option<std::path::PathBuf> {
     (run_ok && p_ok && name_ok).then(|| dir.join(place).join(p).join(name))
 }
 
+/// The testbed's baselines at `<prefix>baselines.json`, when a pre-flight probe left them
+/// ([`crate::testbed`]); unreadable ones are left out with a note on stderr (the report's
+/// bottleneck section then says no baselines were taken).
+async fn baselines(store: &ResultsBucket) -> Option<analysis::testbed::Baselines> {
+    let key = format!("{}{BASELINES}", store.prefix());
+    let bytes = match store.get(&key).await {
+        Ok(b) => b?,
+        Err(e) => {
+            eprintln!("note: cannot read {key}: {e}; the report judges no network or disk ceiling");
+            return None;
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| eprintln!("note: {key} is not readable as baselines ({e})"))
+        .ok()
+}
+
+/// The baselines' name under the campaign's prefix.
+pub const BASELINES: &str = "baselines.json";
+
 /// `a<N>` or `a<N>-<unix ms>`: a kept attempt's directory.
 fn is_attempt(a: &str) -> bool {
     a.strip_prefix('a').is_some_and(|rest| {
@@ -176,7 +196,8 @@ async fn analyze(
     }
     let m = &spec.campaign;
     let plan = campaign::design::plan(m);
-    let cfg = Config::from_spec(&m.spec);
+    let mut cfg = Config::from_spec(&m.spec);
+    cfg.baselines = baselines(store).await;
     let excluded = collected.excluded_runs();
     // The attempts as the operator kept them, counted as `pqbench run`'s are.
     let attempts = crate::attempts::run_attempts(dir.path(), &plan, &collected, &spec.given_up);

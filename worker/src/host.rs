@@ -242,18 +242,38 @@ pub fn parse_net_dev(text: &str) -> Option<(f64, f64)> {
     any.then_some((rx, tx))
 }
 
-/// Bytes written to whole block devices from `/proc/diskstats` (field 10, sectors of 512
-/// bytes), counting only `devices` (the entries of `/sys/block`, minus loop, RAM, zram,
-/// device-mapper and MD devices, which would count the same writes twice or not at all).
-pub fn parse_diskstats(text: &str, devices: &[String]) -> Option<f64> {
-    let mut sum = 0.0;
+/// Write counters of the whole block devices, summed, from `/proc/diskstats` (study IV-A:
+/// the disk's share of a cell's ceiling; the kernel's `Documentation/admin-guide/iostats.rst`
+/// numbers the fields from 1, so its field 10 is `f[9]` here).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DiskCounters {
+    /// Bytes written (field 7, sectors of 512 bytes).
+    pub written_bytes: f64,
+    /// Writes completed (field 5).
+    pub writes: f64,
+    /// Seconds spent writing, summed over the writes (field 8): its rate over the writes'
+    /// rate is the mean write latency.
+    pub write_s: f64,
+    /// Weighted seconds doing I/O (field 11): its rate is the mean queue depth.
+    pub weighted_io_s: f64,
+}
+
+/// The write counters of `devices` (the entries of `/sys/block`, minus loop, RAM, zram,
+/// device-mapper and MD devices, which would count the same writes twice or not at all)
+/// in `/proc/diskstats` text; `None` when none of them is there.
+pub fn parse_diskstats(text: &str, devices: &[String]) -> Option<DiskCounters> {
+    let mut sum = DiskCounters::default();
     let mut any = false;
     for l in text.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() < 10 || !devices.iter().any(|d| d == f[2]) {
+        if f.len() < 14 || !devices.iter().any(|d| d == f[2]) {
             continue;
         }
-        sum += f[9].parse::<f64>().unwrap_or(0.0) * 512.0;
+        let n = |i: usize| f[i].parse::<f64>().unwrap_or(0.0);
+        sum.written_bytes += n(9) * 512.0;
+        sum.writes += n(7);
+        sum.write_s += n(10) / 1000.0;
+        sum.weighted_io_s += n(13) / 1000.0;
         any = true;
     }
     any.then_some(sum)
@@ -306,8 +326,8 @@ pub struct HostCounters {
     pub dirty: Option<f64>,
     /// Write-back memory bytes.
     pub writeback: Option<f64>,
-    /// Bytes written to disk.
-    pub disk_written: Option<f64>,
+    /// Disk write counters.
+    pub disk: Option<DiskCounters>,
 }
 
 /// Reads this host's counters.
@@ -323,7 +343,7 @@ pub fn host_counters() -> HostCounters {
         net_tx: net.map(|n| n.1),
         dirty: mem.as_deref().and_then(|m| meminfo(m, "Dirty")),
         writeback: mem.as_deref().and_then(|m| meminfo(m, "Writeback")),
-        disk_written: read("/proc/diskstats").and_then(|t| parse_diskstats(&t, &block_devices())),
+        disk: read("/proc/diskstats").and_then(|t| parse_diskstats(&t, &block_devices())),
     }
 }
 
@@ -361,8 +381,18 @@ mod tests {
         assert_eq!(parse_proc_stat(stat), Some((1.75, 0.25, 10.0)));
         let net = "Inter-|   Receive\n face |bytes\n    lo: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 50 1 0 0 0 0 0 0 70 1 0 0 0 0 0 0\n";
         assert_eq!(parse_net_dev(net), Some((150.0, 170.0)));
-        let disk = " 254 0 vda 10 0 20 0 30 0 40 0 0 0 0\n 254 1 vda1 10 0 20 0 30 0 40 0 0 0 0\n";
-        assert_eq!(parse_diskstats(disk, &["vda".into()]), Some(40.0 * 512.0));
+        // The layout of Linux 5.5 and later: fields 15-20 (discards, flushes) follow.
+        let disk = " 254       0 vda 10 0 20 5 30 0 40 1500 2 900 2100 0 0 0 0 4 7\n 254       1 vda1 10 0 20 5 30 0 40 1500 0 900 2100 0 0 0 0 0 0\n   7       0 loop0 0 0 0 0\n";
+        assert_eq!(
+            parse_diskstats(disk, &["vda".into()]),
+            Some(DiskCounters {
+                written_bytes: 40.0 * 512.0,
+                writes: 30.0,
+                write_s: 1.5,
+                weighted_io_s: 2.1,
+            })
+        );
+        assert_eq!(parse_diskstats(disk, &["loop0".into()]), None);
         let pid = "1234 (my (odd) proc) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0";
         assert_eq!(parse_pid_stat(pid), Some(3.0));
         assert_eq!(parse_vm_rss("VmRSS:\t  2048 kB\n"), Some(2048.0 * 1024.0));

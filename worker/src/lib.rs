@@ -14,6 +14,7 @@
 //!   `pqbench analyze` does, its report uploaded, its outcome left for the operator;
 //! - [`progress`] is the one progress reporter of every long command;
 //! - [`metrics`] (Prometheus) and [`traces`] (OTLP request traces) observe a run while it goes;
+//! - [`testbed`] measures the testbed's ceilings (iperf3, fio, ping) before a campaign;
 //! - [`process::carry_out`] is one process of one run as both binaries carry it out
 //!   (`pqbench-worker`, and `pqbench run-spec` for `pqbench run`).
 
@@ -29,6 +30,7 @@ pub mod process;
 pub mod progress;
 pub mod sampler;
 pub mod spool;
+pub mod testbed;
 pub mod traces;
 
 pub use dataset::{collect, parquet, validate};

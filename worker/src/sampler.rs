@@ -111,6 +111,9 @@ pub fn select(series: &[Series], selector: &str) -> Option<f64> {
 const NODE_DIRTY: &str = "node_memory_Dirty_bytes";
 const NODE_WRITEBACK: &str = "node_memory_Writeback_bytes";
 const NODE_DISK_WRITTEN: &str = "node_disk_written_bytes_total";
+const NODE_DISK_WRITES: &str = "node_disk_writes_completed_total";
+const NODE_DISK_WRITE_S: &str = "node_disk_write_time_seconds_total";
+const NODE_DISK_WEIGHTED_IO_S: &str = "node_disk_io_time_weighted_seconds_total";
 const NODE_IOWAIT: &str = "node_cpu_seconds_total{mode=\"iowait\"}";
 const NODE_CPU: &str = "node_cpu_seconds_total";
 
@@ -197,6 +200,12 @@ pub struct ServerReading {
     pub writeback: Option<f64>,
     /// Server host bytes written to disk.
     pub disk_written: Option<f64>,
+    /// Server host disk writes completed.
+    pub disk_writes: Option<f64>,
+    /// Server host seconds spent writing, summed over the writes.
+    pub disk_write_s: Option<f64>,
+    /// Server host weighted seconds doing I/O (the queue depth's integral).
+    pub disk_weighted_io_s: Option<f64>,
     /// Server host I/O wait seconds.
     pub iowait_s: Option<f64>,
     /// Server host CPU seconds, all modes.
@@ -255,7 +264,10 @@ impl Sources {
                 rss,
                 dirty: h.dirty,
                 writeback: h.writeback,
-                disk_written: h.disk_written,
+                disk_written: h.disk.map(|d| d.written_bytes),
+                disk_writes: h.disk.map(|d| d.writes),
+                disk_write_s: h.disk.map(|d| d.write_s),
+                disk_weighted_io_s: h.disk.map(|d| d.weighted_io_s),
                 iowait_s: h.cpu_iowait_s,
                 cpu_total_s: h.cpu_total_s,
             };
@@ -275,6 +287,10 @@ impl Sources {
                     r.dirty = select(&s, NODE_DIRTY).or(r.dirty);
                     r.writeback = select(&s, NODE_WRITEBACK).or(r.writeback);
                     r.disk_written = select(&s, NODE_DISK_WRITTEN).or(r.disk_written);
+                    r.disk_writes = select(&s, NODE_DISK_WRITES).or(r.disk_writes);
+                    r.disk_write_s = select(&s, NODE_DISK_WRITE_S).or(r.disk_write_s);
+                    r.disk_weighted_io_s =
+                        select(&s, NODE_DISK_WEIGHTED_IO_S).or(r.disk_weighted_io_s);
                     r.iowait_s = select(&s, NODE_IOWAIT).or(r.iowait_s);
                     r.cpu_total_s = select(&s, NODE_CPU).or(r.cpu_total_s);
                 }
@@ -312,6 +328,9 @@ pub async fn sample(sources: &Sources, origin: Instant, origin_unix_ns: i64) -> 
         server_dirty_bytes: s.dirty,
         server_writeback_bytes: s.writeback,
         server_disk_written_bytes: s.disk_written,
+        server_disk_writes: s.disk_writes,
+        server_disk_write_s: s.disk_write_s,
+        server_disk_weighted_io_s: s.disk_weighted_io_s,
         server_iowait_s: s.iowait_s,
         server_cpu_total_s: s.cpu_total_s,
     }

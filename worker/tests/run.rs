@@ -1036,6 +1036,9 @@ fn node_exporter_feeds_the_pause_rule_and_server_host_figures() {
     );
     assert!(s.server.iowait_fraction.is_some(), "{:?}", s.server);
     assert!(s.server.disk_write_mib_s.is_some(), "{:?}", s.server);
+    // The disks' queue depth from node_disk_io_time_weighted_seconds_total (a write latency
+    // needs writes in the window, which this GET run need not cause).
+    assert!(s.server.disk_queue_depth.is_some(), "{:?}", s.server);
     // Nothing reads server process figures from a node exporter.
     assert!(s.server.cpu_cores_used.is_none());
 }

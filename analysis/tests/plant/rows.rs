@@ -48,6 +48,7 @@ pub fn cfg(primary: &[&str]) -> Config {
         comparisons: Vec::new(),
         arm_details: Vec::new(),
         analysis_time_settings: Vec::new(),
+        baselines: None,
     }
 }
 

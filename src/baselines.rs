@@ -1,0 +1,111 @@
+//! `pqbench run`'s testbed baselines (`baselines.json`, [`analysis::testbed`]): taken on
+//! this host before the first run, kept with the results, read by every analysis of them.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use campaign::Manifest;
+use campaign::design::Plan;
+use campaign::placement::format_cpu_list;
+use worker::testbed::{Baselines, Iperf3Server, ProbeSettings};
+
+/// The file beside the results.
+pub(crate) const FILE: &str = worker::analyze::BASELINES;
+
+/// Takes the baselines of a campaign in `dir` unless it has them (a resumed campaign keeps
+/// those of its first start) or its spec turns them off. `endpoint` is the S3 endpoint
+/// given instead of the embedded server.
+pub(crate) fn take_unless_kept(
+    dir: &Path,
+    m: &Manifest,
+    plan: &Plan,
+    cpus: &run::planner::LocalCpus,
+    endpoint: Option<&str>,
+) -> Result<()> {
+    let path = dir.join(FILE);
+    if !m.spec.testbed.baselines || path.exists() {
+        return Ok(());
+    }
+    let settings = ProbeSettings::of(plan, m.spec.measured.0);
+    let pl = &cpus.placement;
+    let probe = match endpoint {
+        None => worker::testbed::Plan {
+            site: "this host".into(),
+            server_host: "127.0.0.1".into(),
+            iperf3: Iperf3Server::Start,
+            disk_dir: Ok(std::env::temp_dir()),
+            server_cpus: pl.server.as_deref().map(format_cpu_list),
+            client_cpus: pl.clients.as_deref().map(format_cpu_list),
+            server_cores: pl.server.as_ref().map(|v| cores(v.len())),
+            settings,
+        },
+        Some(ep) => worker::testbed::Plan {
+            site: "this host".into(),
+            server_host: host_of(ep),
+            iperf3: Iperf3Server::None(format!(
+                "the S3 server is {ep}, not this host's embedded one: no iperf3 server beside it"
+            )),
+            disk_dir: Err(format!(
+                "the S3 server is {ep}: its disk is not this host's"
+            )),
+            server_cpus: None,
+            client_cpus: pl.clients.as_deref().map(format_cpu_list),
+            server_cores: None,
+            settings,
+        },
+    };
+    eprintln!(
+        "testbed baselines: network (iperf3, {} s each way, {} streams), disk (fio, {} s), round trip (ping) …",
+        settings.seconds, settings.streams, settings.seconds
+    );
+    let b = worker::testbed::take(&probe);
+    eprintln!("testbed baselines: {}", analysis::words::baselines(&b));
+    let text = serde_json::to_string_pretty(&b)?;
+    std::fs::write(&path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[allow(clippy::cast_precision_loss, reason = "CPU counts are small")]
+fn cores(n: usize) -> f64 {
+    n as f64
+}
+
+/// The host of an endpoint URL (`http://10.0.0.5:9000` → `10.0.0.5`).
+fn host_of(endpoint: &str) -> String {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or(v6).to_owned();
+    }
+    host.split(':').next().unwrap_or(host).to_owned()
+}
+
+/// The baselines kept in `dir`, if any. An unreadable file is a warning naming it: the
+/// report goes on without them (its bottleneck section says so).
+pub(crate) fn read(dir: &Path) -> Option<Baselines> {
+    let path = dir.join(FILE);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            eprintln!(
+                "warning: {} is not readable as baselines ({e}); the report judges no network or disk ceiling",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn the_host_of_an_endpoint() {
+        assert_eq!(host_of("http://127.0.0.1:9000"), "127.0.0.1");
+        assert_eq!(host_of("https://s3.example.com/bucket"), "s3.example.com");
+        assert_eq!(host_of("http://[::1]:9000"), "::1");
+        assert_eq!(host_of("minio.ns.svc:9000"), "minio.ns.svc");
+    }
+}
