@@ -88,6 +88,12 @@ pub fn analyze_full(
     let dropped_blocks = drop_incomplete_blocks(&mut by_cell, &cfg.arms);
     warnings.extend(dropped_warning(&dropped_blocks));
     let stalled = stalled_runs(&by_cell, &cells, cfg);
+    if rows
+        .iter()
+        .any(|r| r.interleaved && r.offered_rps.is_none())
+    {
+        warnings.push("the stall rule does not judge interleaved runs: the server CPU over an interleaved run's window is its whole block's, not the run's own".into());
+    }
     let comparisons: Vec<ComparisonSpec> = if cfg.comparisons.is_empty() {
         every_arm_against(rows, &cfg.baseline)
     } else {
@@ -263,7 +269,9 @@ fn stalled_runs<'a>(by_cell: &Blocks<'a>, cells: &[String], cfg: &Config) -> BTr
             .iter()
             .map(|r| RunLoad {
                 throughput: r.throughput_rps,
-                server_cpu: r.server_cpu_cores,
+                // An interleaved run's window holds every arm's turns, so its server CPU
+                // is the block's: the rule, which needs the run's own, does not apply.
+                server_cpu: r.server_cpu_cores.filter(|_| !r.interleaved),
             })
             .collect();
         for (r, s) in runs
@@ -703,6 +711,19 @@ fn attribution(
             d_pb.push(l[1]);
         }
     }
+    // A share of a deficit the data do not establish is noise over noise (−289 % of a
+    // ratio of 0.999): it is given only where the 90 % t interval of P/B excludes 1.
+    if let Some(why) = no_deficit(&d_pb) {
+        return Ok(Attribution {
+            cell: cell.to_owned(),
+            mode: c.arm.clone(),
+            control: c.control.clone(),
+            baseline: c.against.clone(),
+            declared,
+            share: None,
+            note: Some(why),
+        });
+    }
     let share = stats::attribution::manifest_share(
         &d_pc,
         &d_pb,
@@ -717,6 +738,21 @@ fn attribution(
         declared,
         note: share.as_ref().err().map(ToString::to_string),
         share: share.ok(),
+    })
+}
+
+/// Why there is no deficit to attribute, when the 90 % t interval of the per-block
+/// `ln(P/B)` includes 0 (`None`: a deficit or an advantage the data establish, or too few
+/// blocks to say, which the share's own errors then report).
+fn no_deficit(d_pb: &[f64]) -> Option<String> {
+    let m = stats::describe::mean_interval(d_pb, 0.90).ok()?;
+    (m.ci.0 <= 0.0 && 0.0 <= m.ci.1).then(|| {
+        format!(
+            "no deficit to explain: P/B {:.3}, 90 % CI {:.3}–{:.3}, includes 1",
+            m.mean.exp(),
+            m.ci.0.exp(),
+            m.ci.1.exp()
+        )
     })
 }
 

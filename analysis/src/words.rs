@@ -34,6 +34,17 @@ pub fn mean_ci(m: &stats::describe::MeanInterval) -> String {
     format!("{} [{}–{}]", sig3(m.mean), sig3(m.ci.0), sig3(m.ci.1))
 }
 
+/// A figure with at most three significant digits and no trailing zeros (`5`, `2.5`,
+/// `0.125`): for settings such as a margin, which were written that way.
+pub fn plain(x: f64) -> String {
+    let s = sig3(x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
 /// A share as a percentage with three significant digits (`1.41 %`, `0.0120 %`).
 pub fn share_pct(x: f64) -> String {
     format!("{} %", sig3(x * 100.0))
@@ -185,7 +196,7 @@ impl Report {
     /// `ml-kem-768 vs x25519 by the original interval rule (95 % CI inside ±5 %): 3
     /// equivalent, 0 inconclusive, 0 different`, per pair of arms.
     pub fn interval_rule_in_words(&self) -> Vec<String> {
-        let margin = sig3(self.config.analysis.margin * 100.0);
+        let margin = plain(self.config.analysis.margin * 100.0);
         self.interval_rule_counts()
             .into_iter()
             .map(|((arm, against), [eq, inc, diff])| {
@@ -327,6 +338,14 @@ pub fn bottleneck_counts(cells: &[crate::testbed::CellBottleneck]) -> Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_figures_drop_trailing_zeros() {
+        assert_eq!(plain(5.0), "5");
+        assert_eq!(plain(2.5), "2.5");
+        assert_eq!(plain(0.125), "0.125");
+        assert_eq!(plain(120.0), "120");
+    }
 
     #[test]
     fn three_significant_digits() {

@@ -204,6 +204,44 @@ fn a_declared_control_is_attributed_its_share() {
     assert!(reverse.share.is_finite());
 }
 
+/// A control of a deficit the data do not establish gets no share (a ratio of 0.999 would
+/// make any share noise over noise), and says why.
+#[test]
+fn a_control_without_a_deficit_gets_no_share() {
+    let mut rows = control_rows();
+    // ML-KEM-768 as fast as X25519 in each block, give or take the planted noise.
+    let x25519: std::collections::BTreeMap<u32, f64> = rows
+        .iter()
+        .filter(|r| r.mode == "x25519")
+        .map(|r| (r.block, r.throughput_rps))
+        .collect();
+    for (i, r) in rows
+        .iter_mut()
+        .filter(|r| r.mode == "ml-kem-768")
+        .enumerate()
+    {
+        let wobble = if i % 2 == 0 { 1.002 } else { 0.998 };
+        r.throughput_rps = x25519[&r.block] * wobble;
+    }
+    let mut c = cfg(&[]);
+    c.control = None;
+    let r = analyze(&rows, &c).unwrap();
+    let a = &r.attributions[0];
+    assert_eq!(a.share, None);
+    let note = a.note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with("no deficit to explain: P/B 1.000, 90 % CI 0.99")
+            && note.ends_with("includes 1"),
+        "{note}"
+    );
+    assert!(
+        a.in_words()
+            .contains("no share for the x25519-padded control"),
+        "{}",
+        a.in_words()
+    );
+}
+
 /// The study comparison: a planted X25519 GET decapsulation of 49 µs agrees with the
 /// study's 0.049 ms (inside the 95 % interval); ML-KEM-768's 12 µs differs and says why;
 /// figures this campaign has no cell for are not comparable, naming what is missing.

@@ -265,3 +265,45 @@ fn knee_is_interpolated_and_predicted() {
     let resp = stats::queueing::mmc_response(p.service_time, p.servers, p.rate).unwrap();
     assert!((resp - 2.0 * p.service_time).abs() < 1e-9, "{resp}");
 }
+
+/// The stall rule flags a run whose server CPU and throughput both fell; an interleaved
+/// run's server CPU is its whole block's, so there the rule does not judge, and says so.
+#[test]
+fn the_stall_rule_judges_runs_by_their_own_server_cpu_only() {
+    let rows = |interleaved: bool| -> Vec<RunRow> {
+        let mut out = Vec::new();
+        for b in 0..6 {
+            for mode in ["x25519", "ml-kem-768"] {
+                let stalled = b == 3 && mode == "ml-kem-768";
+                out.push(RunRow {
+                    server_cpu_cores: Some(if stalled { 0.2 } else { 1.0 }),
+                    interleaved,
+                    ..row(
+                        "c",
+                        mode,
+                        b,
+                        if stalled {
+                            300.0
+                        } else {
+                            1000.0 + f64::from(b)
+                        },
+                        100.0,
+                    )
+                });
+            }
+        }
+        out
+    };
+    let r = analyze(&rows(false), &cfg(&[])).unwrap();
+    assert_eq!(r.stalls, ["c-ml-kem-768-3"]);
+    assert!(!r.warnings.iter().any(|w| w.contains("stall rule")));
+    let r = analyze(&rows(true), &cfg(&[])).unwrap();
+    assert!(r.stalls.is_empty(), "{:?}", r.stalls);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("the stall rule does not judge interleaved runs")),
+        "{:?}",
+        r.warnings
+    );
+}

@@ -192,7 +192,7 @@ pub(crate) fn interval_rule_section(s: &mut String, r: &Report) {
     let _ = write!(
         s,
         "\n## The original interval rule (study Table XIV)\n\nThe study's exploratory campaign judged each cell by its 95 % interval alone: equivalent inside ±{} %, different entirely outside, inconclusive across the band; no test and no multiplicity control, so these counts describe and do not confirm (the study: 38 equivalent, 6 inconclusive, 0 different over 44 cells). Each comparison's own call is in report.json (`interval_rule`).\n\n| arm vs against | cells | equivalent | inconclusive | different |\n|---|---:|---:|---:|---:|\n",
-        sig3(r.config.analysis.margin * 100.0)
+        analysis::words::plain(r.config.analysis.margin * 100.0)
     );
     for ((arm, against), [eq, inc, diff]) in &counts {
         let _ = writeln!(
