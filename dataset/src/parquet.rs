@@ -405,11 +405,18 @@ fn push_row(t: &mut Table, row: &parquet::record::Row, path: &Path) -> Result<()
             _ => return Err(bad()),
         }
     }
-    if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(out_err(
-            path,
-            format!("column {:?} is missing", schema[i].name),
-        ));
+    for (i, seen) in seen.into_iter().enumerate() {
+        if seen {
+            continue;
+        }
+        if schema[i].added.is_none() {
+            return Err(out_err(
+                path,
+                format!("column {:?} is missing", schema[i].name),
+            ));
+        }
+        // A column appended after the file was written.
+        push_null(&mut t.columns[i]);
     }
     Ok(())
 }
@@ -443,6 +450,8 @@ impl TableFile for Table {
         let got: Vec<_> = descr.root_schema().get_fields().to_vec();
         for (i, w) in want.get_fields().iter().enumerate() {
             match got.iter().position(|g| g.name() == w.name()) {
+                // Written before the column was added: it reads as empty.
+                None if schema[i].added.is_some() => {}
                 None => diffs.push(format!("column {:?} is missing", w.name())),
                 Some(j) => {
                     let g = &got[j];
@@ -515,21 +524,25 @@ mod tests {
             name: "a",
             kind: Kind::Int64,
             optional: false,
+            added: None,
         },
         ColumnSpec {
             name: "t",
             kind: Kind::TimestampNs,
             optional: false,
+            added: None,
         },
         ColumnSpec {
             name: "x",
             kind: Kind::Double,
             optional: true,
+            added: None,
         },
         ColumnSpec {
             name: "s",
             kind: Kind::Utf8,
             optional: true,
+            added: None,
         },
     ];
 
@@ -552,26 +565,31 @@ mod tests {
                 name: "a",
                 kind: Kind::Double,
                 optional: false,
+                added: None,
             },
             ColumnSpec {
                 name: "t",
                 kind: Kind::TimestampNs,
                 optional: false,
+                added: None,
             },
             ColumnSpec {
                 name: "x",
                 kind: Kind::Double,
                 optional: false,
+                added: None,
             },
             ColumnSpec {
                 name: "s",
                 kind: Kind::Utf8,
                 optional: true,
+                added: None,
             },
             ColumnSpec {
                 name: "z",
                 kind: Kind::Utf8,
                 optional: true,
+                added: None,
             },
         ];
         let diffs = Table::check_schema(&p, OTHER).expect("schema");
@@ -630,6 +648,51 @@ mod tests {
         let (k, back) = records_from_table(&t).expect("records");
         assert_eq!(k, Some(keys));
         assert_eq!(back, recs);
+    }
+
+    /// A samples.parquet written before the disk columns were added (its schema the
+    /// columns before them) still validates, and reads with those columns empty; a
+    /// column of the first schema missing is still refused.
+    #[test]
+    fn a_file_written_before_columns_were_added_reads_them_empty() {
+        let added = SAMPLE_SCHEMA.iter().filter(|c| c.added.is_some()).count();
+        assert_eq!(added, 3);
+        let old: &'static [ColumnSpec] = &SAMPLE_SCHEMA[..SAMPLE_SCHEMA.len() - added];
+        assert!(old.iter().all(|c| c.added.is_none()));
+        let mut t = Table::new(old);
+        for (i, col) in t.columns.iter_mut().enumerate() {
+            match col {
+                Column::I64(v) => v.push(Some(i64::try_from(i).unwrap_or(0))),
+                Column::F64(v) => v.push(Some(1.5)),
+                Column::Str(v) => v.push(None),
+            }
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        let p = dir.path().join("samples.parquet");
+        t.write_parquet(&p).expect("write");
+        assert_eq!(
+            Table::check_schema(&p, SAMPLE_SCHEMA).expect("schema"),
+            Vec::<String>::new()
+        );
+        let back = Table::read_parquet(&p, SAMPLE_SCHEMA).expect("read");
+        assert_eq!(back.rows(), 1);
+        assert_eq!(back.f64s("server_cpu_total_s"), [Some(1.5)]);
+        assert_eq!(back.f64s("server_disk_writes"), [None]);
+        // The first schema's last column is not optional to leave out.
+        let older: &'static [ColumnSpec] = &old[..old.len() - 1];
+        let mut t = Table::new(older);
+        for col in &mut t.columns {
+            match col {
+                Column::I64(v) => v.push(Some(1)),
+                Column::F64(v) => v.push(Some(1.0)),
+                Column::Str(v) => v.push(None),
+            }
+        }
+        t.write_parquet(&p).expect("write");
+        assert_eq!(
+            Table::check_schema(&p, SAMPLE_SCHEMA).expect("schema"),
+            ["column \"server_cpu_total_s\" is missing"]
+        );
     }
 
     /// A samples.parquet whose footer gives a column chunk a negative offset (found by the

@@ -36,6 +36,7 @@ use analysis::{ArmSummary, Entry, KneeRow, Report, StorageRow};
 use campaign::spec::Operation;
 use campaign::units::Size;
 
+mod bottleneck;
 mod latency;
 
 /// One plot: a file name (e.g. "forest.svg") and the SVG text.
@@ -60,6 +61,7 @@ pub fn all(report: &Report) -> Vec<Plot> {
         open_loop(report),
         drift(report),
         latency::latency_vs_size(report),
+        bottleneck::bottlenecks(report),
     ]
     .into_iter()
     .flatten()
@@ -2514,7 +2516,8 @@ mod tests {
                 "throughput.svg",
                 "cpu.svg",
                 "storage.svg",
-                "identity.svg"
+                "identity.svg",
+                "bottlenecks.svg"
             ]
         );
         for p in &plots {
@@ -2525,6 +2528,7 @@ mod tests {
         assert!(cpu_per_request(&r).is_some());
         assert!(storage(&r).is_some());
         assert!(cpu_identity(&r).is_some());
+        assert!(bottleneck::bottlenecks(&r).is_some());
         assert!(open_loop(&r).is_none());
     }
 
@@ -2543,7 +2547,8 @@ mod tests {
     #[test]
     fn every_mode_is_labelled() {
         let r = report();
-        for p in all(&r) {
+        // The bottleneck plot is per resource, not per mode.
+        for p in all(&r).into_iter().filter(|p| p.file != "bottlenecks.svg") {
             for (mode, ..) in MODES {
                 assert!(p.svg.contains(mode), "{} lacks {mode}", p.file);
             }
@@ -2558,6 +2563,7 @@ mod tests {
         r.arms[0].mode = evil.into();
         r.storage[0].mode = evil.into();
         r.secondary[0].mode = evil.into();
+        r.bottlenecks[0].cell = evil.into();
         for p in all(&r) {
             check(&p);
             assert!(!p.svg.contains(evil), "{}", p.file);
@@ -2614,6 +2620,9 @@ mod tests {
         r.arms.clear();
         assert!(cpu_identity(&r).is_some());
         r.secondary.clear();
+        assert!(bottleneck::bottlenecks(&r).is_some());
+        r.bottlenecks.clear();
+        assert!(bottleneck::bottlenecks(&r).is_none());
         assert!(all(&r).is_empty());
     }
 

@@ -171,3 +171,55 @@ fn the_absolute_figures_rule_and_predictions_have_their_sections() {
         "{study}"
     );
 }
+
+/// Ceilings and bottlenecks: the baselines in words, one row per cell with its label and
+/// the reached ceiling in bold, and the plot with one group per cell.
+#[test]
+fn the_ceilings_section_and_plot_label_each_cell() {
+    use plant::testbed::{baselines, config, rows};
+    let r = analyze(&rows(), &config(Some(baselines()))).unwrap();
+    let md = markdown(&r, &Header::default());
+    let section = md
+        .split("## Ceilings and bottlenecks (study IV-A, V-B)")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a ceilings section");
+    assert!(
+        section.contains(
+            "network 1.00 Gbit/s up, 2.00 Gbit/s down (iperf 3.12, 4 streams, 1 s); disk 105 MB/s in 1MiB direct writes, 1.00 ms each (fio-3.33); round trip 0.200 ms (ping, 5 answers)"
+        ),
+        "{section}"
+    );
+    for (cell, label) in [
+        ("get-1KiB-c8", "client"),
+        ("get-1MiB-c8", "network"),
+        ("put-1MiB-c8", "disk"),
+        ("put-1KiB-c8", "latency"),
+    ] {
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| {cell} |")))
+            .unwrap_or_else(|| panic!("no {cell} row in {section}"));
+        assert!(row.starts_with(&format!("| {cell} | {label} |")), "{row}");
+        assert_eq!(row.contains("**"), label != "latency", "{row}");
+    }
+    assert!(!section.contains("Not judged"), "{section}");
+    let plot = report::plots::all(&r)
+        .into_iter()
+        .find(|p| p.file == "bottlenecks.svg")
+        .expect("bottlenecks.svg");
+    for header in [
+        "get-1KiB-c8: client-bound",
+        "get-1MiB-c8: network-bound",
+        "put-1MiB-c8: disk-bound",
+        "put-1KiB-c8: latency-bound",
+    ] {
+        assert!(plot.svg.contains(header), "{header}");
+    }
+    assert_eq!(plot.svg.matches(" · reached</text>").count(), 3);
+    // Without baselines: the section says so and the plot shows the CPUs alone.
+    let r = analyze(&rows(), &config(None)).unwrap();
+    let md = markdown(&r, &Header::default());
+    assert!(md.contains("No testbed baselines were taken"), "{md}");
+    assert!(md.contains("Not judged (–): disk: no baselines were taken (no baselines.json)"));
+}

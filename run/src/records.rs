@@ -200,6 +200,17 @@ const fn col(name: &'static str, kind: Kind, optional: bool) -> ColumnSpec {
         name,
         kind,
         optional,
+        added: None,
+    }
+}
+
+/// A column appended later ([`ColumnSpec::added`]).
+const fn col_added(name: &'static str, kind: Kind, added: &'static str) -> ColumnSpec {
+    ColumnSpec {
+        name,
+        kind,
+        optional: true,
+        added: Some(added),
     }
 }
 
@@ -462,9 +473,9 @@ pub const SAMPLE_SCHEMA: &[ColumnSpec] = &[
     col("server_disk_written_bytes", Kind::Double, true),
     col("server_iowait_s", Kind::Double, true),
     col("server_cpu_total_s", Kind::Double, true),
-    col("server_disk_writes", Kind::Double, true),
-    col("server_disk_write_s", Kind::Double, true),
-    col("server_disk_weighted_io_s", Kind::Double, true),
+    col_added("server_disk_writes", Kind::Double, "issue 39"),
+    col_added("server_disk_write_s", Kind::Double, "issue 39"),
+    col_added("server_disk_weighted_io_s", Kind::Double, "issue 39"),
 ];
 
 /// Builds the samples table.

@@ -39,6 +39,10 @@ pub struct ColumnSpec {
     pub kind: Kind,
     /// Whether nulls are allowed.
     pub optional: bool,
+    /// For a column appended after files were first written (always optional, always at
+    /// the end): the change that added it. A file written before lacks it, and still
+    /// validates; the column reads as empty.
+    pub added: Option<&'static str>,
 }
 
 /// Column data.

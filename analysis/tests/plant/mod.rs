@@ -10,3 +10,4 @@
 
 pub mod order;
 pub mod rows;
+pub mod testbed;
