@@ -59,6 +59,12 @@ pub(crate) fn take_unless_kept(
         settings.seconds, settings.streams, settings.seconds
     );
     let b = worker::testbed::take(&probe);
+    // Ctrl-C reaches the probes too (one process group): what they left is not a baseline,
+    // and a resumed campaign measures again.
+    if crate::local::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        eprintln!("testbed baselines: interrupted, not kept");
+        return Ok(());
+    }
     eprintln!("testbed baselines: {}", analysis::words::baselines(&b));
     let text = serde_json::to_string_pretty(&b)?;
     std::fs::write(&path, text + "\n").with_context(|| format!("cannot write {}", path.display()))

@@ -1265,7 +1265,13 @@ fn campaign_run_end_to_end() {
     let text = ok(&o, "pqbench run");
     assert!(text.contains("Verdicts at margin ±0.05"), "{text}");
     let camp = out.join("tiny");
-    for f in ["plan.json", "campaign.yaml", "runs.csv", "report.md"] {
+    for f in [
+        "plan.json",
+        "campaign.yaml",
+        "runs.csv",
+        "report.md",
+        "baselines.json",
+    ] {
         assert!(camp.join(f).is_file(), "{f} missing:\n{text}");
     }
     secrets_kept_outside(&out, &camp);
@@ -1675,6 +1681,54 @@ fn signal_group(child: &std::process::Child, signal: &str) {
         .status()
         .expect("kill");
     assert!(sent.success(), "kill -s {signal} the process group");
+}
+
+/// Ctrl-C while the testbed is being probed: nothing half-measured is kept (no
+/// baselines.json), the campaign says how to resume, and the resumed one measures them.
+#[test]
+fn ctrl_c_during_the_baselines_keeps_none_and_the_resumed_campaign_takes_them() {
+    use std::io::{BufRead as _, Read as _};
+    use std::os::unix::process::CommandExt as _;
+    let _one_at_a_time = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = tiny(dir.path(), 2);
+    let out = dir.path().join("results");
+    let mut child = cmd()
+        .args(["run", s(&file), "--out", s(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut said = String::new();
+    // The line printed as the probes start.
+    while !said.contains("testbed baselines: network (iperf3") {
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).expect("stderr");
+        assert!(
+            n > 0,
+            "pqbench run ended before probing the testbed:\n{said}"
+        );
+        said.push_str(&line);
+    }
+    signal_group(&child, "INT");
+    stderr.read_to_string(&mut said).expect("stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(
+        said.contains("testbed baselines: interrupted, not kept"),
+        "{said}"
+    );
+    let camp = out.join("tiny");
+    assert!(!camp.join("baselines.json").exists(), "{said}");
+    let o = pqbench(&["run", s(&file), "--out", s(&out)]);
+    let text = ok(&o, "the resumed run");
+    let b: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(camp.join("baselines.json")).expect("baselines.json"),
+    )
+    .expect("JSON");
+    assert!(b["network"].get("measured").is_some(), "{b}\n{text}");
 }
 
 #[test]
