@@ -108,6 +108,9 @@ pub struct Term {
     pub p: f64,
     /// `p < 0.05`.
     pub significant: bool,
+    /// 95 % t interval of `β` (absent from older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coef_ci95: Option<[f64; 2]>,
 }
 
 impl Term {
@@ -115,6 +118,19 @@ impl Term {
     pub fn flagged(&self) -> bool {
         self.significant && self.factor.flagged_when_significant()
     }
+}
+
+/// Elapsed time over a cell shorter than an hour, said over the cell's own span: a cell
+/// whose runs span 14 minutes shows its time term as the change over those minutes, which
+/// it measured, instead of the change per hour, an extrapolation that can read as −100 %.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OverSpan {
+    /// The span of the cell's runs, minutes.
+    pub minutes: f64,
+    /// `exp(β × span) − 1`.
+    pub estimate: f64,
+    /// Its 95 % interval, from `β`'s.
+    pub ci95: [f64; 2],
 }
 
 /// A term left out of the model, and why.
@@ -162,9 +178,25 @@ pub struct OrderCheck {
     /// Why the cell has no terms (no position or start times, nothing estimable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Hours from the cell's first run's window start to its last's (absent from older
+    /// reports and without start times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_hours: Option<f64>,
 }
 
 impl OrderCheck {
+    /// The elapsed-time term `t` over the cell's span, when the cell spans less than an
+    /// hour (`None` otherwise, and for the other terms).
+    pub fn over_span(&self, t: &Term) -> Option<OverSpan> {
+        let span = self.span_hours.filter(|h| *h > 0.0 && *h < 1.0)?;
+        let [lo, hi] = t.coef_ci95?;
+        (t.factor == Factor::ElapsedHours).then(|| OverSpan {
+            minutes: span * 60.0,
+            estimate: (t.coef * span).exp_m1(),
+            ci95: [(lo * span).exp_m1(), (hi * span).exp_m1()],
+        })
+    }
+
     /// The largest `|adjusted ÷ paired − 1|` of the cell.
     pub fn max_difference(&self) -> Option<f64> {
         self.adjusted
@@ -249,6 +281,15 @@ pub fn check(
         dropped: Vec::new(),
         adjusted: Vec::new(),
         note: None,
+        span_hours: {
+            let hours: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| timeline.elapsed_hours(r))
+                .collect();
+            let lo = hours.iter().copied().reduce(f64::min);
+            let hi = hours.iter().copied().reduce(f64::max);
+            lo.zip(hi).map(|(lo, hi)| hi - lo)
+        },
     };
     let design = match Design::new(runs, timeline) {
         Ok(d) => d,
@@ -345,6 +386,7 @@ fn terms(fit: &Ols, factors: &[Factor]) -> (Vec<Term>, Vec<Dropped>) {
             ci95: [lo.exp_m1(), hi.exp_m1()],
             p: fit.p[i],
             significant: fit.p[i] < ALPHA,
+            coef_ci95: Some([lo, hi]),
         };
         if [t.estimate, t.ci95[0], t.ci95[1], t.p]
             .iter()
@@ -559,16 +601,31 @@ fn difference_words(c: &OrderCheck) -> String {
     )
 }
 
-fn term_words(t: &Term) -> String {
-    format!(
-        "{} {:+.2} % {} (95 % CI {:+.2} to {:+.2} %, p = {:.2e})",
-        t.factor.as_str(),
-        t.estimate * 100.0,
-        t.factor.unit(),
-        t.ci95[0] * 100.0,
-        t.ci95[1] * 100.0,
-        t.p
-    )
+/// A term in words: `position -1.02 % per position step (95 % CI …, p = …)`; elapsed time
+/// in a cell shorter than an hour over its span ([`OrderCheck::over_span`]).
+pub fn term_words(c: &OrderCheck, t: &Term) -> String {
+    match c.over_span(t) {
+        Some(o) => format!(
+            "{} {:+.2} % over the cell's {:.1} min (95 % CI {:+.2} to {:+.2} %, p = {:.2e}; {:+.2} % {} extrapolated)",
+            t.factor.as_str(),
+            o.estimate * 100.0,
+            o.minutes,
+            o.ci95[0] * 100.0,
+            o.ci95[1] * 100.0,
+            t.p,
+            t.estimate * 100.0,
+            t.factor.unit()
+        ),
+        None => format!(
+            "{} {:+.2} % {} (95 % CI {:+.2} to {:+.2} %, p = {:.2e})",
+            t.factor.as_str(),
+            t.estimate * 100.0,
+            t.factor.unit(),
+            t.ci95[0] * 100.0,
+            t.ci95[1] * 100.0,
+            t.p
+        ),
+    }
 }
 
 /// One warning per flagged term: the cell, the term, its estimate and p.
@@ -580,7 +637,7 @@ pub fn warnings(checks: &[OrderCheck]) -> Vec<String> {
                 format!(
                     "cell {}: order/time term {} is significant; {}",
                     c.cell,
-                    term_words(t),
+                    term_words(c, t),
                     difference_words(c)
                 )
             })
@@ -599,7 +656,7 @@ pub fn deviations(checks: &[OrderCheck]) -> Vec<Deviation> {
                 subject: c.cell.clone(),
                 detail: format!(
                     "{} is significant: order or time moved throughput. The verdicts stand, since modes are shuffled within blocks and the paired ratios compare runs of one block; {}",
-                    term_words(t),
+                    term_words(c, t),
                     difference_words(c)
                 ),
             })

@@ -289,3 +289,51 @@ fn the_design_matches_statsmodels() {
         assert_eq!(c.adjusted.len(), 2);
     }
 }
+
+/// A cell shorter than an hour says its time term over its own span: the planted runs with
+/// their clock compressed a hundredfold (51 h to about 31 min) give the same change over
+/// the span as the original, where per hour it reads as an extrapolated −86 %.
+#[test]
+fn elapsed_time_in_a_cell_shorter_than_an_hour_is_said_over_its_span() {
+    let rows = planted();
+    let first = rows
+        .iter()
+        .filter_map(|r| r.started_unix_s)
+        .reduce(f64::min)
+        .unwrap();
+    let fast: Vec<_> = rows
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.started_unix_s = r.started_unix_s.map(|t| first + (t - first) / 100.0);
+            r
+        })
+        .collect();
+    let slow = analyze(&rows, &cfg(&["put-1KiB", "get-1KiB"])).unwrap();
+    let r = analyze(&fast, &cfg(&["put-1KiB", "get-1KiB"])).unwrap();
+    let (c, c0) = (check(&r, "put-1KiB"), check(&slow, "put-1KiB"));
+    let hours = term(c, Factor::ElapsedHours);
+    let span = c.span_hours.unwrap();
+    assert!((span * 100.0 - c0.span_hours.unwrap()).abs() < 1e-9);
+    assert!(span < 1.0 && c0.span_hours.unwrap() > 1.0);
+    // The long cell keeps its per-hour figure.
+    assert!(c0.over_span(term(c0, Factor::ElapsedHours)).is_none());
+    let o = c.over_span(hours).expect("over the span");
+    assert!((o.minutes - span * 60.0).abs() < 1e-12);
+    assert!((o.estimate - (hours.coef * span).exp_m1()).abs() < 1e-12);
+    // The same change over the span as the uncompressed cell's.
+    let h0 = term(c0, Factor::ElapsedHours);
+    let whole = (h0.coef * c0.span_hours.unwrap()).exp_m1();
+    assert!((o.estimate - whole).abs() < 1e-9, "{o:?} against {whole}");
+    assert!(o.ci95[0] < o.estimate && o.estimate < o.ci95[1], "{o:?}");
+    assert!(hours.estimate < -0.8, "{hours:?}");
+    let words = analysis::order::term_words(c, hours);
+    assert!(
+        words.starts_with(&format!(
+            "elapsed hours {:+.2} % over the cell's {:.1} min (95 % CI",
+            o.estimate * 100.0,
+            o.minutes
+        )) && words.contains("% per hour extrapolated)"),
+        "{words}"
+    );
+}

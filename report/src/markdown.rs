@@ -715,22 +715,37 @@ fn order_section(s: &mut String, r: &Report) {
     if r.order.is_empty() {
         return;
     }
-    s.push_str("\n## Order and time (exploratory)\n\nPer cell, OLS of ln(throughput) on the arm, block fixed effects, the position in the block, whether the run before (in campaign order, any cell) was a PUT, and hours since the campaign's first run (study section VI). Estimates are throughput changes, exp(β) − 1, per position step, after a PUT and per hour, with 95 % t intervals; a position or time term with p < 0.05 is flagged. Modes are shuffled within blocks, so such a term widens intervals but cannot favour a mode. Elapsed time is not estimable when the runs of a block are evenly spaced: it is then fixed by the block and the position.\n\n| cell | runs | term | estimate | 95 % CI | p | flagged |\n|---|---:|---|---:|---|---:|---|\n");
+    s.push_str("\n## Order and time (exploratory)\n\nPer cell, OLS of ln(throughput) on the arm, block fixed effects, the position in the block, whether the run before (in campaign order, any cell) was a PUT, and hours since the campaign's first run (study section VI). Estimates are throughput changes, exp(β) − 1, per position step, after a PUT and per hour (over the cell's own span when its runs span less than an hour: the change it measured rather than an extrapolation), with 95 % t intervals; a position or time term with p < 0.05 is flagged. Modes are shuffled within blocks, so such a term widens intervals but cannot favour a mode. Elapsed time is not estimable when the runs of a block are evenly spaced: it is then fixed by the block and the position.\n\n| cell | runs | term | estimate | 95 % CI | p | flagged |\n|---|---:|---|---:|---|---:|---|\n");
     for c in &r.order {
         if let Some(note) = &c.note {
             let _ = writeln!(s, "| {} | {} | – | {} | | | |", c.cell, c.runs, note);
         }
         for t in &c.terms {
+            // Elapsed time in a cell shorter than an hour: over its span, not per hour.
+            let (estimate, ci) = match c.over_span(t) {
+                Some(o) => (
+                    format!(
+                        "{:+.2} % over the cell's {:.1} min ({:+.2} % {} extrapolated)",
+                        o.estimate * 100.0,
+                        o.minutes,
+                        t.estimate * 100.0,
+                        t.factor.unit()
+                    ),
+                    o.ci95,
+                ),
+                None => (
+                    format!("{:+.2} % {}", t.estimate * 100.0, t.factor.unit()),
+                    t.ci95,
+                ),
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:+.2} % {} | {:+.2} to {:+.2} % | {} | {} |",
+                "| {} | {} | {} | {estimate} | {:+.2} to {:+.2} % | {} | {} |",
                 c.cell,
                 c.runs,
                 t.factor.as_str(),
-                t.estimate * 100.0,
-                t.factor.unit(),
-                t.ci95[0] * 100.0,
-                t.ci95[1] * 100.0,
+                ci[0] * 100.0,
+                ci[1] * 100.0,
                 pval(t.p),
                 if t.flagged() {
                     "**yes**"
