@@ -1645,18 +1645,23 @@ fn complete_files(runs: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     files
 }
 
-/// Starts `pqbench run` in its own process group (as a terminal would) and returns once one
-/// run is complete, so that a signal to the group lands in a later run.
-fn start_campaign_until_one_run(file: &Path, out: &Path) -> std::process::Child {
+/// Starts `pqbench run` in its own process group, as a terminal would, its stderr piped.
+fn spawn_run_in_own_group(file: &Path, out: &Path) -> std::process::Child {
     use std::os::unix::process::CommandExt as _;
-    let runs = out.join("tiny").join("runs");
-    let mut child = cmd()
+    cmd()
         .args(["run", s(file), "--out", s(out)])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
         .spawn()
-        .expect("spawn");
+        .expect("spawn")
+}
+
+/// Starts `pqbench run` in its own process group (as a terminal would) and returns once one
+/// run is complete, so that a signal to the group lands in a later run.
+fn start_campaign_until_one_run(file: &Path, out: &Path) -> std::process::Child {
+    let runs = out.join("tiny").join("runs");
+    let mut child = spawn_run_in_own_group(file, out);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let dirs: Vec<_> = std::fs::read_dir(&runs)
@@ -1688,18 +1693,11 @@ fn signal_group(child: &std::process::Child, signal: &str) {
 #[test]
 fn ctrl_c_during_the_baselines_keeps_none_and_the_resumed_campaign_takes_them() {
     use std::io::{BufRead as _, Read as _};
-    use std::os::unix::process::CommandExt as _;
     let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().expect("tmp");
     let file = tiny(dir.path(), 2);
     let out = dir.path().join("results");
-    let mut child = cmd()
-        .args(["run", s(&file), "--out", s(&out)])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_run_in_own_group(&file, &out);
     let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
     let mut said = String::new();
     // The line printed as the probes start.
