@@ -41,7 +41,7 @@ pub(crate) fn take_unless_kept(
         },
         Some(ep) => worker::testbed::Plan {
             site: "this host".into(),
-            server_host: host_of(ep),
+            server_host: worker::testbed::endpoint_host(ep).unwrap_or_else(|| ep.to_owned()),
             iperf3: Iperf3Server::None(format!(
                 "the S3 server is {ep}, not this host's embedded one: no iperf3 server beside it"
             )),
@@ -75,17 +75,6 @@ fn cores(n: usize) -> f64 {
     n as f64
 }
 
-/// The host of an endpoint URL (`http://10.0.0.5:9000` → `10.0.0.5`).
-fn host_of(endpoint: &str) -> String {
-    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if let Some(v6) = host.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or(v6).to_owned();
-    }
-    host.split(':').next().unwrap_or(host).to_owned()
-}
-
 /// The baselines kept in `dir`, if any. An unreadable file is a warning naming it: the
 /// report goes on without them (its bottleneck section says so).
 pub(crate) fn read(dir: &Path) -> Option<Baselines> {
@@ -100,18 +89,5 @@ pub(crate) fn read(dir: &Path) -> Option<Baselines> {
             );
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::host_of;
-
-    #[test]
-    fn the_host_of_an_endpoint() {
-        assert_eq!(host_of("http://127.0.0.1:9000"), "127.0.0.1");
-        assert_eq!(host_of("https://s3.example.com/bucket"), "s3.example.com");
-        assert_eq!(host_of("http://[::1]:9000"), "::1");
-        assert_eq!(host_of("minio.ns.svc:9000"), "minio.ns.svc");
     }
 }

@@ -5,7 +5,8 @@
 //! measures the ceilings before a campaign's first run ([`Baselines`], kept beside the
 //! results as `baselines.json`): the network's rate each way with iperf3, the server disk's
 //! sequential write rate with fio, the round trip with ping. `pqbench run` probes this host
-//! (the server's CPUs and data directory); the operator runs a pre-flight Job.
+//! (the server's CPUs and data directory). The operator reads `baselines.json` under the
+//! campaign's results prefix but does not take baselines yet (no pre-flight probe).
 //!
 //! A cell's use of each ceiling, per run ([`bottlenecks`]):
 //!
@@ -38,7 +39,7 @@ pub const REACHED: f64 = 0.9;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Baselines {
-    /// Where they were taken: `this host` (`pqbench run`) or the pre-flight Job's nodes.
+    /// Where they were taken (`this host` for `pqbench run`).
     pub site: String,
     /// When, seconds since the Unix epoch.
     pub taken_unix_s: f64,
@@ -163,6 +164,9 @@ pub enum Resource {
 }
 
 impl Resource {
+    /// Every resource, in the order the report lists them.
+    pub const ALL: [Self; 4] = [Self::Client, Self::Server, Self::Network, Self::Disk];
+
     /// The word for it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -261,13 +265,6 @@ fn run_usage(r: &RunRow, b: Option<&Baselines>) -> [Option<f64>; 4] {
     [client, server, network, disk]
 }
 
-const RESOURCES: [Resource; 4] = [
-    Resource::Client,
-    Resource::Server,
-    Resource::Network,
-    Resource::Disk,
-];
-
 /// Why a resource could not be judged in a cell whose runs lack it.
 fn why_unjudged(r: Resource, b: Option<&Baselines>) -> String {
     let why = match (r, b) {
@@ -313,7 +310,7 @@ pub fn bottlenecks(rows: &[RunRow], b: Option<&Baselines>) -> Vec<CellBottleneck
             let runs = &by_cell[first.cell.as_str()];
             let mut usage = Vec::new();
             let mut unjudged = Vec::new();
-            for (i, &res) in RESOURCES.iter().enumerate() {
+            for (i, res) in Resource::ALL.into_iter().enumerate() {
                 let x: Vec<f64> = runs.iter().filter_map(|u| u[i]).collect();
                 match usage_of(res, &x) {
                     Some(u) => usage.push(u),

@@ -257,18 +257,22 @@ pub fn baselines(b: &crate::testbed::Baselines) -> String {
 }
 
 impl crate::testbed::Usage {
-    /// `network 97.1 % [95.0–99.2 %]` (no interval with one run).
-    pub fn in_words(&self) -> String {
+    /// The share of the ceiling used: `97.1 % [95.0–99.2 %]` (no interval with one run).
+    pub fn share_words(&self) -> String {
         match self.ci {
             Some((lo, hi)) => format!(
-                "{} {} [{}–{} %]",
-                self.resource.as_str(),
+                "{} [{}–{} %]",
                 share_pct(self.mean),
                 sig3(lo * 100.0),
                 sig3(hi * 100.0)
             ),
-            None => format!("{} {}", self.resource.as_str(), share_pct(self.mean)),
+            None => share_pct(self.mean),
         }
+    }
+
+    /// `network 97.1 % [95.0–99.2 %]`.
+    pub fn in_words(&self) -> String {
+        format!("{} {}", self.resource.as_str(), self.share_words())
     }
 }
 
@@ -319,8 +323,11 @@ pub fn bottleneck_counts(cells: &[crate::testbed::CellBottleneck]) -> Option<Str
     for c in cells {
         *counts.entry(c.label_word()).or_default() += 1;
     }
-    let parts: Vec<String> = ["client", "server", "network", "disk", "latency"]
-        .iter()
+    let words = crate::testbed::Resource::ALL
+        .map(crate::testbed::Resource::as_str)
+        .into_iter()
+        .chain(["latency"]);
+    let parts: Vec<String> = words
         .filter_map(|w| counts.get(w).map(|n| (w, n)))
         .enumerate()
         .map(|(i, (w, n))| {

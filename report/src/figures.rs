@@ -144,28 +144,18 @@ pub(crate) fn bottleneck_section(s: &mut String, r: &Report) {
             c.usage_of(res).map_or_else(
                 || "–".to_owned(),
                 |u| {
-                    let v = match u.ci {
-                        Some((lo, hi)) => format!(
-                            "{} [{}–{}] %",
-                            sig3(u.mean * 100.0),
-                            sig3(lo * 100.0),
-                            sig3(hi * 100.0)
-                        ),
-                        None => share_pct(u.mean),
-                    };
+                    let v = u.share_words();
                     if u.reached { format!("**{v}**") } else { v }
                 },
             )
         };
+        let used: Vec<String> = Resource::ALL.map(cell).to_vec();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} |",
             c.cell,
             c.label_word(),
-            cell(Resource::Client),
-            cell(Resource::Server),
-            cell(Resource::Network),
-            cell(Resource::Disk)
+            used.join(" | ")
         );
     }
     let mut unjudged: Vec<&str> = r

@@ -64,6 +64,18 @@ pub fn take(plan: &Plan) -> Baselines {
     }
 }
 
+/// The host of an S3 endpoint URL, as `http::Uri` reads it (`http://10.0.0.5:9000` →
+/// `10.0.0.5`, `http://[::1]:9000` → `::1`); `None` for an endpoint without one.
+pub fn endpoint_host(endpoint: &str) -> Option<String> {
+    let uri: http::Uri = endpoint.parse().ok()?;
+    let host = uri.host()?;
+    Some(
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+    )
+}
+
 fn probe<T>(r: Result<T, String>) -> Probe<T> {
     r.map_or_else(Probe::NotMeasured, Probe::Measured)
 }
@@ -408,6 +420,18 @@ mod tests {
         assert!((d.write_latency_ms - 0.598_788_765_625).abs() < 1e-12);
         assert!(d.direct && d.block_bytes == 1 << 20);
         assert!(parse_fio("fio: no JSON here", true).is_err());
+    }
+
+    #[test]
+    fn the_host_of_an_endpoint() {
+        let host = |e: &str| endpoint_host(e);
+        assert_eq!(host("http://127.0.0.1:9000").as_deref(), Some("127.0.0.1"));
+        assert_eq!(
+            host("https://s3.example.com/bucket").as_deref(),
+            Some("s3.example.com")
+        );
+        assert_eq!(host("http://[::1]:9000").as_deref(), Some("::1"));
+        assert_eq!(host("minio.ns.svc:9000").as_deref(), Some("minio.ns.svc"));
     }
 
     #[test]
