@@ -129,7 +129,8 @@ pub struct RoundTrip {
 /// How long and how wide the probes run for a campaign: each probe about a tenth of the
 /// measured window (at least 1 s, at most 5 s), iperf3 with as many streams as the
 /// campaign's busiest cell has workers (at most 8: the link, not the streams, is measured).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProbeSettings {
     /// Seconds per probe (iperf3 takes whole seconds).
     pub seconds: u32,

@@ -18,6 +18,7 @@
 //! - [`schedule`]: the campaign's progress decision both executors call: what to start,
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
 //! - [`verdicts`]: the analysis Job's spec and outcome, and the compact verdicts.
+//! - [`preflight`]: the operator's pre-flight probe Job's spec (the testbed baselines).
 //! - [`turns`]: interleaved arms, the slices a run of an interleaved block may use.
 //! - [`trace`] and [`s3conf`]: the recorded trace and S3 client settings.
 //!
@@ -27,6 +28,7 @@
 pub mod checks;
 pub mod digest;
 pub mod planner;
+pub mod preflight;
 pub mod records;
 pub mod rows;
 pub mod runspec;

@@ -119,7 +119,7 @@ async fn baselines(store: &ResultsBucket) -> Option<analysis::testbed::Baselines
 }
 
 /// The baselines' name under the campaign's prefix.
-pub const BASELINES: &str = "baselines.json";
+pub use run::preflight::BASELINES;
 
 /// `a<N>` or `a<N>-<unix ms>`: a kept attempt's directory.
 fn is_attempt(a: &str) -> bool {

@@ -64,6 +64,64 @@ pub fn take(plan: &Plan) -> Baselines {
     }
 }
 
+/// The server disk's probe alone, fio writing in a directory of its own under `dir`:
+/// MinIO's `disk-probe` init container (`pqbench-worker --disk-probe /data`), on MinIO's
+/// data volume before MinIO starts.
+pub fn disk_probe(dir: &Path, settings: ProbeSettings) -> Probe<Disk> {
+    probe(disk(&Plan {
+        site: String::new(),
+        server_host: String::new(),
+        iperf3: Iperf3Server::None(String::new()),
+        disk_dir: Ok(dir.to_owned()),
+        server_cpus: None,
+        client_cpus: None,
+        server_cores: None,
+        settings,
+    }))
+}
+
+/// The operator's pre-flight probe Job (`pqbench-worker --probe-env`,
+/// [`run::preflight`]): the network and the round trip measured from this pod, the disk as
+/// the init container beside the server measured it; written to `baselines.json` under
+/// the campaign's prefix in the results bucket, and returned.
+pub async fn preflight(spec: &run::preflight::ProbeSpec) -> crate::Result<Baselines> {
+    let run::runspec::Output::S3 { bucket, prefix, .. } = &spec.results else {
+        return Err(crate::Error::Config(
+            "the pre-flight probe writes to a results bucket: results must be S3 output".into(),
+        ));
+    };
+    let plan = Plan {
+        site: spec.site.clone(),
+        server_host: spec.server_host.clone(),
+        iperf3: match &spec.iperf3 {
+            Ok(port) => Iperf3Server::At(*port),
+            Err(why) => Iperf3Server::None(why.clone()),
+        },
+        disk_dir: Err("taken beside the server".into()),
+        server_cpus: None,
+        client_cpus: None,
+        server_cores: spec.server_cores,
+        settings: spec.settings,
+    };
+    let mut b = tokio::task::spawn_blocking(move || take(&plan))
+        .await
+        .map_err(|e| crate::Error::Config(format!("the probes' thread: {e}")))?;
+    b.disk = spec.disk.clone();
+    let store = s3::ResultsBucket::new(
+        &crate::engine::results_store_settings(&spec.s3, &spec.results)?,
+        bucket,
+        prefix,
+    )?;
+    let body = serde_json::to_vec_pretty(&b).map_err(|e| crate::Error::Output {
+        path: crate::analyze::BASELINES.into(),
+        detail: e.to_string(),
+    })?;
+    store
+        .put(&format!("{prefix}{}", crate::analyze::BASELINES), body)
+        .await?;
+    Ok(b)
+}
+
 /// The host of an S3 endpoint URL, as `http::Uri` reads it (`http://10.0.0.5:9000` →
 /// `10.0.0.5`, `http://[::1]:9000` → `::1`); `None` for an endpoint without one.
 pub fn endpoint_host(endpoint: &str) -> Option<String> {

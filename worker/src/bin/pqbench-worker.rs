@@ -10,6 +10,15 @@
 //! `pqbench-worker --analysis-env VAR`: the operator's analysis Job
 //! ([`worker::analyze`]). Exit codes: 0 analysed; 1 the analysis failed and its outcome
 //! says why; 2 no outcome could be written.
+//!
+//! `pqbench-worker --probe-env VAR`: the operator's pre-flight probe Job
+//! ([`worker::testbed::preflight`], image `pqbench-probe`). Exit codes: 0 `baselines.json`
+//! written (a probe that could not run is in it as "not measured"); 2 it could not be.
+//!
+//! `pqbench-worker --disk-probe DIR [--probe-seconds N] [--termination-log FILE]`: MinIO's
+//! `disk-probe` init container ([`worker::testbed::disk_probe`]): the disk probe's JSON on
+//! stdout and in FILE. Exit code 0 even when fio could not run (the JSON says why): the
+//! server starts either way.
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -29,18 +38,33 @@ struct Args {
     /// The run spec (YAML or JSON); `-` reads it from stdin.
     #[arg(
         long,
-        required_unless_present_any = ["spec_env", "analysis_env"],
-        conflicts_with_all = ["spec_env", "analysis_env"]
+        required_unless_present_any = ["spec_env", "analysis_env", "probe_env", "disk_probe"],
+        conflicts_with_all = ["spec_env", "analysis_env", "probe_env", "disk_probe"]
     )]
     spec: Option<PathBuf>,
     /// Read the run spec from this environment variable instead (the operator's worker
     /// Jobs set `PQBENCH_RUN_SPEC`).
-    #[arg(long, value_name = "VAR", conflicts_with = "analysis_env")]
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["analysis_env", "probe_env", "disk_probe"])]
     spec_env: Option<String>,
     /// Analyse a campaign's results bucket instead, the analysis spec in this environment
     /// variable (the operator's analysis Job sets `PQBENCH_ANALYSIS_SPEC`).
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["probe_env", "disk_probe"])]
     analysis_env: Option<String>,
+    /// Take the testbed baselines instead (the operator's pre-flight probe Job), the probe
+    /// spec in this environment variable (`PQBENCH_PROBE_SPEC`).
+    #[arg(long, value_name = "VAR", conflicts_with = "disk_probe")]
+    probe_env: Option<String>,
+    /// Measure the disk under DIR with fio instead (MinIO's `disk-probe` init container,
+    /// DIR its data volume) and print the result as JSON.
+    #[arg(long, value_name = "DIR")]
+    disk_probe: Option<PathBuf>,
+    /// Seconds fio writes for (`--disk-probe`), 1 to 60.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=60))]
+    probe_seconds: u32,
+    /// Also write `--disk-probe`'s JSON to FILE (a container's `/dev/termination-log`,
+    /// which the operator reads from the pod's status).
+    #[arg(long, value_name = "FILE", requires = "disk_probe")]
+    termination_log: Option<PathBuf>,
     /// Take this process's index (`processes.index`) from this environment variable (an
     /// Indexed Job's `JOB_COMPLETION_INDEX`).
     #[arg(long, value_name = "VAR")]
@@ -59,6 +83,18 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(dir) = &args.disk_probe {
+        return disk_probe(dir, args.probe_seconds, args.termination_log.as_deref());
+    }
+    if let Some(var) = &args.probe_env {
+        return match probe(var) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pqbench-worker: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if let Some(var) = &args.analysis_env {
         return match analysis(var) {
             Ok(true) => ExitCode::SUCCESS,
@@ -155,4 +191,39 @@ fn analysis(var: &str) -> anyhow::Result<bool> {
             false
         }
     })
+}
+
+/// MinIO's disk-probe init container: fio under `dir`, the JSON on stdout and in `log`.
+fn disk_probe(dir: &std::path::Path, seconds: u32, log: Option<&std::path::Path>) -> ExitCode {
+    let settings = worker::testbed::ProbeSettings {
+        seconds,
+        streams: 1,
+    };
+    let disk = worker::testbed::disk_probe(dir, settings);
+    let json = serde_json::to_string(&disk).unwrap_or_else(|e| {
+        format!("{{\"notMeasured\":\"the disk probe's result cannot be written: {e}\"}}")
+    });
+    println!("{json}");
+    if let Some(path) = log
+        && let Err(e) = std::fs::write(path, &json)
+    {
+        eprintln!("pqbench-worker: cannot write {}: {e}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// The pre-flight probe Job: the baselines written under the campaign's prefix.
+fn probe(var: &str) -> anyhow::Result<()> {
+    let text = std::env::var(var)
+        .with_context(|| format!("environment variable {var} (the probe spec) is not set"))?;
+    let spec: run::preflight::ProbeSpec =
+        serde_json::from_str(&text).with_context(|| format!("${var} is not a probe spec"))?;
+    eprintln!(
+        "testbed baselines from {} to {}: network (iperf3, {} s each way, {} streams), round trip (ping) …",
+        spec.site, spec.server_host, spec.settings.seconds, spec.settings.streams
+    );
+    let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let b = rt.block_on(worker::testbed::preflight(&spec))?;
+    eprintln!("testbed baselines: {}", analysis::words::baselines(&b));
+    Ok(())
 }
