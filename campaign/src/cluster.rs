@@ -250,7 +250,9 @@ fn default_sample_ratio() -> f64 {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Deadlines {
-    /// Server, Secrets and results bucket ready.
+    /// Server, Secrets and results bucket ready, and the pre-flight probe's testbed
+    /// baselines taken (a probe still going then is stopped, and the runs start without
+    /// them).
     #[serde(default = "default_provisioning")]
     pub provisioning: Dur,
     /// One attempt of a run, from its start (the Job's creation, or the local processes')

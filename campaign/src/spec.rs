@@ -871,10 +871,11 @@ pub struct Testbed {
     /// Before the first run, measure the network each way (iperf3), the server disk's
     /// sequential writes (fio) and the round trip (ping), each for about a tenth of the
     /// measured window (1 to 5 s), and keep them as `baselines.json`: `pqbench run` on this
-    /// host (the embedded server's CPUs and disk). A missing tool is a note in the report,
-    /// not a failure. Default true. The operator has no pre-flight probe yet: its report
-    /// reads `baselines.json` under the campaign's results prefix when one is put there,
-    /// and otherwise judges the CPUs alone.
+    /// host (the embedded server's CPUs and disk); the operator with fio in an init
+    /// container on MinIO's data volume, an iperf3 server beside MinIO, and a pre-flight
+    /// probe Job on the clients' node group (iperf3 both ways, ping), under the campaign's
+    /// results prefix. An external server gets ping alone. A missing tool or a failed probe
+    /// is a note in the report, not a failure. Default true.
     #[serde(default = "yes")]
     pub baselines: bool,
 }

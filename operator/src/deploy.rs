@@ -368,6 +368,85 @@ pub fn worker_pods<'a>(
     Ok((pods, placement))
 }
 
+/// How long and how wide the testbed probes run for the campaign ([`ProbeSettings::of`]).
+pub fn probe_settings(m: &Manifest, plan: &Plan) -> run::preflight::ProbeSettings {
+    run::preflight::ProbeSettings::of(plan, m.spec.measured.0)
+}
+
+/// The probes beside the campaign's MinIO (`testbed.baselines`, not with an external
+/// server): the disk-probe init container and the iperf3 sidecar, in `image`.
+pub fn server_probe<'a>(
+    m: &Manifest,
+    plan: &Plan,
+    image: &'a str,
+) -> Option<crate::resources::ServerProbe<'a>> {
+    (m.spec.testbed.baselines && m.spec.server.external.is_none()).then(|| {
+        crate::resources::ServerProbe {
+            image,
+            seconds: probe_settings(m, plan).seconds,
+        }
+    })
+}
+
+/// The pre-flight probe Job's spec ([`run::preflight`]): from the clients' node group to
+/// the server, iperf3 both ways to the sidecar beside the campaign's MinIO (an external
+/// server has none: its network is not measured, and its disk neither) and ping; `disk`
+/// as MinIO's init container left it; `baselines.json` under the results prefix.
+pub fn probe_spec(
+    c: &BenchmarkCampaign,
+    m: &Manifest,
+    plan: &Plan,
+    owner: &Owner,
+    disk: run::preflight::Probe<run::preflight::Disk>,
+) -> run::preflight::ProbeSpec {
+    let env = environment(owner, &m.spec);
+    let host = |url: &str| {
+        url.parse::<hyper::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(|h| h.trim_matches(['[', ']']).to_owned()))
+            .unwrap_or_else(|| url.to_owned())
+    };
+    let (iperf3, disk) = match &m.spec.server.external {
+        Some(e) => (
+            Err(format!(
+                "the server is external ({}): no iperf3 server beside it",
+                e.endpoint
+            )),
+            run::preflight::Probe::NotMeasured(format!(
+                "the server is external ({}): its disk is not the operator's to probe",
+                e.endpoint
+            )),
+        ),
+        None => (Ok(run::preflight::IPERF3_PORT), disk),
+    };
+    // MinIO's CPU limit (`server.cpus` sets it, requests = limits): the cores it has.
+    let server_cores = server_pods(c)
+        .ok()
+        .flatten()
+        .and_then(|(minio, _)| cpu_cores(&minio.resources?.limits.get("cpu")?.0));
+    run::preflight::ProbeSpec {
+        site: format!("node group {}", c.spec.clients.node_group),
+        server_host: host(&env.s3.endpoint),
+        iperf3,
+        disk,
+        server_cores,
+        settings: probe_settings(m, plan),
+        s3: env.s3,
+        results: env.output,
+    }
+}
+
+/// Cores in a Kubernetes CPU quantity (`"8"`, `"2.5"`, `"500m"`); `None` for anything
+/// else.
+pub fn cpu_cores(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let n = match q.strip_suffix('m') {
+        Some(milli) => milli.parse::<f64>().ok()? / 1000.0,
+        None => q.parse::<f64>().ok()?,
+    };
+    (n.is_finite() && n > 0.0).then_some(n)
+}
+
 /// The analysis Job's spec: the campaign, the store under test (whose endpoint and
 /// credentials the results store shares unless it has its own) and the results.
 pub fn analysis_spec(m: &Manifest, owner: &Owner) -> run::verdicts::AnalysisSpec {

@@ -171,9 +171,8 @@ impl Scenario {
     }
 
     fn calls(self) -> Vec<Call> {
-        // Worker and analysis Jobs (as the query string carries it).
-        let labels =
-            "pqbench.io/campaign=quick,app.kubernetes.io/component+in+%28worker,+analysis%29";
+        // Worker, analysis and probe Jobs (as the query string carries it).
+        let labels = "pqbench.io/campaign=quick,app.kubernetes.io/component+in+%28worker,+analysis,+probe%29";
         match self {
             Self::AddsFinalizer => vec![checked(Method::PATCH, CAMPAIGNS, Reply::Campaign, |b| {
                 assert!(b.to_string().contains("pqbench.io/cleanup"), "{b}");
@@ -503,6 +502,7 @@ async fn run(s: Scenario) {
         Config {
             worker_image: "worker:test".into(),
             node_exporter_image: crate::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
+            probe_image: "ghcr.io/pqbench/pqbench-probe:test".into(),
             instance: "test".into(),
             policy: crate::policy::Policy::default(),
             operator_namespace: None,

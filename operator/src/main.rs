@@ -30,6 +30,10 @@ struct Args {
     /// Image of the node-exporter sidecar beside MinIO.
     #[arg(long, env = "PQBENCH_NODE_EXPORTER_IMAGE", default_value = operator::resources::DEFAULT_NODE_EXPORTER_IMAGE)]
     node_exporter_image: String,
+    /// Image of the testbed probes (the pre-flight probe Job, and the disk probe and iperf3
+    /// server beside MinIO): Debian with iperf3, fio, ping and `pqbench-worker`.
+    #[arg(long, env = "PQBENCH_PROBE_IMAGE", default_value = concat!("ghcr.io/pqbench/pqbench-probe:", env!("CARGO_PKG_VERSION")))]
+    probe_image: String,
     /// Namespaces whose campaigns to run (repeat or separate with commas); the operator
     /// needs the rights of `charts/pqbench/files/rbac-rules.yaml` in each.
     #[arg(
@@ -191,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
         Config {
             worker_image: args.worker_image,
             node_exporter_image: args.node_exporter_image,
+            probe_image: args.probe_image,
             instance: identity,
             operator_namespace: std::env::var("POD_NAMESPACE").ok(),
             egress_except: args

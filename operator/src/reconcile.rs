@@ -49,6 +49,9 @@ pub struct Config {
     pub worker_image: String,
     /// Image of the node-exporter sidecar beside MinIO.
     pub node_exporter_image: String,
+    /// Image of the testbed probes (the pre-flight probe Job, the disk probe and iperf3
+    /// server beside MinIO).
+    pub probe_image: String,
     /// Reporter instance for events (the pod name).
     pub instance: String,
     /// What campaigns may name (images, Secrets, ServiceAccounts, signed endpoints).
@@ -337,6 +340,11 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
             let name = step::analysis_job_name(&plan.campaign);
             observe_job(ctx, &owner, &name, &mut foreign).await?
         }
+        // The pre-flight probe, once the server is there to be probed.
+        (_, Phase::Provisioning) if m.spec.testbed.baselines && server_ready => {
+            let name = step::probe_job_name(&plan.campaign);
+            observe_job(ctx, &owner, &name, &mut foreign).await?
+        }
         _ => JobState::NotLooked,
     };
     let mut mate_jobs = std::collections::BTreeMap::new();
@@ -538,6 +546,7 @@ async fn act(
                     &minio,
                     placement,
                     &ctx.config.node_exporter_image,
+                    deploy::server_probe(m, plan, &ctx.config.probe_image),
                 );
                 create_child(&sets, &set, owner).await?;
             }
@@ -615,6 +624,27 @@ async fn act(
                 let (pods, placement) =
                     deploy::worker_pods(&ctx.config.worker_image, c, owner, &[], deadline)?;
                 let job = resources::analysis_job(owner, &name, &spec, &pods, placement)?;
+                create_child(&jobs, &job, owner).await?;
+            }
+        }
+        Action::StartProbe => {
+            let name = step::probe_job_name(&plan.campaign);
+            let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+            if absent(&jobs, &name, owner).await? {
+                let disk = if c.spec.server.external.is_some() {
+                    run::preflight::Probe::NotMeasured("an external server".into())
+                } else {
+                    disk_probe(ctx, owner).await
+                };
+                let spec = deploy::probe_spec(c, m, plan, owner, disk);
+                let deadline = step::provisioning_deadline(&c.spec.campaign);
+                let (pods, placement) =
+                    deploy::worker_pods(&ctx.config.probe_image, c, owner, &[], deadline)?;
+                let pods = resources::WorkerPods {
+                    image: &ctx.config.probe_image,
+                    ..pods
+                };
+                let job = resources::probe_job(owner, &name, &spec, &pods, placement)?;
                 create_child(&jobs, &job, owner).await?;
             }
         }
@@ -905,10 +935,37 @@ pub fn resolved_images(pods: &[Pod]) -> Vec<crate::api::ResolvedImage> {
     out
 }
 
-/// The campaign's worker and analysis Jobs.
+/// The disk probe MinIO's init container left as its termination message, read from the
+/// pod's status (the operator lists pods, by the campaign's server labels; it may not get
+/// them). Whatever it holds is read as untrusted ([`run::preflight::disk_from_message`]).
+async fn disk_probe(ctx: &Context, owner: &Owner) -> run::preflight::Probe<run::preflight::Disk> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let selector = resources::labels(&owner.name, "server")
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    match pods.list(&ListParams::default().labels(&selector)).await {
+        Ok(list) => run::preflight::disk_from_message(disk_probe_message(&list.items)),
+        Err(e) => run::preflight::Probe::NotMeasured(format!(
+            "MinIO's pod could not be listed for its disk probe: {e}"
+        )),
+    }
+}
+
+/// The `disk-probe` init container's termination message among `pods` (MinIO's).
+pub fn disk_probe_message(pods: &[Pod]) -> Option<&str> {
+    pods.iter()
+        .flat_map(|p| p.status.iter())
+        .flat_map(|s| s.init_container_statuses.iter().flatten())
+        .filter(|cs| cs.name == resources::DISK_PROBE_CONTAINER)
+        .find_map(|cs| cs.state.as_ref()?.terminated.as_ref()?.message.as_deref())
+}
+
+/// The campaign's worker, analysis and probe Jobs.
 fn jobs_selector(owner: &Owner) -> ListParams {
     ListParams::default().labels(&format!(
-        "{CAMPAIGN_LABEL}={},app.kubernetes.io/component in (worker, analysis)",
+        "{CAMPAIGN_LABEL}={},app.kubernetes.io/component in (worker, analysis, probe)",
         owner.name
     ))
 }
@@ -1018,4 +1075,50 @@ pub async fn run(ctx: Arc<Context>, namespace: Option<&str>) {
             }
         })
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// MinIO's pod as the API server reports it once its init container has run.
+    #[test]
+    fn the_disk_probes_message_is_read_from_minios_init_container_status() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "q-minio-0"},
+            "status": {
+                "initContainerStatuses": [{
+                    "name": "disk-probe", "image": "probe:1", "imageID": "", "ready": true,
+                    "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 0,
+                        "message": "{\"measured\":{\"writeBytesPerS\":5e8,\"writeLatencyMs\":2.0,\"blockBytes\":1048576,\"direct\":true,\"tool\":\"fio-3.33\"}}"}}
+                }],
+                "containerStatuses": [{"name": "minio", "image": "m", "imageID": "", "ready": true,
+                                       "restartCount": 0,
+                                       "state": {"running": {}}}]
+            }
+        }))
+        .unwrap();
+        let m = disk_probe_message(std::slice::from_ref(&pod));
+        let disk = run::preflight::disk_from_message(m);
+        assert_eq!(
+            disk.measured().map(|d| d.write_bytes_per_s),
+            Some(5e8),
+            "{disk:?}"
+        );
+        // Still running, or no such container: no message, and the reason says so.
+        let mut going = pod.clone();
+        going
+            .status
+            .as_mut()
+            .unwrap()
+            .init_container_statuses
+            .as_mut()
+            .unwrap()[0]
+            .state = Some(serde_json::from_value(serde_json::json!({"running": {}})).unwrap());
+        assert_eq!(disk_probe_message(&[going]), None);
+        assert_eq!(disk_probe_message(&[]), None);
+    }
 }

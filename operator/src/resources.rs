@@ -36,6 +36,21 @@ pub const S3_PORT: i32 = 9000;
 pub const NODE_EXPORTER_PORT: i32 = 9100;
 /// The node-exporter image when the operator is given none.
 pub const DEFAULT_NODE_EXPORTER_IMAGE: &str = "quay.io/prometheus/node-exporter:v1.9.1";
+/// The port of the iperf3 sidecar beside MinIO (the pre-flight probe's network target).
+pub const IPERF3_PORT: i32 = run::preflight::IPERF3_PORT as i32;
+
+/// The testbed probes beside MinIO (`testbed.baselines`): a `disk-probe` init container
+/// (fio on MinIO's data volume, before MinIO starts; its result the container's
+/// termination message) and an `iperf3` sidecar the pre-flight probe Job measures the
+/// network against. Both run the probe image (`pqbench-probe`: Debian with iperf3, fio,
+/// ping and `pqbench-worker`).
+#[derive(Clone, Copy, Debug)]
+pub struct ServerProbe<'a> {
+    /// The probe image.
+    pub image: &'a str,
+    /// Seconds fio writes for.
+    pub seconds: u32,
+}
 /// Keys of the credentials Secret (the AWS SDK's environment names).
 pub const ACCESS_KEY: &str = "AWS_ACCESS_KEY_ID";
 /// See [`ACCESS_KEY`].
@@ -154,9 +169,9 @@ pub fn credentials_secret(owner: &Owner, access_key: &str, secret_key: &str) -> 
 pub const OPERATOR_POD_LABEL: (&str, &str) = ("app.kubernetes.io/name", "pqbench-operator");
 
 /// MinIO's fence (issue 36): ingress to its pod only from the campaign's own pods (its
-/// workers and analysis Job, by the campaign label, in its namespace) and from the
+/// workers, analysis and probe Jobs, by the campaign label, in its namespace) and from the
 /// operator's pods (in `operator_namespace`; any namespace when unknown), and only to the
-/// S3 and node-exporter ports. Enforced by a CNI that enforces NetworkPolicy.
+/// S3, node-exporter and iperf3 ports. Enforced by a CNI that enforces NetworkPolicy.
 pub fn minio_network_policy(
     owner: &Owner,
     operator_namespace: Option<&str>,
@@ -167,7 +182,7 @@ pub fn minio_network_policy(
     };
     let ports = || {
         Some(
-            [S3_PORT, NODE_EXPORTER_PORT]
+            [S3_PORT, NODE_EXPORTER_PORT, IPERF3_PORT]
                 .into_iter()
                 .map(|p| NetworkPolicyPort {
                     port: Some(IntOrString::Int(p)),
@@ -227,9 +242,10 @@ pub fn minio_network_policy(
 /// egress a campaign's pods get unless the operator is told otherwise.
 pub const METADATA_ADDRESSES: [&str; 2] = ["169.254.169.254/32", "fd00:ec2::254/128"];
 
-/// The fence of a campaign's worker and analysis pods (issue 36). Egress only to DNS (port
-/// 53, UDP and TCP) and to `egress`: the campaign's MinIO pods on the S3 and node-exporter
-/// ports, each other host on its TCP port, as itself when an IP literal, else at any
+/// The fence of a campaign's worker, analysis and probe pods (issue 36). Egress only to DNS
+/// (port 53, UDP and TCP) and to `egress`: the campaign's MinIO pods on the S3,
+/// node-exporter and iperf3 ports (ping's ICMP is not a NetworkPolicy port: a CNI that
+/// enforces policies may drop it, and the round trip is then "not measured"), each other host on its TCP port, as itself when an IP literal, else at any
 /// address but `except` (a NetworkPolicy cannot name a host by DNS; the instance metadata
 /// addresses by default) or any pod of the cluster (a name may be a Service). Ingress only
 /// to the metrics port (the chart's PodMonitor).
@@ -273,7 +289,11 @@ pub fn workers_network_policy(
                     }),
                     ..NetworkPolicyPeer::default()
                 }]),
-                ports: Some(vec![port(S3_PORT, "TCP"), port(NODE_EXPORTER_PORT, "TCP")]),
+                ports: Some(vec![
+                    port(S3_PORT, "TCP"),
+                    port(NODE_EXPORTER_PORT, "TCP"),
+                    port(IPERF3_PORT, "TCP"),
+                ]),
             },
             Egress::Host { ip, port: p, .. } => NetworkPolicyEgressRule {
                 to: Some(match ip {
@@ -306,7 +326,7 @@ pub fn workers_network_policy(
         match_expressions: Some(vec![LabelSelectorRequirement {
             key: "app.kubernetes.io/component".into(),
             operator: "In".into(),
-            values: Some(vec!["worker".into(), "analysis".into()]),
+            values: Some(vec!["worker".into(), "analysis".into(), "probe".into()]),
         }]),
     };
     NetworkPolicy {
@@ -326,12 +346,13 @@ pub fn workers_network_policy(
 /// The objects the operator makes for campaign `c` that carry no secret (every child but
 /// its Secrets), as it makes them: MinIO's Service, StatefulSet and fence (unless the
 /// server is external), the workers' fence, the worker Job of the first run's first
-/// attempt and the analysis Job. What `crdgen --children` writes for `make chart-check`'s
+/// attempt, the analysis Job and, with `testbed.baselines`, the pre-flight probe Job. What `crdgen --children` writes for `make chart-check`'s
 /// scan, and what the test that every pod is fenced reads.
 pub fn children(
     c: &BenchmarkCampaign,
     worker_image: &str,
     node_exporter_image: &str,
+    probe_image: &str,
     operator_namespace: Option<&str>,
     egress_except: &[String],
 ) -> Result<Vec<serde_json::Value>> {
@@ -346,7 +367,22 @@ pub fn children(
     let name = crate::step::job_name(&o.name, 0, 1);
     let worker = worker_job(&o, &name, &spec, 1, 0, &pods, clients.clone())?;
     let name = crate::step::analysis_job_name(&o.name);
-    let analysis = analysis_job(&o, &name, &deploy::analysis_spec(&m, &o), &pods, clients)?;
+    let analysis = analysis_job(
+        &o,
+        &name,
+        &deploy::analysis_spec(&m, &o),
+        &pods,
+        clients.clone(),
+    )?;
+    let name = crate::step::probe_job_name(&o.name);
+    let (probe_pods, _) = deploy::worker_pods(probe_image, c, &o, &[], deadline)?;
+    let probe_pods = WorkerPods {
+        image: probe_image,
+        ..probe_pods
+    };
+    let disk = run::preflight::Probe::NotMeasured("not taken yet".into());
+    let probe_spec = deploy::probe_spec(c, &m, &plan, &o, disk);
+    let probe = probe_job(&o, &name, &probe_spec, &probe_pods, clients)?;
     let fence = workers_network_policy(&o, &deploy::egress(&m.spec)?, egress_except);
     let value = |what: &'static str, v: serde_json::Result<serde_json::Value>| {
         v.map_err(|source| Error::Field {
@@ -359,8 +395,17 @@ pub fn children(
         value("the worker Job", serde_json::to_value(worker))?,
         value("the analysis Job", serde_json::to_value(analysis))?,
     ];
+    if m.spec.testbed.baselines {
+        out.push(value("the probe Job", serde_json::to_value(probe))?);
+    }
     if let Some((minio, placement)) = deploy::server_pods(c)? {
-        let set = minio_statefulset(&o, &minio, placement, node_exporter_image);
+        let set = minio_statefulset(
+            &o,
+            &minio,
+            placement,
+            node_exporter_image,
+            deploy::server_probe(&m, &plan, probe_image),
+        );
         out.push(value(
             "MinIO's Service",
             serde_json::to_value(minio_service(&o)),
@@ -539,6 +584,7 @@ pub fn minio_statefulset(
     minio: &MinioServer,
     placement: Placement,
     node_exporter_image: &str,
+    probe: Option<ServerProbe<'_>>,
 ) -> StatefulSet {
     let selector = labels(&owner.name, "server");
     let secret = owner.credentials_secret();
@@ -665,7 +711,11 @@ pub fn minio_statefulset(
                     ..ObjectMeta::default()
                 }),
                 spec: Some(PodSpec {
-                    containers: vec![container, node_exporter(node_exporter_image)],
+                    init_containers: probe.map(|p| vec![disk_probe(p)]),
+                    containers: [container, node_exporter(node_exporter_image)]
+                        .into_iter()
+                        .chain(probe.map(iperf3_server))
+                        .collect(),
                     node_selector: Some(placement.node_selector),
                     tolerations: (!placement.tolerations.is_empty())
                         .then_some(placement.tolerations),
@@ -1032,6 +1082,50 @@ pub fn analysis_job(
     })
 }
 
+/// The pre-flight probe Job: one pod of the probe image on the clients' node group, placed
+/// and fenced as the workers are, running `pqbench-worker --probe-env PQBENCH_PROBE_SPEC`
+/// ([`run::preflight`]). `pods.image` is the probe image. Not retried past one failure:
+/// the campaign goes on without baselines.
+pub fn probe_job(
+    owner: &Owner,
+    name: &str,
+    spec: &run::preflight::ProbeSpec,
+    pods: &WorkerPods<'_>,
+    placement: Placement,
+) -> Result<Job> {
+    let spec_json = serde_json::to_string(spec).map_err(|source| Error::Field {
+        field: "probe spec",
+        source,
+    })?;
+    let labels_ = labels(&owner.name, "probe");
+    let mut meta = owner.meta(name.to_owned(), "probe");
+    meta.labels = Some(labels_.clone());
+    let env = vec![
+        env_value(run::preflight::PROBE_SPEC_ENV, &spec_json),
+        env_value("TMPDIR", "/tmp"),
+    ];
+    let args = ["--probe-env", run::preflight::PROBE_SPEC_ENV];
+    Ok(Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            completions: Some(1),
+            parallelism: Some(1),
+            backoff_limit: Some(1),
+            active_deadline_seconds: Some(pods.active_deadline_seconds),
+            template: worker_pod(
+                pods,
+                labels_,
+                &args,
+                env,
+                secret_mounts(owner, pods, false),
+                placement,
+            ),
+            ..JobSpec::default()
+        }),
+        ..Job::default()
+    })
+}
+
 /// The container security context of every pod the operator makes: no privilege
 /// escalation, read-only root, non-root, no capabilities.
 fn restricted() -> SecurityContext {
@@ -1044,6 +1138,83 @@ fn restricted() -> SecurityContext {
             ..Default::default()
         }),
         ..SecurityContext::default()
+    }
+}
+
+/// The name of MinIO's disk-probe init container (whose termination message the operator
+/// reads).
+pub const DISK_PROBE_CONTAINER: &str = "disk-probe";
+
+/// MinIO's `disk-probe` init container: `pqbench-worker --disk-probe /data` on MinIO's
+/// data volume before MinIO starts (the disk to itself), its JSON the container's
+/// termination message (`/dev/termination-log`, which the kubelet mounts writable on the
+/// read-only root). It exits 0 even when fio cannot run: MinIO starts either way.
+fn disk_probe(p: ServerProbe<'_>) -> Container {
+    Container {
+        name: DISK_PROBE_CONTAINER.to_owned(),
+        image: Some(p.image.to_owned()),
+        command: Some(vec!["pqbench-worker".to_owned()]),
+        args: Some(vec![
+            "--disk-probe".to_owned(),
+            "/data".to_owned(),
+            "--probe-seconds".to_owned(),
+            p.seconds.to_string(),
+            "--termination-log".to_owned(),
+            "/dev/termination-log".to_owned(),
+        ]),
+        termination_message_path: Some("/dev/termination-log".to_owned()),
+        termination_message_policy: Some("File".to_owned()),
+        security_context: Some(restricted()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "data".to_owned(),
+            mount_path: "/data".to_owned(),
+            ..VolumeMount::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), KQuantity("100m".to_owned())),
+                ("memory".to_owned(), KQuantity("64Mi".to_owned())),
+            ])),
+            limits: Some(BTreeMap::from([(
+                "memory".to_owned(),
+                KQuantity("256Mi".to_owned()),
+            )])),
+            ..ResourceRequirements::default()
+        }),
+        ..Container::default()
+    }
+}
+
+/// The `iperf3 -s` sidecar in MinIO's pod: the pre-flight probe Job measures the network to
+/// the server's node against it. Idle after the probe.
+fn iperf3_server(p: ServerProbe<'_>) -> Container {
+    Container {
+        name: "iperf3".to_owned(),
+        image: Some(p.image.to_owned()),
+        command: Some(vec!["iperf3".to_owned()]),
+        args: Some(vec![
+            "-s".to_owned(),
+            "-p".to_owned(),
+            IPERF3_PORT.to_string(),
+        ]),
+        ports: Some(vec![ContainerPort {
+            name: Some("iperf3".to_owned()),
+            container_port: IPERF3_PORT,
+            ..ContainerPort::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), KQuantity("10m".to_owned())),
+                ("memory".to_owned(), KQuantity("16Mi".to_owned())),
+            ])),
+            limits: Some(BTreeMap::from([(
+                "memory".to_owned(),
+                KQuantity("64Mi".to_owned()),
+            )])),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(restricted()),
+        ..Container::default()
     }
 }
 
@@ -1077,7 +1248,7 @@ fn node_exporter(image: &str) -> Container {
 }
 
 #[cfg(test)]
-mod network_policy_tests {
+pub(crate) mod network_policy_tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
@@ -1124,11 +1295,12 @@ mod network_policy_tests {
                 .iter()
                 .map(|p| p["port"].as_i64().unwrap())
                 .collect();
-            assert_eq!(ports, [9000, 9100]);
+            // S3, node-exporter, and the iperf3 sidecar the pre-flight probe measures.
+            assert_eq!(ports, [9000, 9100, 5201]);
         }
     }
 
-    fn campaign(spec: serde_json::Value) -> BenchmarkCampaign {
+    pub(crate) fn campaign(spec: serde_json::Value) -> BenchmarkCampaign {
         let mut c = serde_json::json!({
             "apiVersion": "pqbench.io/v1alpha1", "kind": "BenchmarkCampaign",
             "metadata": {"name": "q", "namespace": "team-a", "uid": "u1"},
@@ -1161,7 +1333,7 @@ mod network_policy_tests {
         );
         assert_eq!(
             spec["podSelector"]["matchExpressions"][0]["values"],
-            serde_json::json!(["worker", "analysis"])
+            serde_json::json!(["worker", "analysis", "probe"])
         );
         assert_eq!(
             spec["policyTypes"],
@@ -1176,7 +1348,8 @@ mod network_policy_tests {
             serde_json::json!([
                 {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
                 {"to": [{"podSelector": {"matchLabels": labels("q", "server")}}],
-                 "ports": [{"port": 9000, "protocol": "TCP"}, {"port": 9100, "protocol": "TCP"}]},
+                 "ports": [{"port": 9000, "protocol": "TCP"}, {"port": 9100, "protocol": "TCP"},
+                           {"port": 5201, "protocol": "TCP"}]},
             ])
         );
 
@@ -1289,7 +1462,15 @@ pub(crate) mod tests {
             serde_yaml_ng::from_str(include_str!("../../examples/cluster-minio.yaml")).unwrap();
         c.metadata.namespace = Some("team-a".into());
         c.metadata.uid = Some("u1".into());
-        let children = children(&c, "worker:1", DEFAULT_NODE_EXPORTER_IMAGE, None, &[]).unwrap();
+        let children = children(
+            &c,
+            "worker:1",
+            DEFAULT_NODE_EXPORTER_IMAGE,
+            "probe:1",
+            None,
+            &[],
+        )
+        .unwrap();
         let kind = |k: &'static str| children.iter().filter(move |v| v["kind"] == k);
         let fences: Vec<k8s_openapi::api::networking::v1::NetworkPolicy> = kind("NetworkPolicy")
             .map(|v| serde_json::from_value(v.clone()).unwrap())
@@ -1305,10 +1486,176 @@ pub(crate) mod tests {
                 )
             })
             .collect();
-        assert_eq!(templates.len(), 3, "worker, analysis, MinIO");
+        assert_eq!(templates.len(), 4, "worker, analysis, probe, MinIO");
         for (what, labels) in templates {
             let by: Vec<_> = fences.iter().filter(|np| selects(np, &labels)).collect();
             assert_eq!(by.len(), 1, "{what}'s pods: {labels:?}");
+        }
+    }
+
+    /// The testbed probes where their hardware is (the example applied as its text): fio on
+    /// MinIO's data volume before MinIO starts, iperf3's server beside it, the Job on the
+    /// clients' node group aiming at MinIO's pod; none with `testbed.baselines: false`.
+    #[test]
+    fn the_testbed_probes_sit_beside_minio_and_on_the_clients_node_group() {
+        let text = include_str!("../../examples/cluster-minio.yaml");
+        let mut c: BenchmarkCampaign = serde_yaml_ng::from_str(text).unwrap();
+        c.metadata.namespace = Some("team-a".into());
+        c.metadata.uid = Some("u1".into());
+        let kids = children(
+            &c,
+            "worker:1",
+            DEFAULT_NODE_EXPORTER_IMAGE,
+            "probe:1",
+            None,
+            &[],
+        )
+        .unwrap();
+        let of = |kind: &str, component: &str| {
+            kids.iter()
+                .find(|v| {
+                    v["kind"] == kind
+                        && v["metadata"]["labels"]["app.kubernetes.io/component"] == component
+                })
+                .cloned()
+        };
+        let set = of("StatefulSet", "server").unwrap();
+        let pod = &set["spec"]["template"]["spec"];
+        let init = &pod["initContainers"][0];
+        assert_eq!(init["name"], DISK_PROBE_CONTAINER);
+        assert_eq!(init["image"], "probe:1");
+        assert_eq!(
+            init["args"],
+            serde_json::json!([
+                "--disk-probe",
+                "/data",
+                "--probe-seconds",
+                "2",
+                "--termination-log",
+                "/dev/termination-log"
+            ]),
+            "a tenth of the 20 s window"
+        );
+        assert_eq!(init["volumeMounts"][0]["name"], "data");
+        assert_eq!(init["volumeMounts"][0]["mountPath"], "/data");
+        assert_eq!(init["securityContext"]["readOnlyRootFilesystem"], true);
+        assert_eq!(pod["containers"][2]["name"], "iperf3");
+        assert_eq!(
+            pod["containers"][2]["args"],
+            serde_json::json!(["-s", "-p", "5201"])
+        );
+        assert_eq!(
+            pod["containers"][2]["securityContext"]["capabilities"]["drop"],
+            serde_json::json!(["ALL"])
+        );
+
+        let job = of("Job", "probe").unwrap();
+        let worker = of("Job", "worker").unwrap();
+        let pod = &job["spec"]["template"]["spec"];
+        assert_eq!(job["metadata"]["name"], "cluster-minio-probe");
+        assert_eq!(
+            pod["nodeSelector"],
+            worker["spec"]["template"]["spec"]["nodeSelector"]
+        );
+        assert_eq!(pod["containers"][0]["image"], "probe:1");
+        assert_eq!(
+            pod["containers"][0]["args"],
+            serde_json::json!(["--probe-env", "PQBENCH_PROBE_SPEC"])
+        );
+        let env = pod["containers"][0]["env"].as_array().unwrap();
+        assert!(
+            env.iter().all(|e| e.get("valueFrom").is_none()),
+            "no Secret in the environment"
+        );
+        let spec: run::preflight::ProbeSpec =
+            serde_json::from_str(env[0]["value"].as_str().unwrap()).unwrap();
+        assert_eq!(spec.site, "node group clients");
+        assert_eq!(spec.server_host, "cluster-minio-minio.team-a.svc");
+        assert_eq!(spec.iperf3, Ok(run::preflight::IPERF3_PORT));
+        assert_eq!(
+            spec.settings,
+            run::preflight::ProbeSettings {
+                seconds: 2,
+                streams: 8
+            }
+        );
+        assert_eq!(
+            spec.server_cores, None,
+            "requests only: MinIO is not confined"
+        );
+        let run::runspec::Output::S3 { prefix, .. } = &spec.results else {
+            unreachable!("S3 output")
+        };
+        assert_eq!(prefix, "team-a/cluster-minio/u1/");
+
+        // Off: nothing of the probes is made.
+        let off = text.replace(
+            "  seed: 20261201\n",
+            "  seed: 20261201\n  testbed: {baselines: false}\n",
+        );
+        assert_ne!(off, text);
+        let mut c: BenchmarkCampaign = serde_yaml_ng::from_str(&off).unwrap();
+        c.metadata.namespace = Some("team-a".into());
+        c.metadata.uid = Some("u1".into());
+        let kids = children(
+            &c,
+            "worker:1",
+            DEFAULT_NODE_EXPORTER_IMAGE,
+            "probe:1",
+            None,
+            &[],
+        )
+        .unwrap();
+        assert!(
+            !kids
+                .iter()
+                .any(|v| v["metadata"]["labels"]["app.kubernetes.io/component"] == "probe")
+        );
+        let set = kids.iter().find(|v| v["kind"] == "StatefulSet").unwrap();
+        let pod = &set["spec"]["template"]["spec"];
+        assert!(pod.get("initContainers").is_none());
+        assert_eq!(pod["containers"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_external_servers_probe_is_ping_alone_and_minios_cores_are_its_cpu_limit() {
+        let c = crate::resources::network_policy_tests::campaign(serde_json::json!({
+            "server": {"external": {"endpoint": "https://s3.eu-west-1.amazonaws.com:8443",
+                                    "region": "eu-west-1", "bucket": "b"}}
+        }));
+        let o = Owner::of(&c).unwrap();
+        let m = crate::deploy::manifest(&c);
+        let plan = campaign::design::plan(&m);
+        let disk = run::preflight::Probe::Measured(run::preflight::Disk {
+            write_bytes_per_s: 1e9,
+            write_latency_ms: 1.0,
+            block_bytes: 1 << 20,
+            direct: true,
+            tool: "fio".into(),
+        });
+        let spec = crate::deploy::probe_spec(&c, &m, &plan, &o, disk.clone());
+        assert_eq!(spec.server_host, "s3.eu-west-1.amazonaws.com");
+        assert!(spec.iperf3.unwrap_err().contains("external"));
+        assert!(
+            matches!(spec.disk, run::preflight::Probe::NotMeasured(ref w) if w.contains("external"))
+        );
+        assert!(crate::deploy::server_probe(&m, &plan, "probe:1").is_none());
+
+        let c = crate::resources::network_policy_tests::campaign(serde_json::json!({
+            "server": {"cpus": "0-3"}
+        }));
+        let m = crate::deploy::manifest(&c);
+        let spec = crate::deploy::probe_spec(&c, &m, &plan, &o, disk.clone());
+        assert_eq!(spec.server_cores, Some(4.0));
+        assert_eq!(spec.disk, disk);
+        for (q, n) in [
+            ("8", Some(8.0)),
+            ("2.5", Some(2.5)),
+            ("500m", Some(0.5)),
+            ("0", None),
+            ("x", None),
+        ] {
+            assert_eq!(crate::deploy::cpu_cores(q), n, "{q}");
         }
     }
 
@@ -1323,6 +1670,7 @@ pub(crate) mod tests {
                 &MinioServer::default(),
                 placement(None),
                 DEFAULT_NODE_EXPORTER_IMAGE,
+                None,
             )
             .metadata,
         ];
@@ -1340,12 +1688,18 @@ pub(crate) mod tests {
     fn minio_is_pinned_to_the_server_node_group_unless_a_selector_is_given() {
         let o = owner();
         let pod = |p| {
-            minio_statefulset(&o, &MinioServer::default(), p, DEFAULT_NODE_EXPORTER_IMAGE)
-                .spec
-                .unwrap()
-                .template
-                .spec
-                .unwrap()
+            minio_statefulset(
+                &o,
+                &MinioServer::default(),
+                p,
+                DEFAULT_NODE_EXPORTER_IMAGE,
+                None,
+            )
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
         };
         let s = pod(placement(None));
         assert_eq!(
@@ -1368,6 +1722,7 @@ pub(crate) mod tests {
             &MinioServer::default(),
             placement(None),
             DEFAULT_NODE_EXPORTER_IMAGE,
+            None,
         );
         let spec = empty.spec.unwrap();
         assert!(spec.volume_claim_templates.is_none());
@@ -1380,7 +1735,7 @@ pub(crate) mod tests {
         let mut m = MinioServer::default();
         m.storage.size = Some(Quantity("100Gi".into()));
         m.storage.storage_class_name = Some("gp3".into());
-        let spec = minio_statefulset(&o, &m, placement(None), DEFAULT_NODE_EXPORTER_IMAGE)
+        let spec = minio_statefulset(&o, &m, placement(None), DEFAULT_NODE_EXPORTER_IMAGE, None)
             .spec
             .unwrap();
         let claim = &spec.volume_claim_templates.unwrap()[0];
@@ -1402,6 +1757,7 @@ pub(crate) mod tests {
             &MinioServer::default(),
             placement(None),
             DEFAULT_NODE_EXPORTER_IMAGE,
+            None,
         )
         .spec
         .unwrap()

@@ -102,7 +102,9 @@ pub struct Facts<'a> {
     pub server_bucket: bool,
     /// The results bucket; `Err` when it could not be read.
     pub bucket: Result<BucketView, String>,
-    /// The current attempt's Job (Running), or the analysis Job (Analyzing).
+    /// The current attempt's Job (Running), the analysis Job (Analyzing), or the
+    /// pre-flight probe Job (Provisioning, once the server is ready, with
+    /// `testbed.baselines`).
     pub job: JobState,
     /// The Jobs of the current attempt's mates, by Job name (Running, interleaved).
     pub mate_jobs: BTreeMap<String, JobState>,
@@ -191,6 +193,9 @@ pub enum Action {
     /// Apply the analysis Job ([`analysis_job_name`]). If it does not exist yet, first
     /// delete an earlier attempt's outcome.
     StartAnalysis,
+    /// Create the pre-flight probe Job ([`probe_job_name`]) if absent, with the disk probe
+    /// MinIO's init container left in its pod's status.
+    StartProbe,
     /// Delete every worker and analysis Job of the campaign.
     StopJobs,
     /// Delete the server, Secrets and Jobs (the TTL after the end).
@@ -276,10 +281,21 @@ pub fn analysis_job_name(campaign: &str) -> String {
     child_name(campaign, "-analysis")
 }
 
+/// The pre-flight probe Job's name (the testbed baselines, [`run::preflight`]).
+pub fn probe_job_name(campaign: &str) -> String {
+    child_name(campaign, "-probe")
+}
+
 pub use run::schedule::run_deadline;
 
 fn deadlines(spec: &CampaignSpec) -> campaign::cluster::Deadlines {
     spec.deadlines.clone().unwrap_or_default()
+}
+
+/// The provisioning deadline (`deadlines.provisioning`, default 10 minutes): the
+/// pre-flight probe Job's too.
+pub fn provisioning_deadline(spec: &CampaignSpec) -> Duration {
+    deadlines(spec).provisioning.0
 }
 
 /// The analysis deadline (`deadlines.analysis`, default 10 minutes).
@@ -404,6 +420,10 @@ pub enum Reason {
     AnalysisDeadlineExceeded,
     /// The analysis failed for want of valid data.
     AnalysisFailed,
+    /// The pre-flight probe wrote the testbed baselines.
+    BaselinesTaken,
+    /// The pre-flight probe failed or ran out of time (a warning; the runs start).
+    BaselinesNotTaken,
 }
 
 impl Reason {
@@ -439,6 +459,8 @@ impl Reason {
             Self::ProvisioningDeadlineExceeded => "ProvisioningDeadlineExceeded",
             Self::AnalysisDeadlineExceeded => "AnalysisDeadlineExceeded",
             Self::AnalysisFailed => "AnalysisFailed",
+            Self::BaselinesTaken => "BaselinesTaken",
+            Self::BaselinesNotTaken => "BaselinesNotTaken",
         }
     }
 
@@ -474,7 +496,9 @@ impl Reason {
             | Self::PlainHttp
             | Self::ProvisioningDeadlineExceeded
             | Self::AnalysisDeadlineExceeded
-            | Self::AnalysisFailed => None,
+            | Self::AnalysisFailed
+            | Self::BaselinesTaken
+            | Self::BaselinesNotTaken => None,
         }
     }
 }
@@ -779,6 +803,7 @@ impl Step<'_, '_> {
                 self.st.message = Some(why);
                 self.requeue(Duration::from_secs(5));
             }
+            None if self.probing(limit) => {}
             None => {
                 self.actions.push(Action::Provision);
                 self.cond(
@@ -801,6 +826,71 @@ impl Step<'_, '_> {
                 self.enter(Phase::Running);
                 self.running();
             }
+        }
+    }
+
+    /// The pre-flight probe, once everything else is provisioned (`testbed.baselines`):
+    /// its Job is started and waited for, within the provisioning deadline. Whether it
+    /// is still going. Its failure or lateness is a warning and the runs start: the report
+    /// then judges the CPUs alone and says why.
+    fn probing(&mut self, limit: Duration) -> bool {
+        let f = self.f;
+        if !f.spec.testbed.baselines {
+            return false;
+        }
+        let without = "the runs start without testbed baselines (the report judges the CPUs alone)";
+        let late = format!(
+            "the pre-flight probe did not finish within the provisioning deadline ({}): {without}",
+            campaign::units::format_duration(limit)
+        );
+        match &f.job {
+            JobState::Absent | JobState::Active if self.past(limit) => {
+                if f.job == JobState::Active {
+                    self.actions.push(Action::DeleteJob {
+                        name: probe_job_name(&f.plan.campaign),
+                    });
+                }
+                self.event(true, Reason::BaselinesNotTaken, late);
+                false
+            }
+            JobState::Absent | JobState::Active => {
+                if f.job == JobState::Absent {
+                    self.actions.push(Action::StartProbe);
+                }
+                self.actions.insert(0, Action::Provision);
+                let why = "taking the testbed baselines (the pre-flight probe Job: iperf3, ping; \
+                           fio ran beside the server)";
+                self.cond(
+                    ConditionType::Provisioned,
+                    ConditionStatus::False,
+                    Reason::Provisioning,
+                    why,
+                );
+                self.st.message = Some(why.into());
+                self.requeue(Duration::from_secs(5));
+                true
+            }
+            JobState::Failed(why) => {
+                self.event(
+                    true,
+                    Reason::BaselinesNotTaken,
+                    format!("the pre-flight probe Job failed ({why}): {without}"),
+                );
+                false
+            }
+            JobState::Succeeded => {
+                self.event(
+                    false,
+                    Reason::BaselinesTaken,
+                    format!(
+                        "testbed baselines taken: {} under the results prefix",
+                        run::preflight::BASELINES
+                    ),
+                );
+                false
+            }
+            // A foreign Job at the probe's name: the campaign fails on the collision.
+            JobState::NotLooked => false,
         }
     }
 
@@ -2006,6 +2096,96 @@ mod tests {
         assert!(starts_job(&d, 0, 1));
         assert_eq!(reasons(&d), ["Provisioned", "RunStarted"]);
         assert_eq!(d.status.current.unwrap().attempt, 1);
+    }
+
+    #[test]
+    fn the_pre_flight_probe_runs_once_provisioned_and_the_runs_start_after_it_either_way() {
+        let f = Fixture::new();
+        assert!(f.m.spec.testbed.baselines);
+        let st = CampaignStatus {
+            phase: Phase::Provisioning,
+            phase_since: Some(rfc3339(f.now - Duration::from_secs(5))),
+            ..CampaignStatus::default()
+        };
+        // Absent: made, and waited for.
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Absent));
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        assert!(d.actions.contains(&Action::StartProbe));
+        assert!(!starts_job(&d, 0, 1));
+        assert!(d.status.message.unwrap().contains("testbed baselines"));
+        assert_eq!(d.requeue, Some(Duration::from_secs(5)));
+        // Going: waited for, not made again.
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Active));
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        assert!(!d.actions.contains(&Action::StartProbe));
+        // Done: the runs start, the baselines said taken.
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Succeeded));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert!(starts_job(&d, 0, 1));
+        assert_eq!(reasons(&d), ["BaselinesTaken", "Provisioned", "RunStarted"]);
+        // Failed: a warning naming why, and the runs start all the same.
+        let d = decide(&f.facts(
+            &st,
+            f.completed(0),
+            JobState::Failed("BackoffLimitExceeded".into()),
+        ));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert_eq!(
+            reasons(&d),
+            ["BaselinesNotTaken", "Provisioned", "RunStarted"]
+        );
+        let Some(Action::Event(e)) = d
+            .actions
+            .iter()
+            .find(|a| matches!(a, Action::Event(e) if e.reason == Reason::BaselinesNotTaken))
+        else {
+            unreachable!("found above")
+        };
+        assert!(e.warning);
+        assert!(e.note.contains("BackoffLimitExceeded"), "{}", e.note);
+        assert!(e.note.contains("judges the CPUs alone"), "{}", e.note);
+    }
+
+    #[test]
+    fn a_pre_flight_probe_past_the_provisioning_deadline_is_stopped_and_the_runs_start() {
+        let f = Fixture::new();
+        let st = CampaignStatus {
+            phase: Phase::Provisioning,
+            phase_since: Some(rfc3339(f.now - Duration::from_secs(601))),
+            ..CampaignStatus::default()
+        };
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Active));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert!(d.actions.contains(&Action::DeleteJob {
+            name: probe_job_name(&f.plan.campaign)
+        }));
+        assert_eq!(
+            reasons(&d),
+            ["BaselinesNotTaken", "Provisioned", "RunStarted"]
+        );
+        // Provisioning that took the whole deadline leaves no time for a probe: none made.
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Absent));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert!(!d.actions.contains(&Action::StartProbe));
+        assert_eq!(
+            reasons(&d),
+            ["BaselinesNotTaken", "Provisioned", "RunStarted"]
+        );
+    }
+
+    #[test]
+    fn without_testbed_baselines_no_probe_is_made() {
+        let mut f = Fixture::new();
+        f.m.spec.testbed.baselines = false;
+        let st = CampaignStatus {
+            phase: Phase::Provisioning,
+            phase_since: Some(rfc3339(f.now - Duration::from_secs(5))),
+            ..CampaignStatus::default()
+        };
+        let d = decide(&f.facts(&st, f.completed(0), JobState::Absent));
+        assert_eq!(d.status.phase, Phase::Running);
+        assert!(!d.actions.contains(&Action::StartProbe));
+        assert_eq!(reasons(&d), ["Provisioned", "RunStarted"]);
     }
 
     #[test]

@@ -89,6 +89,10 @@ async fn crd_examples_cel_immutability_and_status() {
         &minio,
         placement,
         resources::DEFAULT_NODE_EXPORTER_IMAGE,
+        Some(resources::ServerProbe {
+            image: "ghcr.io/pqbench/pqbench-probe:test",
+            seconds: 5,
+        }),
     );
     sets.patch(&owner.minio(), &ssa, &Patch::Apply(&set))
         .await
@@ -103,6 +107,15 @@ async fn crd_examples_cel_immutability_and_status() {
         "server"
     );
     assert_eq!(pod.tolerations.unwrap()[0].value.as_deref(), Some("server"));
+    // The testbed probes beside MinIO pass the API server's validation: the disk probe
+    // before MinIO on its data volume, the iperf3 server beside it.
+    let init = pod.init_containers.unwrap();
+    assert_eq!(init[0].name, resources::DISK_PROBE_CONTAINER);
+    assert_eq!(
+        init[0].termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
+    assert_eq!(pod.containers[2].name, "iperf3");
 
     // The spec is the pre-registration: an edit is refused.
     let mut quick = api.get("quick").await.unwrap();

@@ -106,7 +106,14 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
             .iter()
             .map(|c| c.name.as_str())
             .collect::<Vec<_>>(),
-        ["minio", "node-exporter"]
+        ["minio", "node-exporter", "iperf3"],
+        "the testbed's iperf3 server beside MinIO"
+    );
+    let init = pod.init_containers.unwrap_or_default();
+    assert_eq!(
+        init.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        [operator::resources::DISK_PROBE_CONTAINER],
+        "fio on MinIO's volume before MinIO"
     );
     let svc: Api<Service> = Api::namespaced(client.clone(), &ns);
     assert!(owned_by(
@@ -302,26 +309,19 @@ spec:
                 .as_ref()
                 .and_then(|l| l.get("app.kubernetes.io/component"))
                 .cloned();
-            if component.as_deref() == Some("analysis") {
+            if component.as_deref() == Some("probe") {
+                // The pre-flight probe Job, before the first run: this host's ping to the
+                // external server; its network and disk are not the operator's to probe.
+                assert!(played.is_empty(), "the probe runs before the first run");
                 analyses.insert(name);
-                // The operator's pre-flight probe is not built yet (issue 39): the baselines
-                // this host's iperf3, fio and ping measure go where it would put them, so
-                // that the analysis Job's reading of them is what is tested here.
-                let loc = now.status.as_ref().unwrap().results.clone().unwrap();
-                let taken = tokio::task::spawn_blocking(this_hosts_baselines)
-                    .await
-                    .unwrap();
-                s3.settings()
-                    .client()
-                    .unwrap()
-                    .put_object()
-                    .bucket(&loc.bucket)
-                    .key(format!("{}baselines.json", loc.prefix))
-                    .body(serde_json::to_vec(&taken).unwrap().into())
-                    .send()
+                let taken = play::play_probe(&client, &ns, &job, &all, dir.path())
                     .await
                     .unwrap();
                 baselines = Some(taken);
+                continue;
+            }
+            if component.as_deref() == Some("analysis") {
+                analyses.insert(name);
                 threads.push(play::play_analysis(&job, &all, dir.path()));
                 continue;
             }
@@ -431,7 +431,14 @@ spec:
         played.len() <= 3 * plan.runs.len(),
         "at most runRetries + 1 attempts per run: {played:?}"
     );
-    assert_eq!(analyses.len(), 1, "one analysis Job: {analyses:?}");
+    assert_eq!(
+        analyses,
+        BTreeSet::from([
+            operator::step::probe_job_name(&plan.campaign),
+            operator::step::analysis_job_name(&plan.campaign)
+        ]),
+        "one probe and one analysis Job"
+    );
     let p = st.progress.unwrap();
     assert_eq!((p.done, p.total), (12, 12));
     assert_eq!(loc.bucket, "pqbench-results");
@@ -455,14 +462,41 @@ spec:
         run::verdicts::kem_time_rows(&analysis)
     );
     assert_eq!(st.findings, run::verdicts::findings(&analysis));
-    // The baselines under the results prefix reached the report and the status: the
-    // network is judged in the cell (the external server's CPU and disk are not).
-    assert_eq!(analysis.config.baselines, baselines);
+    // The pre-flight probe's baselines reached the report and the status: the round trip
+    // to the external server measured, its network and disk not, each with the reason,
+    // which the cell's unjudged ceilings repeat.
+    let b = baselines.expect("the probe Job was made and played");
+    assert_eq!(analysis.config.baselines.as_ref(), Some(&b));
+    assert_eq!(b.site, "node group clients");
+    assert_eq!(b.server_host, "127.0.0.1");
+    assert!(b.round_trip.measured().is_some(), "{:?}", b.round_trip);
+    use analysis::testbed::Probe;
+    let Probe::NotMeasured(network) = &b.network else {
+        panic!(
+            "the network measured beside an external server: {:?}",
+            b.network
+        )
+    };
+    let Probe::NotMeasured(disk) = &b.disk else {
+        panic!("the disk measured beside an external server: {:?}", b.disk)
+    };
+    assert!(
+        network.contains("external") && disk.contains("external"),
+        "{network}; {disk}"
+    );
     let cell = &analysis.bottlenecks[0];
     assert!(
-        cell.usage_of(analysis::testbed::Resource::Network)
-            .is_some(),
+        cell.unjudged
+            .iter()
+            .any(|u| u.starts_with("network: the server is external")),
         "{cell:?}"
+    );
+    let ev = k8s::event(&client, &ns, "BaselinesTaken").await;
+    assert!(
+        ev.note
+            .as_deref()
+            .is_some_and(|n| n.contains("baselines.json")),
+        "{ev:?}"
     );
     assert!(
         st.findings
@@ -585,23 +619,4 @@ spec:
     );
     s3.stop();
     recording::assert_allowed(&recorded.calls(), &ns);
-}
-
-/// What `pqbench run`'s probes measure on this host (iperf3 both ways, fio, ping), as the
-/// operator's pre-flight probe is to leave them.
-fn this_hosts_baselines() -> analysis::testbed::Baselines {
-    let disk = tempfile::tempdir().unwrap();
-    worker::testbed::take(&worker::testbed::Plan {
-        site: "this host (the test's stand-in for the pre-flight probe)".into(),
-        server_host: "127.0.0.1".into(),
-        iperf3: worker::testbed::Iperf3Server::Start,
-        disk_dir: Ok(disk.path().to_path_buf()),
-        server_cpus: None,
-        client_cpus: None,
-        server_cores: None,
-        settings: worker::testbed::ProbeSettings {
-            seconds: 1,
-            streams: 2,
-        },
-    })
 }

@@ -391,10 +391,10 @@ impl Kubelet {
                     job.uid().unwrap_or_default(),
                     component.clone(),
                 ));
-                if component == "analysis" {
-                    seen.analysis = true;
-                } else {
-                    seen.started.push(name.clone());
+                match component.as_str() {
+                    "analysis" => seen.analysis = true,
+                    "worker" => seen.started.push(name.clone()),
+                    _ => {}
                 }
                 api.patch_status(
                     &name,
@@ -825,6 +825,14 @@ fn check_bucket(
     assert_eq!(json["prereg_hash"], plan.prereg_hash);
     let analysis: analysis::Report = serde_json::from_slice(report).unwrap();
     assert_eq!(st.verdicts, run::verdicts::verdict_rows(&analysis));
+    // The probe's baselines, as the report read them.
+    let baselines = &objects
+        .iter()
+        .find(|(k, _)| *k == format!("{}baselines.json", loc.prefix))
+        .expect("the pre-flight probe's baselines in the results bucket")
+        .1;
+    let b: analysis::testbed::Baselines = serde_json::from_slice(baselines).unwrap();
+    assert_eq!(analysis.config.baselines, Some(b));
 }
 
 /// Each run started and completed at most once in the events (an event is lost when the
@@ -1044,10 +1052,40 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
         want.iter().map(String::as_str).collect(),
         "the first attempt of every run"
     );
+    // The pre-flight probe Job, played as the `pqbench-worker --probe-env` process its pod
+    // runs, once, before the first run, and it succeeded (a kill while provisioning may
+    // fall before or after it is made: never a second).
+    let probe = operator::step::probe_job_name(&plan.campaign);
+    let probes: Vec<_> = kubelet
+        .played
+        .iter()
+        .filter(|(_, _, c)| c == "probe")
+        .collect();
+    assert_eq!(probes.len(), 1, "{probes:?}");
+    assert_eq!(
+        kubelet.played[0].2, "probe",
+        "before the first run: {:?}",
+        kubelet.played
+    );
+    let probe_exits: Vec<_> = kubelet
+        .exits
+        .iter()
+        .filter(|(p, _)| p.starts_with(&probe))
+        .collect();
+    assert_eq!(
+        probe_exits
+            .iter()
+            .map(|(_, e)| e.as_str())
+            .collect::<Vec<_>>(),
+        ["exit status: 0"]
+    );
     let worker_exits: Vec<&(String, String)> = kubelet
         .exits
         .iter()
-        .filter(|(p, _)| !p.starts_with(&operator::step::analysis_job_name(&plan.campaign)))
+        .filter(|(p, _)| {
+            !p.starts_with(&operator::step::analysis_job_name(&plan.campaign))
+                && !p.starts_with(&probe)
+        })
         .collect();
     assert_eq!(worker_exits.len(), 2 * runs, "{worker_exits:?}");
     for (pod, exit) in &worker_exits {

@@ -315,11 +315,19 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
                     .into_iter()
                     .map(|s| (s.name_any(), s))
                     .collect();
-                let analysis = job
+                let component = job
                     .labels()
                     .get("app.kubernetes.io/component")
-                    .is_some_and(|v| v == "analysis");
-                match (analysis, c.name_any().as_str()) {
+                    .cloned()
+                    .unwrap_or_default();
+                if component == "probe" {
+                    // The pre-flight probe: this host's ping to the shared server.
+                    play::play_probe(&client, ns, &job, &all, dir.path())
+                        .await
+                        .unwrap();
+                    continue;
+                }
+                match (component == "analysis", c.name_any().as_str()) {
                     // Tenant a's "analysis": 9 MiB where the outcome goes.
                     (true, "a") => {
                         let loc = c.status.as_ref().unwrap().results.clone().unwrap();

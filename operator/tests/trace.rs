@@ -69,6 +69,7 @@ async fn one_pass(metrics: Arc<Metrics>) {
         Config {
             worker_image: "worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
+            probe_image: "ghcr.io/pqbench/pqbench-probe:test".into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
             operator_namespace: None,

@@ -57,6 +57,7 @@ fn children(dir: &std::path::Path) -> Result<(), String> {
             &c,
             "ghcr.io/pqbench/pqbench-worker@sha256:0000000000000000000000000000000000000000000000000000000000000000",
             operator::resources::DEFAULT_NODE_EXPORTER_IMAGE,
+            "ghcr.io/pqbench/pqbench-probe@sha256:0000000000000000000000000000000000000000000000000000000000000000",
             Some("pqbench-system"),
             &except,
         )

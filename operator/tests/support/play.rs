@@ -1,6 +1,7 @@
 //! Plays the pods of the operator's Jobs where no kubelet runs (the test API server): a
 //! worker Job's processes run the worker's engine with the Job's run spec, the analysis
-//! Job runs `worker::analyze`, each with the Secret volumes the Job mounts written as the
+//! Job runs `worker::analyze`, the pre-flight probe Job runs `worker::testbed::preflight`
+//! (this host's ping; iperf3 and fio as its spec says), each with the Secret volumes the Job mounts written as the
 //! kubelet writes them (`pod_env::secret_mounts`), the spec's paths inside the pod
 //! translated to their directories here.
 
@@ -119,4 +120,63 @@ pub(crate) fn play_job(
             })
         })
         .collect()
+}
+
+/// Plays the pod of the pre-flight probe Job: `pqbench-worker --probe-env` with the Job's
+/// spec (this host's network: the pods share it here), then writes the Job's status as
+/// its controller would (`Complete` once the pod succeeded, `Failed` if it did not), which
+/// is what the operator waits for. The baselines it wrote, or the error.
+pub(crate) async fn play_probe(
+    client: &kube::Client,
+    ns: &str,
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+) -> Result<analysis::testbed::Baselines, String> {
+    use kube::api::{Api, Patch, PatchParams};
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(
+        pod.containers[0].args.as_deref().unwrap(),
+        ["--probe-env", "PQBENCH_PROBE_SPEC"]
+    );
+    let mounts = mounts(job, secrets, dir, "probe");
+    let spec: run::preflight::ProbeSpec = serde_json::from_str(&SecretMount::on_host(
+        &mounts,
+        &env_value(job, secrets, "PQBENCH_PROBE_SPEC"),
+    ))
+    .unwrap();
+    let name = job.metadata.name.clone().unwrap();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let started = serde_json::json!({"status": {"startTime": now(), "active": 1}});
+    jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&started))
+        .await
+        .unwrap();
+    let taken = worker::testbed::preflight(&spec)
+        .await
+        .map_err(|e| e.to_string());
+    let (type_, reason, succeeded, failed) = match &taken {
+        Ok(_) => ("Complete", "CompletionsReached", 1, 0),
+        Err(_) => ("Failed", "BackoffLimitExceeded", 0, 1),
+    };
+    let mut status = serde_json::json!({
+        "active": 0, "succeeded": succeeded, "failed": failed,
+        "conditions": [{"type": type_, "status": "True", "reason": reason,
+                        "message": reason, "lastProbeTime": now(),
+                        "lastTransitionTime": now()}]
+    });
+    if succeeded == 1 {
+        status["completionTime"] = now().into();
+    }
+    jobs.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "status": status })),
+    )
+    .await
+    .unwrap();
+    taken
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

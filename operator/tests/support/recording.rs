@@ -134,6 +134,7 @@ pub(crate) async fn controller(namespaces: &[&str]) -> Recorded {
         operator::reconcile::Config {
             worker_image: "ghcr.io/pqbench/pqbench-worker:test".into(),
             node_exporter_image: operator::resources::DEFAULT_NODE_EXPORTER_IMAGE.into(),
+            probe_image: "ghcr.io/pqbench/pqbench-probe:test".into(),
             instance: "test".into(),
             policy: operator::policy::Policy::default(),
             operator_namespace: None,
