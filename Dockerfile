@@ -6,6 +6,12 @@
 #       --build-arg PQBENCH_GIT_COMMIT="$(git rev-parse HEAD)" .
 #   docker build --target worker -t ghcr.io/pqbench/pqbench-worker:0.1.0 \
 #       --build-arg PQBENCH_GIT_COMMIT="$(git rev-parse HEAD)" .
+#   docker build --target probe -t ghcr.io/pqbench/pqbench-probe:0.1.0 \
+#       --build-arg PQBENCH_GIT_COMMIT="$(git rev-parse HEAD)" .
+#
+# The probe image (the testbed baselines on a cluster: the operator's pre-flight probe Job,
+# and MinIO's disk-probe init container and iperf3 sidecar) is the worker binary on Debian
+# with iperf3, fio and ping, the tools it runs; the two others have no shell or packages.
 #
 # Both targets share the builder stage (one compilation of the workspace). The builder runs
 # on the image's own platform, so `docker buildx build --platform linux/arm64` (Graviton
@@ -28,6 +34,11 @@ ARG BUILDER_IMAGE=docker.io/library/rust:${RUST_VERSION}-slim-trixie
 ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
 # Where the binaries come from: `builder` (compiled below, static musl) or `prebuilt`.
 ARG BINARIES=builder
+# What the probe image runs on: `probe-base` (Debian with the tools, below) or an image
+# with them already (scripts/images.sh: debootstrap --include).
+ARG PROBE_BASE_IMAGE=probe-base
+# The Debian the probe base installs the tools on.
+ARG PROBE_DEBIAN_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${BUILDER_IMAGE} AS builder
 ARG RUST_VERSION
@@ -82,6 +93,25 @@ ENTRYPOINT ["/usr/local/bin/pqbench-operator"]
 FROM ${RUNTIME_IMAGE} AS worker
 LABEL org.opencontainers.image.title="pqbench-worker" \
       org.opencontainers.image.description="pqbench worker: the client process of one benchmark run" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=binaries /out/pqbench-worker /usr/local/bin/pqbench-worker
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/pqbench-worker"]
+
+# Debian with the probes' tools: iperf3 (network), fio (disk), iputils-ping (round trip);
+# taskset is util-linux, which Debian always has.
+FROM ${PROBE_DEBIAN_IMAGE} AS probe-base
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        iperf3 fio iputils-ping ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
+# The testbed probes: `pqbench-worker --probe-env` (the pre-flight probe Job),
+# `--disk-probe` (MinIO's init container) and `iperf3 -s` (beside MinIO).
+FROM ${PROBE_BASE_IMAGE} AS probe
+LABEL org.opencontainers.image.title="pqbench-probe" \
+      org.opencontainers.image.description="pqbench testbed probes: iperf3, fio and ping with pqbench-worker" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=binaries /out/pqbench-worker /usr/local/bin/pqbench-worker
 USER 65532:65532

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The operator and worker images, built with podman on a machine that reaches no image
+# The operator, worker and probe images, built with podman on a machine that reaches no image
 # registry (make images), and their check (make image-check).
 #
-#   scripts/images.sh base            the Debian bookworm base image (debootstrap, cached)
-#   scripts/images.sh build [PROFILE] both images from binaries built on this host
+#   scripts/images.sh base            the Debian bookworm base images (debootstrap, cached)
+#   scripts/images.sh build [PROFILE] the images from binaries built on this host
 #                                     (PROFILE: release, the default, or test: the
 #                                     binaries `cargo test --workspace` builds)
 #   scripts/images.sh check [PROFILE] the image tests (tests/images.rs) and the played
@@ -13,15 +13,17 @@
 #   scripts/images.sh played          the played campaign alone, on the images as built
 #                                     (it measures: make test runs it with nothing beside)
 #
-# The images are the Dockerfile's `operator` and `worker` targets with RUNTIME_IMAGE set to
-# the local base and BINARIES=prebuilt: the same user (65532), entrypoint and labels as a
-# release, but glibc binaries from this host's toolchain (it has no musl target) on a
-# Debian base instead of static ones on distroless. Tags: localhost/pqbench-operator:local
-# and localhost/pqbench-worker:local.
+# The images are the Dockerfile's `operator`, `worker` and `probe` targets with
+# RUNTIME_IMAGE (PROBE_BASE_IMAGE for the probe) set to a local base and BINARIES=prebuilt:
+# the same user (65532), entrypoint and labels as a release, but glibc binaries from this
+# host's toolchain (it has no musl target) on a Debian base instead of static ones on
+# distroless. Tags: localhost/pqbench-operator:local, localhost/pqbench-worker:local and
+# localhost/pqbench-probe:local.
 #
-# The base is `debootstrap --variant=minbase --include=ca-certificates bookworm` from the
-# Debian mirror apt uses here, kept as a tarball in $PQBENCH_CACHE (default
-# ~/.cache/pqbench) and imported once into podman's store. Needs root (debootstrap, podman
+# The bases are `debootstrap --variant=minbase --include=ca-certificates bookworm` (and,
+# for the probe, `--include=ca-certificates,iperf3,fio,iputils-ping`) from the Debian
+# mirror apt uses here, kept as tarballs in $PQBENCH_CACHE (default ~/.cache/pqbench) and
+# imported once into podman's store. Needs root (debootstrap, podman
 # with runc and the cgroupfs manager: scripts/containers.conf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,7 @@ cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="$PWD/scripts/containers.conf"
 CACHE=${PQBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pqbench}
 BASE=localhost/pqbench-base:bookworm
+PROBE_BASE=localhost/pqbench-probe-base:bookworm
 TAG=${PQBENCH_IMAGE_TAG:-local}
 
 die() { echo "images.sh: $*" >&2; exit 1; }
@@ -46,13 +49,14 @@ mirror() {
     echo "${m:-http://deb.debian.org/debian}"
 }
 
-base() {
-    need podman
-    if podman image exists "$BASE"; then
-        echo "base: $BASE is in podman's store"
+# bootstrap IMAGE NAME PACKAGES: a debootstrapped bookworm with PACKAGES as IMAGE.
+bootstrap() {
+    local image=$1 name=$2 packages=$3
+    if podman image exists "$image"; then
+        echo "base: $image is in podman's store"
         return
     fi
-    local tarball="$CACHE/base-bookworm.tar"
+    local tarball="$CACHE/$name-bookworm.tar"
     if [ ! -s "$tarball" ]; then
         need debootstrap
         [ "$(id -u)" = 0 ] || die "debootstrap needs root"
@@ -60,10 +64,10 @@ base() {
         local root
         root=$(mktemp -d "$CACHE/rootfs.XXXXXX")
         trap 'rm -rf "$root"' EXIT
-        echo "base: debootstrap bookworm from $(mirror) (about a minute)"
-        debootstrap --variant=minbase --include=ca-certificates bookworm "$root" "$(mirror)" \
-            >"$CACHE/debootstrap.log" 2>&1 ||
-            { tail -20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
+        echo "base: debootstrap bookworm with $packages from $(mirror) (about a minute)"
+        debootstrap --variant=minbase --include="$packages" bookworm "$root" "$(mirror)" \
+            >"$CACHE/debootstrap-$name.log" 2>&1 ||
+            { tail -20 "$CACHE/debootstrap-$name.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap-$name.log)"; }
         # No package lists or downloaded packages in the image.
         rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
         tar -C "$root" --numeric-owner -cf "$tarball.tmp" .
@@ -71,14 +75,20 @@ base() {
         rm -rf "$root"
         trap - EXIT
     fi
-    echo "base: importing $tarball as $BASE"
-    podman import --quiet "$tarball" "$BASE" >/dev/null
+    echo "base: importing $tarball as $image"
+    podman import --quiet "$tarball" "$image" >/dev/null
+}
+
+base() {
+    need podman
+    bootstrap "$BASE" base ca-certificates
+    bootstrap "$PROBE_BASE" probe-base ca-certificates,iperf3,fio,iputils-ping
 }
 
 build() {
     local profile=${1:-release} dir
     base
-    echo "build: pqbench-operator and pqbench-worker ($profile)"
+    echo "build: pqbench-operator, pqbench-worker and pqbench-probe ($profile)"
     case "$profile" in
         release)
             cargo build --release -p operator --bin pqbench-operator -p worker --bin pqbench-worker
@@ -96,9 +106,10 @@ build() {
     rm -rf "$ctx"
     mkdir -p "$ctx/prebuilt"
     cp "$dir/pqbench-operator" "$dir/pqbench-worker" "$ctx/prebuilt/"
-    for image in operator worker; do
+    for image in operator worker probe; do
         podman build --quiet --file Dockerfile --target "$image" \
-            --build-arg RUNTIME_IMAGE="$BASE" --build-arg BINARIES=prebuilt \
+            --build-arg RUNTIME_IMAGE="$BASE" --build-arg PROBE_BASE_IMAGE="$PROBE_BASE" \
+            --build-arg BINARIES=prebuilt \
             --tag "localhost/pqbench-$image:$TAG" "$ctx" >/dev/null
         echo "build: localhost/pqbench-$image:$TAG"
     done

@@ -12,8 +12,14 @@
 //!   the pod's grace period;
 //! - **MinIO's StatefulSet**: played by `pqbench serve-s3` with the root user and password
 //!   its pod would get from the credentials Secret, and Debian's node exporter for its
-//!   sidecar, each on the port its Service names, on a loopback address of their own; the
+//!   sidecar, each on the port its Service names, on a loopback address of their own; its
+//!   testbed probes run on the probe image as its kubelet would run them: the disk-probe
+//!   init container first, to its end, its termination message then reported in the pod's
+//!   status (where the operator reads it), and the iperf3 sidecar beside serve-s3; the
 //!   StatefulSet's status then says one ready replica;
+//! - **the pods' sysctls** (the probe Job's `net.ipv4.ping_group_range`, for ping without a
+//!   capability): the kubelet sets them in the pod's network namespace; the played pods
+//!   share this host's, so they are set there while the campaign runs, and put back;
 //! - **cluster DNS**: the Service names (`<svc>.<ns>.svc` and the shorter forms) resolve to
 //!   that address in every container (`--add-host`), the operator's included;
 //! - **the control plane's place**: the test API server, etcd and this test run on the
@@ -62,10 +68,12 @@ use operator::{BenchmarkCampaign, Phase};
 use podman::{PodContext, PodRun, image, pod_run, podman, require_images};
 use serde_json::json;
 
-/// A played MinIO: the S3 stand-in and the node exporter.
+/// A played MinIO: the S3 stand-in, the node exporter and the iperf3 sidecar (a container
+/// of the probe image, with `testbed.baselines`).
 struct Minio {
     s3: Child,
     node: Child,
+    iperf3: Option<(PodRun, Child)>,
     _dir: tempfile::TempDir,
 }
 
@@ -74,6 +82,10 @@ impl Drop for Minio {
         for c in [&mut self.s3, &mut self.node] {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        if let Some((run, child)) = &mut self.iperf3 {
+            run.stop();
+            let _ = child.wait();
         }
     }
 }
@@ -118,6 +130,10 @@ struct Cluster {
     minio: BTreeMap<String, Minio>,
     jobs: BTreeMap<String, PlayedJob>,
     tally: Tally,
+    /// The host's sysctls the pods' set, with the values to put back.
+    sysctls: BTreeMap<String, String>,
+    /// The disk-probe init containers' termination messages, by MinIO's pod.
+    disk_probes: BTreeMap<String, String>,
 }
 
 /// Places this process and the test API server's processes (their pid files beside
@@ -314,6 +330,8 @@ impl Cluster {
                 secrets: self.secrets().await,
                 ..PodContext::default()
             };
+            // Its init containers first, each to its end, as the kubelet runs them.
+            self.init_containers(&set, &pod, &ctx).await;
             // The container's environment and Secret volumes, resolved as its kubelet
             // would; MinIO reads its root user from the files `MINIO_ROOT_*_FILE` name.
             let env: BTreeMap<String, String> =
@@ -389,6 +407,7 @@ impl Cluster {
                 "the played MinIO (serve-s3) did not get its precedence over the control \
                  plane (nice -n {SERVER_NICE} needs root or CAP_SYS_NICE)"
             );
+            let iperf3 = self.iperf3_sidecar(&pod, &ctx).await;
             let generation = set.metadata.generation.unwrap_or(1);
             api.patch_status(
                 &name,
@@ -405,9 +424,131 @@ impl Cluster {
                 Minio {
                     s3,
                     node,
+                    iperf3,
                     _dir: dir,
                 },
             );
+        }
+    }
+
+    /// A pod's container `c` as a container here: on its node group's CPUs, its Secret
+    /// volumes and termination message under the test's directory.
+    fn container_run(
+        &self,
+        pod: &k8s_openapi::api::core::v1::PodSpec,
+        c: &Container,
+        ctx: &PodContext,
+    ) -> PodRun {
+        let ctx = PodContext {
+            name: format!("{}-{}-{}", self.ns, ctx.name, c.name),
+            node_cpus: self.node_cpus(pod),
+            volumes_root: Some(self.logs.with_file_name("volumes")),
+            ..ctx.clone()
+        };
+        pod_run(pod, c, &ctx).unwrap_or_else(|e| panic!("{}: {e}", ctx.name))
+    }
+
+    /// Runs MinIO's init containers (the testbed's disk probe) to their end, then reports
+    /// its pod with their termination messages in its status, as its kubelet would.
+    async fn init_containers(
+        &mut self,
+        set: &StatefulSet,
+        pod: &k8s_openapi::api::core::v1::PodSpec,
+        ctx: &PodContext,
+    ) {
+        use k8s_openapi::api::core::v1::{Pod as KPod, PodStatus};
+        let Some(inits) = pod.init_containers.as_ref().filter(|i| !i.is_empty()) else {
+            return;
+        };
+        let mut statuses = Vec::new();
+        for c in inits {
+            let run = self.container_run(pod, c, ctx);
+            let log = self.logs.join(format!("{}.log", run.name));
+            let status = run.spawn_to(&log).wait().unwrap();
+            assert!(
+                status.success(),
+                "init container {} of {}: {status}\n{}",
+                c.name,
+                ctx.name,
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            let message = run
+                .termination_log
+                .as_ref()
+                .map(|f| std::fs::read_to_string(f).unwrap())
+                .unwrap_or_default();
+            self.disk_probes.insert(ctx.name.clone(), message.clone());
+            statuses.push(json!({
+                "name": c.name, "image": c.image, "ready": true, "restartCount": 0,
+                "imageID": podman::image_id(c.image.as_deref().unwrap()),
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                         "message": message}}
+            }));
+        }
+        let template = set.spec.clone().unwrap().template;
+        let pods: Api<KPod> = Api::namespaced(self.client.clone(), &self.ns);
+        let object = KPod {
+            metadata: kube::api::ObjectMeta {
+                name: Some(ctx.name.clone()),
+                labels: template.metadata.and_then(|m| m.labels),
+                ..Default::default()
+            },
+            spec: Some(pod.clone()),
+            status: None,
+        };
+        pods.create(&kube::api::PostParams::default(), &object)
+            .await
+            .unwrap();
+        let status = json!({"status": PodStatus {
+            phase: Some("Running".into()),
+            ..PodStatus::default()
+        }});
+        let mut status = status;
+        status["status"]["initContainerStatuses"] = json!(statuses);
+        pods.patch_status(&ctx.name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .unwrap();
+    }
+
+    /// MinIO's iperf3 sidecar (the testbed's network target), once it listens on MinIO's
+    /// address.
+    async fn iperf3_sidecar(
+        &self,
+        pod: &k8s_openapi::api::core::v1::PodSpec,
+        ctx: &PodContext,
+    ) -> Option<(PodRun, Child)> {
+        let c = pod.containers.iter().find(|c| c.name == "iperf3")?;
+        let port = c.ports.as_ref()?.first()?.container_port;
+        let run = self.container_run(pod, c, ctx);
+        let child = run.spawn_to(&self.logs.join(format!("{}.log", run.name)));
+        let addr = std::net::SocketAddr::new(self.ip, u16::try_from(port).unwrap());
+        let until = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "the iperf3 sidecar never listened on {addr}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Some((run, child))
+    }
+
+    /// The pod's sysctls, set in the network namespace its containers get (this host's),
+    /// the values they replace kept to put back.
+    fn apply_sysctls(&mut self, pod: &k8s_openapi::api::core::v1::PodSpec) {
+        let sysctls = pod
+            .security_context
+            .iter()
+            .flat_map(|s| s.sysctls.iter().flatten());
+        for s in sysctls {
+            let path = Path::new("/proc/sys").join(s.name.replace('.', "/"));
+            let old =
+                std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("sysctl {}: {e}", s.name));
+            self.sysctls
+                .entry(s.name.clone())
+                .or_insert_with(|| old.trim().to_owned());
+            std::fs::write(&path, &s.value)
+                .unwrap_or_else(|e| panic!("sysctl {}={}: {e} (needs root)", s.name, s.value));
         }
     }
 
@@ -417,6 +558,7 @@ impl Cluster {
         if self.invalid.as_ref().is_some_and(|(job, _)| *job == name) {
             make_pod_invalid(&mut pod, &self.invalid.as_ref().unwrap().1);
         }
+        self.apply_sysctls(&pod);
         let played = self.jobs.get_mut(&name).unwrap();
         played.started += 1;
         let (attempt, indexed) = (played.started, played.tally.indexed);
@@ -583,6 +725,10 @@ impl Cluster {
             }
         }
         self.minio.clear();
+        for (name, value) in std::mem::take(&mut self.sysctls) {
+            let path = Path::new("/proc/sys").join(name.replace('.', "/"));
+            let _ = std::fs::write(path, value);
+        }
     }
 }
 
@@ -679,6 +825,8 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         minio: BTreeMap::new(),
         jobs: BTreeMap::new(),
         tally: Tally::default(),
+        sysctls: BTreeMap::new(),
+        disk_probes: BTreeMap::new(),
     };
     let started = Instant::now();
     let outcome = rt.block_on(async {
@@ -783,10 +931,11 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         st.message,
         cluster.tally.failed_pods.join("\n")
     );
-    // Every Job ran on the worker image; one Job per run attempt plus the analysis.
+    // Every Job ran on the worker image but the pre-flight probe, on the probe image; one
+    // Job per run attempt plus the probe and the analysis.
     assert_eq!(
         cluster.tally.images,
-        BTreeSet::from([image("pqbench-worker")])
+        BTreeSet::from([image("pqbench-worker"), image("pqbench-probe")])
     );
     let progress = st.progress.unwrap();
     assert_eq!(progress.done, progress.total, "{progress:?}");
@@ -846,16 +995,58 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         st.verdicts
     );
     assert!(rc.deficit, "{}", say(rc));
-    // The worker image the pods ran, at the digest podman resolved it to, in status.
+    // The worker and probe images the pods ran, at the digests podman resolved them to, in
+    // status.
     let worker = podman::image("pqbench-worker");
+    let probe = podman::image("pqbench-probe");
+    let mut want = [
+        (worker.as_str(), podman::image_id(&worker)),
+        (probe.as_str(), podman::image_id(&probe)),
+    ];
+    want.sort();
     assert_eq!(
         st.images
             .iter()
-            .map(|i| (i.image.as_str(), i.image_id.as_str()))
+            .map(|i| (i.image.as_str(), i.image_id.clone()))
             .collect::<Vec<_>>(),
-        [(worker.as_str(), podman::image_id(&worker).as_str())],
+        want,
         "{:?}",
         st.images
+    );
+    // The testbed baselines in the report, as the probes on the probe image took them: the
+    // network both ways from the probe Job to the iperf3 sidecar beside MinIO, ping's round
+    // trip (the Job's sysctl in force), and the disk as MinIO's init container measured it
+    // (its termination message, which the operator read from the pod's status).
+    let b = report
+        .config
+        .baselines
+        .clone()
+        .expect("baselines.json under the results prefix, read by the analysis");
+    assert!(b.site.starts_with("node group "), "{b:?}");
+    let n = b
+        .network
+        .measured()
+        .unwrap_or_else(|| panic!("{:?}", b.network));
+    assert!(
+        n.upload_bits_per_s > 1e8 && n.download_bits_per_s > 1e8,
+        "{n:?}"
+    );
+    assert!(b.round_trip.measured().is_some(), "{:?}", b.round_trip);
+    let message = cluster
+        .disk_probes
+        .values()
+        .next()
+        .expect("MinIO's disk probe ran");
+    let disk = run::preflight::disk_from_message(Some(message));
+    assert!(disk.measured().is_some(), "{disk:?}");
+    assert_eq!(b.disk, disk);
+    assert!(
+        report.bottlenecks.iter().all(|c| !c
+            .unjudged
+            .iter()
+            .any(|u| u.starts_with("network") || u.starts_with("disk"))),
+        "{:?}",
+        report.bottlenecks
     );
     // The run made invalid: kept as attempt a0 and run again, counted in the report's
     // Attempts table and in status's deviations.

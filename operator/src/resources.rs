@@ -634,6 +634,15 @@ pub fn minio_statefulset(
         ],
     );
     volumes.push(credentials_volume);
+    if probe.is_some() {
+        // iperf3 keeps each stream's buffer in a file under $TMPDIR (/tmp): the root is
+        // read-only.
+        volumes.push(Volume {
+            name: PROBE_TMP.to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        });
+    }
     let container = Container {
         name: "minio".to_owned(),
         image: Some(minio.image.clone()),
@@ -1082,6 +1091,9 @@ pub fn analysis_job(
     })
 }
 
+/// The sysctl that lets a group open ICMP datagram sockets (ping without `CAP_NET_RAW`).
+pub const PING_GROUP_RANGE: &str = "net.ipv4.ping_group_range";
+
 /// The pre-flight probe Job: one pod of the probe image on the clients' node group, placed
 /// and fenced as the workers are, running `pqbench-worker --probe-env PQBENCH_PROBE_SPEC`
 /// ([`run::preflight`]). `pods.image` is the probe image. Not retried past one failure:
@@ -1105,6 +1117,27 @@ pub fn probe_job(
         env_value("TMPDIR", "/tmp"),
     ];
     let args = ["--probe-env", run::preflight::PROBE_SPEC_ENV];
+    let mut template = worker_pod(
+        pods,
+        labels_,
+        &args,
+        env,
+        secret_mounts(owner, pods, false),
+        placement,
+    );
+    // ping without a capability: ICMP datagram sockets for the pod's group, a sysctl of
+    // the pod's own network namespace that Kubernetes counts safe (allowed by default and
+    // by the restricted Pod Security Standard).
+    if let Some(sc) = template
+        .spec
+        .as_mut()
+        .and_then(|p| p.security_context.as_mut())
+    {
+        sc.sysctls = Some(vec![k8s_openapi::api::core::v1::Sysctl {
+            name: PING_GROUP_RANGE.to_owned(),
+            value: format!("{WORKER_GROUP} {WORKER_GROUP}"),
+        }]);
+    }
     Ok(Job {
         metadata: meta,
         spec: Some(JobSpec {
@@ -1112,14 +1145,7 @@ pub fn probe_job(
             parallelism: Some(1),
             backoff_limit: Some(1),
             active_deadline_seconds: Some(pods.active_deadline_seconds),
-            template: worker_pod(
-                pods,
-                labels_,
-                &args,
-                env,
-                secret_mounts(owner, pods, false),
-                placement,
-            ),
+            template,
             ..JobSpec::default()
         }),
         ..Job::default()
@@ -1214,9 +1240,17 @@ fn iperf3_server(p: ServerProbe<'_>) -> Container {
             ..ResourceRequirements::default()
         }),
         security_context: Some(restricted()),
+        volume_mounts: Some(vec![VolumeMount {
+            name: PROBE_TMP.to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        }]),
         ..Container::default()
     }
 }
+
+/// The iperf3 sidecar's writable `/tmp` (an emptyDir).
+const PROBE_TMP: &str = "probe-tmp";
 
 /// The node-exporter sidecar in MinIO's pod: the pause rule and the server-host figures
 /// read it. `/proc/meminfo`, `/proc/diskstats` and `/proc/stat` are host-wide inside a
@@ -1544,6 +1578,15 @@ pub(crate) mod tests {
             pod["containers"][2]["args"],
             serde_json::json!(["-s", "-p", "5201"])
         );
+        // iperf3 keeps its streams' buffers in files under /tmp, the root being read-only.
+        assert_eq!(pod["containers"][2]["volumeMounts"][0]["mountPath"], "/tmp");
+        assert!(
+            pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["name"] == "probe-tmp" && v["emptyDir"].is_object())
+        );
         assert_eq!(
             pod["containers"][2]["securityContext"]["capabilities"]["drop"],
             serde_json::json!(["ALL"])
@@ -1553,6 +1596,11 @@ pub(crate) mod tests {
         let worker = of("Job", "worker").unwrap();
         let pod = &job["spec"]["template"]["spec"];
         assert_eq!(job["metadata"]["name"], "cluster-minio-probe");
+        assert_eq!(
+            job["spec"]["template"]["spec"]["securityContext"]["sysctls"],
+            serde_json::json!([{"name": "net.ipv4.ping_group_range", "value": "65532 65532"}]),
+            "ping without a capability"
+        );
         assert_eq!(
             pod["nodeSelector"],
             worker["spec"]["template"]["spec"]["nodeSelector"]

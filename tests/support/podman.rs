@@ -66,7 +66,7 @@ pub(crate) fn image_id(image: &str) -> String {
 
 /// Fails, saying how to build them, unless both images are in podman's store.
 pub(crate) fn require_images() {
-    for name in ["pqbench-operator", "pqbench-worker"] {
+    for name in ["pqbench-operator", "pqbench-worker", "pqbench-probe"] {
         let img = image(name);
         let st = podman()
             .args(["image", "exists", &img])
@@ -91,6 +91,9 @@ pub(crate) struct PodRun {
     env: Vec<(String, String)>,
     /// The pod's grace period on deletion.
     pub(crate) grace: Duration,
+    /// The file on this host mounted at the container's `terminationMessagePath`, which
+    /// the kubelet reads into the container's status when it ends (with `volumes_root`).
+    pub(crate) termination_log: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for PodRun {
@@ -300,6 +303,23 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
             m.mount_path
         ));
     }
+    // The termination message file, which the kubelet mounts writable whatever the root.
+    let mut termination_log = None;
+    if let (Some(path), Some(root)) = (&c.termination_message_path, &ctx.volumes_root) {
+        let file = root.join(&ctx.name).join("termination-log");
+        let made = std::fs::create_dir_all(root.join(&ctx.name))
+            .and_then(|()| std::fs::write(&file, ""))
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))
+            });
+        made.map_err(|e| format!("{}: {e}", file.display()))?;
+        args.push(format!(
+            "--mount=type=bind,source={},destination={path}",
+            file.display()
+        ));
+        termination_log = Some(file);
+    }
     let env = env_of(c, ctx)?;
     for (k, _) in &env {
         args.push("--env".into());
@@ -343,6 +363,7 @@ pub(crate) fn pod_run(pod: &PodSpec, c: &Container, ctx: &PodContext) -> Result<
         args,
         env,
         grace,
+        termination_log,
     })
 }
 
@@ -383,7 +404,7 @@ pub(crate) fn self_contained_kubeconfig(dir: &Path) -> PathBuf {
 /// The operator's container as its Deployment runs it (non-root, read-only root, no
 /// privilege escalation, no capabilities), on the host's network, watching `ns`, with
 /// `kubeconfig` mounted read-only, `/metrics` and the probes on `metrics_addr`, the worker
-/// image of these tests, `hosts` resolved, and `cpuset` its CPUs if given. Run it with
+/// and probe images of these tests, `hosts` resolved, and `cpuset` its CPUs if given. Run it with
 /// `.spawn()`; stop it with `podman stop NAME`.
 pub(crate) fn operator_container(
     name: &str,
@@ -409,6 +430,10 @@ pub(crate) fn operator_container(
         .args([
             "--env",
             &format!("PQBENCH_WORKER_IMAGE={}", image("pqbench-worker")),
+        ])
+        .args([
+            "--env",
+            &format!("PQBENCH_PROBE_IMAGE={}", image("pqbench-probe")),
         ]);
     for (host, ip) in hosts {
         c.arg(format!("--add-host={host}:{ip}"));
