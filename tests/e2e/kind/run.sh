@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end test on kind (`make e2e-kind`): creates the cluster of kind-config.yaml
-# ("pqbench-e2e"), builds the operator and worker images with Docker, loads them into the
+# ("pqbench-e2e"), builds the operator, worker and probe images with Docker, loads them into the
 # nodes, installs charts/pqbench with helm, then runs each scenario folder here (all of them,
 # or those named) and checks what its `expect` file says. Needs docker, kind (>= 0.24),
 # kubectl and helm on PATH; see README.md beside this script.
@@ -30,6 +30,7 @@ CLUSTER=${KIND_CLUSTER:-pqbench-e2e}
 TAG=${IMAGE_TAG:-e2e}
 OPERATOR_IMAGE=ghcr.io/pqbench/pqbench-operator:$TAG
 WORKER_IMAGE=ghcr.io/pqbench/pqbench-worker:$TAG
+PROBE_IMAGE=ghcr.io/pqbench/pqbench-probe:$TAG
 RELEASE=pqbench
 RELEASE_NS=pqbench-system
 KUBECTX=kind-$CLUSTER
@@ -103,7 +104,8 @@ if [ $build = 1 ]; then
     commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
     docker build --target operator -t "$OPERATOR_IMAGE" --build-arg PQBENCH_GIT_COMMIT="$commit" "$ROOT"
     docker build --target worker -t "$WORKER_IMAGE" --build-arg PQBENCH_GIT_COMMIT="$commit" "$ROOT"
-    kind load docker-image --name "$CLUSTER" "$OPERATOR_IMAGE" "$WORKER_IMAGE"
+    docker build --target probe -t "$PROBE_IMAGE" --build-arg PQBENCH_GIT_COMMIT="$commit" "$ROOT"
+    kind load docker-image --name "$CLUSTER" "$OPERATOR_IMAGE" "$WORKER_IMAGE" "$PROBE_IMAGE"
 fi
 
 # Each scenario runs in a namespace of its own, watched by the operator (a Role in each):
@@ -116,7 +118,7 @@ done
 log "helm install $RELEASE ($RELEASE_NS), watching ${scenarios[*]/#/e2e-}"
 helm upgrade --install "$RELEASE" "$ROOT/charts/pqbench" \
     --kube-context "$KUBECTX" --namespace "$RELEASE_NS" --create-namespace \
-    --set image.tag="$TAG" --set workerImage.tag="$TAG" \
+    --set image.tag="$TAG" --set workerImage.tag="$TAG" --set probeImage.tag="$TAG" \
     --set-json "watchNamespaces=[$(IFS=,; echo "${watched[*]}")]" \
     --set-json 'policy.allowedImages=["registry.pqbench.invalid/"]' \
     --set-json 'logging={"format":"text","level":"info,operator=debug"}' \
