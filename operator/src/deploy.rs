@@ -368,7 +368,7 @@ pub fn worker_pods<'a>(
     Ok((pods, placement))
 }
 
-/// How long and how wide the testbed probes run for the campaign ([`ProbeSettings::of`]).
+/// How long and how wide the testbed probes run for the campaign ([`run::preflight::ProbeSettings::of`]).
 pub fn probe_settings(m: &Manifest, plan: &Plan) -> run::preflight::ProbeSettings {
     run::preflight::ProbeSettings::of(plan, m.spec.measured.0)
 }
