@@ -26,7 +26,13 @@
 //! per hour, with the 95 % t interval on the same scale and the two-sided p. A position or
 //! time term with p < 0.05 is flagged: a warning and a deviation ([`warnings`],
 //! [`deviations`]). The previous-PUT term is a covariate of the study's model and is
-//! reported, not flagged.
+//! reported, not flagged. Each term carries its variance inflation factor (`1 / (1 − R²)`
+//! of the term regressed on every other column, statsmodels' `variance_inflation_factor`):
+//! elapsed time is mostly block plus position, and above [`VIF_LIMIT`] its estimate rests
+//! on how the lengths of runs vary within blocks alone, which the words say. That is not a
+//! reason to disbelieve it (the planted campaign's time term has a VIF in the thousands and
+//! is recovered to a quarter of a percentage point), but it is what to look at when a time
+//! term is implausibly large: the lengths of runs may vary with their throughput.
 //!
 //! A design without full rank (elapsed time is fixed by block and position when every run
 //! takes the same time) is refitted without a term: the one the rank failure names, or
@@ -45,6 +51,10 @@ use campaign::spec::Operation;
 
 /// The level at which a term is significant.
 pub const ALPHA: f64 = 0.05;
+
+/// The variance inflation factor above which the words say what a term's estimate rests
+/// on (the common rule of thumb: `R² > 0.9` of the term on the other columns).
+pub const VIF_LIMIT: f64 = 10.0;
 
 const SECONDS_PER_HOUR: f64 = 3600.0;
 
@@ -111,12 +121,21 @@ pub struct Term {
     /// 95 % t interval of `β` (absent from older reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coef_ci95: Option<[f64; 2]>,
+    /// Variance inflation factor of the term in the design (absent from older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vif: Option<f64>,
 }
 
 impl Term {
     /// Significant, and a position or time term.
     pub fn flagged(&self) -> bool {
         self.significant && self.factor.flagged_when_significant()
+    }
+
+    /// Its variance inflation factor is above [`VIF_LIMIT`]: most of the term is the other
+    /// columns, and its estimate rests on the rest.
+    pub fn collinear(&self) -> bool {
+        self.vif.is_some_and(|v| v > VIF_LIMIT)
     }
 }
 
@@ -326,10 +345,10 @@ pub fn check(
             out.note = Some("no order or time term is estimable in this cell".into());
             return out;
         }
-        let Some(fit) = baselines.first().and_then(|b| fits.get(b)) else {
+        let Some((&first, fit)) = baselines.first().and_then(|b| fits.get_key_value(b)) else {
             break fits;
         };
-        let (terms, mut unbounded) = terms(fit, &factors);
+        let (terms, mut unbounded) = terms(fit, &factors, &design.columns(first, &factors));
         if unbounded.is_empty() {
             out.terms = terms;
             break fits;
@@ -372,7 +391,11 @@ fn previous_put_missing(runs: &[&RunRow], timeline: &Timeline<'_>) -> Option<Str
 /// finite: a term nearly collinear with the others (elapsed time in a short campaign whose
 /// runs are almost evenly spaced) can get a log coefficient in the hundreds, which
 /// `exp(β) − 1` cannot show; it is listed as not estimable instead.
-fn terms(fit: &Ols, factors: &[Factor]) -> (Vec<Term>, Vec<Dropped>) {
+fn terms(
+    fit: &Ols,
+    factors: &[Factor],
+    columns: &[(String, Vec<f64>)],
+) -> (Vec<Term>, Vec<Dropped>) {
     let (mut terms, mut unbounded) = (Vec::new(), Vec::new());
     for &f in factors {
         let Some(i) = fit.names.iter().position(|n| n == f.as_str()) else {
@@ -387,6 +410,7 @@ fn terms(fit: &Ols, factors: &[Factor]) -> (Vec<Term>, Vec<Dropped>) {
             p: fit.p[i],
             significant: fit.p[i] < ALPHA,
             coef_ci95: Some([lo, hi]),
+            vif: vif(columns, f.as_str()),
         };
         if [t.estimate, t.ci95[0], t.ci95[1], t.p]
             .iter()
@@ -407,6 +431,22 @@ fn terms(fit: &Ols, factors: &[Factor]) -> (Vec<Term>, Vec<Dropped>) {
         }
     }
     (terms, unbounded)
+}
+
+/// The variance inflation factor of column `name` among `columns` (which hold the
+/// intercept): `1 / (1 − R²)` of it regressed on all the others, as statsmodels'
+/// `variance_inflation_factor` computes it; `None` where that regression cannot be fitted
+/// or the factor is not finite.
+fn vif(columns: &[(String, Vec<f64>)], name: &str) -> Option<f64> {
+    let j = columns.iter().position(|(n, _)| n == name)?;
+    let others: Vec<(String, Vec<f64>)> = columns
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != j)
+        .map(|(_, c)| c.clone())
+        .collect();
+    let r2 = ols(&columns[j].1, &others).ok()?.r_squared;
+    Some(1.0 / (1.0 - r2)).filter(|v| v.is_finite())
 }
 
 /// The adjusted ratio of `c` from a fit with `c.baseline` as reference.
@@ -602,8 +642,26 @@ fn difference_words(c: &OrderCheck) -> String {
 }
 
 /// A term in words: `position -1.02 % per position step (95 % CI …, p = …)`; elapsed time
-/// in a cell shorter than an hour over its span ([`OrderCheck::over_span`]).
+/// in a cell shorter than an hour over its span ([`OrderCheck::over_span`]); a collinear
+/// term with its VIF and what its estimate rests on.
 pub fn term_words(c: &OrderCheck, t: &Term) -> String {
+    let words = estimate_words(c, t);
+    match t.vif {
+        Some(v) if t.collinear() => format!("{words}; {}", vif_words(t.factor, v)),
+        _ => words,
+    }
+}
+
+/// What a collinear term's estimate rests on.
+pub fn vif_words(f: Factor, vif: f64) -> String {
+    let rest = match f {
+        Factor::ElapsedHours => "on how the lengths of runs vary within blocks",
+        Factor::Position | Factor::PreviousPut => "on what the other terms leave of it",
+    };
+    format!("VIF {vif:.0}: mostly block and the other terms, estimated {rest}")
+}
+
+fn estimate_words(c: &OrderCheck, t: &Term) -> String {
     match c.over_span(t) {
         Some(o) => format!(
             "{} {:+.2} % over the cell's {:.1} min (95 % CI {:+.2} to {:+.2} %, p = {:.2e}; {:+.2} % {} extrapolated)",

@@ -715,7 +715,7 @@ fn order_section(s: &mut String, r: &Report) {
     if r.order.is_empty() {
         return;
     }
-    s.push_str("\n## Order and time (exploratory)\n\nPer cell, OLS of ln(throughput) on the arm, block fixed effects, the position in the block, whether the run before (in campaign order, any cell) was a PUT, and hours since the campaign's first run (study section VI). Estimates are throughput changes, exp(β) − 1, per position step, after a PUT and per hour (over the cell's own span when its runs span less than an hour: the change it measured rather than an extrapolation), with 95 % t intervals; a position or time term with p < 0.05 is flagged. Modes are shuffled within blocks, so such a term widens intervals but cannot favour a mode. Elapsed time is not estimable when the runs of a block are evenly spaced: it is then fixed by the block and the position.\n\n| cell | runs | term | estimate | 95 % CI | p | flagged |\n|---|---:|---|---:|---|---:|---|\n");
+    s.push_str("\n## Order and time (exploratory)\n\nPer cell, OLS of ln(throughput) on the arm, block fixed effects, the position in the block, whether the run before (in campaign order, any cell) was a PUT, and hours since the campaign's first run (study section VI). Estimates are throughput changes, exp(β) − 1, per position step, after a PUT and per hour (over the cell's own span when its runs span less than an hour: the change it measured rather than an extrapolation), with 95 % t intervals; a position or time term with p < 0.05 is flagged. VIF is the term's variance inflation factor, 1 / (1 − R²) of it on the other columns: elapsed time is mostly block plus position, and with a VIF in the thousands its estimate rests on how the lengths of runs vary within blocks (an implausibly large time term there may mean they vary with throughput). Modes are shuffled within blocks, so such a term widens intervals but cannot favour a mode. Elapsed time is not estimable when the runs of a block are evenly spaced: it is then fixed by the block and the position.\n\n| cell | runs | term | estimate | 95 % CI | p | flagged | VIF |\n|---|---:|---|---:|---|---:|---|---:|\n");
     for c in &r.order {
         if let Some(note) = &c.note {
             let _ = writeln!(s, "| {} | {} | – | {} | | | |", c.cell, c.runs, note);
@@ -740,7 +740,7 @@ fn order_section(s: &mut String, r: &Report) {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {estimate} | {:+.2} to {:+.2} % | {} | {} |",
+                "| {} | {} | {} | {estimate} | {:+.2} to {:+.2} % | {} | {} | {} |",
                 c.cell,
                 c.runs,
                 t.factor.as_str(),
@@ -753,13 +753,18 @@ fn order_section(s: &mut String, r: &Report) {
                     "p < 0.05 (covariate, not flagged)"
                 } else {
                     "no"
-                }
+                },
+                t.vif.map_or_else(String::new, |v| if v < 100.0 {
+                    format!("{v:.2}")
+                } else {
+                    format!("{v:.0}")
+                })
             );
         }
         for d in &c.dropped {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | not estimable: {} | | | |",
+                "| {} | {} | {} | not estimable: {} | | | | |",
                 c.cell,
                 c.runs,
                 d.factor.as_str(),

@@ -27,6 +27,11 @@ fn the_order_section_shows_flagged_terms_and_the_deviation() {
     let row = format!("| put-1KiB | 24 | elapsed hours | {hours:+.2} % per hour |");
     assert!(section.contains(&row), "{row} in {section}");
     assert!(section.contains("**yes**"), "{section}");
+    // Each term's VIF in the last column: elapsed time's in the thousands.
+    let t = term(check(&r, "put-1KiB"), Factor::ElapsedHours);
+    let vif = format!(" | **yes** | {:.0} |", t.vif.unwrap());
+    assert!(section.contains("| flagged | VIF |"), "{section}");
+    assert!(section.contains(&vif), "{vif} in {section}");
     assert!(section.contains("ml-kem-768 vs x25519"), "{section}");
     assert!(md.contains("| order effect | put-1KiB |"), "{md}");
 }

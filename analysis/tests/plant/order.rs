@@ -136,6 +136,25 @@ pub fn planted() -> Vec<RunRow> {
     )
 }
 
+/// One GET cell whose runs take a minute, give or take seconds: elapsed time is almost the
+/// block's start plus a minute per position (its VIF in the thousands), and a planted
+/// drift of −2 % per minute is then carried by the block and position terms. Its
+/// throughput still moves with the seconds of jitter, so the time term can come out
+/// significant: not a thing the design can tell apart.
+pub fn collinear() -> Vec<RunRow> {
+    let cells = [("get-256KiB", Operation::Get); 8];
+    campaign(
+        &cells,
+        &Plant {
+            position_step: 0.0,
+            time_rate: -1.2,
+            after_put: 1.0,
+            noise: 0.002,
+            duration_h: |i| (60.0 + 0.5 * f64::from((i * 37) % 11)) / 3600.0,
+        },
+    )
+}
+
 /// One GET cell, no order effect, every run 6 minutes: within a block elapsed time is the
 /// block's start plus 0.1 h per position, so it cannot be told from position.
 pub fn evenly_spaced() -> Vec<RunRow> {
