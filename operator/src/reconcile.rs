@@ -385,6 +385,16 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         (Phase::Analyzing, Err(e)) => Some(Err(e.to_string())),
         _ => None,
     };
+    // The probe's baselines, for its event, once its Job succeeded.
+    let baselines = match (phase, &job, &store) {
+        (Phase::Provisioning, JobState::Succeeded, Ok(s)) => Some(match s.baselines().await {
+            Ok(Some(b)) => Ok(run::preflight::words(&b)),
+            Ok(None) => Err(format!("it left no {}", run::preflight::BASELINES)),
+            Err(e) => Err(note(e)),
+        }),
+        (Phase::Provisioning, JobState::Succeeded, Err(e)) => Some(Err(e.to_string())),
+        _ => None,
+    };
     let facts = Facts {
         now: SystemTime::now(),
         created: time_of(c.metadata.creation_timestamp.as_ref()),
@@ -400,6 +410,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         job,
         mate_jobs,
         outcome,
+        baselines,
         invalid,
         foreign,
         exceeded,

@@ -220,6 +220,23 @@ impl ResultsStore {
         })
     }
 
+    /// The pre-flight probe's baselines, if it wrote them (read up to
+    /// [`run::preflight::BASELINES_LIMIT`]); [`crate::Error::ResultsUnavailable`] when they
+    /// are not baselines.
+    pub async fn baselines(&self) -> Result<Option<run::preflight::Baselines>> {
+        let key = format!("{}{}", self.bucket.prefix(), run::preflight::BASELINES);
+        let limit = run::preflight::BASELINES_LIMIT;
+        let Some(bytes) = self.bucket.get_at_most(&key, limit).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            crate::Error::ResultsUnavailable(format!(
+                "s3://{}/{key} is not testbed baselines: {e}",
+                self.bucket.bucket()
+            ))
+        })
+    }
+
     /// Deletes an earlier analysis attempt's outcome.
     pub async fn clear_outcome(&self) -> Result<()> {
         Ok(self.bucket.delete(&self.outcome_key()).await?)

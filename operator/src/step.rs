@@ -111,6 +111,9 @@ pub struct Facts<'a> {
     /// The analysis Job's outcome in the results bucket (Analyzing; `None` elsewhere or
     /// when there is none yet); `Err` when it cannot be read.
     pub outcome: Option<Result<AnalysisOutcome, String>>,
+    /// The pre-flight probe's baselines in words, read once its Job succeeded
+    /// (Provisioning; `None` elsewhere); `Err` when there are none or they cannot be read.
+    pub baselines: Option<Result<String, String>>,
     /// A spec error the API server's schema could not catch.
     pub invalid: Option<String>,
     /// Objects at the campaign's child names that are not the campaign's (each named with
@@ -879,14 +882,29 @@ impl Step<'_, '_> {
                 false
             }
             JobState::Succeeded => {
-                self.event(
-                    false,
-                    Reason::BaselinesTaken,
-                    format!(
-                        "testbed baselines taken: {} under the results prefix",
-                        run::preflight::BASELINES
+                match &f.baselines {
+                    Some(Ok(words)) => self.event(
+                        false,
+                        Reason::BaselinesTaken,
+                        format!(
+                            "testbed baselines taken ({} under the results prefix): {words}",
+                            run::preflight::BASELINES
+                        ),
                     ),
-                );
+                    Some(Err(why)) => self.event(
+                        true,
+                        Reason::BaselinesNotTaken,
+                        format!("the pre-flight probe Job succeeded, but {why}: {without}"),
+                    ),
+                    None => self.event(
+                        false,
+                        Reason::BaselinesTaken,
+                        format!(
+                            "testbed baselines taken ({} under the results prefix)",
+                            run::preflight::BASELINES
+                        ),
+                    ),
+                }
                 false
             }
             // A foreign Job at the probe's name: the campaign fails on the collision.
@@ -1646,6 +1664,7 @@ mod tests {
                 job,
                 mate_jobs: BTreeMap::new(),
                 outcome: None,
+                baselines: None,
                 invalid: None,
                 foreign: Vec::new(),
                 exceeded: None,
@@ -2118,11 +2137,27 @@ mod tests {
         let d = decide(&f.facts(&st, f.completed(0), JobState::Active));
         assert_eq!(d.status.phase, Phase::Provisioning);
         assert!(!d.actions.contains(&Action::StartProbe));
-        // Done: the runs start, the baselines said taken.
-        let d = decide(&f.facts(&st, f.completed(0), JobState::Succeeded));
+        // Done: the runs start, the baselines said taken, in words.
+        let mut facts = f.facts(&st, f.completed(0), JobState::Succeeded);
+        facts.baselines = Some(Ok("network 9.41 Gbit/s up, 9.38 Gbit/s down".into()));
+        let d = decide(&facts);
         assert_eq!(d.status.phase, Phase::Running);
         assert!(starts_job(&d, 0, 1));
         assert_eq!(reasons(&d), ["BaselinesTaken", "Provisioned", "RunStarted"]);
+        assert!(
+            d.actions.iter().any(|a| matches!(a, Action::Event(e)
+                if !e.warning && e.note.ends_with(": network 9.41 Gbit/s up, 9.38 Gbit/s down"))),
+            "{:?}",
+            d.actions
+        );
+        // A Job that succeeded without readable baselines: a warning, and the runs start.
+        facts.baselines = Some(Err("it left no baselines.json".into()));
+        let d = decide(&facts);
+        assert_eq!(d.status.phase, Phase::Running);
+        assert_eq!(
+            reasons(&d),
+            ["BaselinesNotTaken", "Provisioned", "RunStarted"]
+        );
         // Failed: a warning naming why, and the runs start all the same.
         let d = decide(&f.facts(
             &st,

@@ -491,12 +491,18 @@ spec:
             .any(|u| u.starts_with("network: the server is external")),
         "{cell:?}"
     );
+    // The event says them in words; status.findings too, from the report.
     let ev = k8s::event(&client, &ns, "BaselinesTaken").await;
+    let words = run::preflight::words(&b);
     assert!(
-        ev.note
-            .as_deref()
-            .is_some_and(|n| n.contains("baselines.json")),
-        "{ev:?}"
+        ev.note.as_deref().is_some_and(|n| n.ends_with(&words)),
+        "{ev:?} ends with {words}"
+    );
+    assert!(words.contains("round trip"), "{words}");
+    assert!(
+        st.findings.contains(&format!("testbed: {words}")),
+        "{:?}",
+        st.findings
     );
     assert!(
         st.findings

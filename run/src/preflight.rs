@@ -11,13 +11,23 @@
 //! MinIO's pod) and the round trip (ping to MinIO's pod) are measured by the Job, on the
 //! clients' node group, before the first run.
 
-pub use analysis::testbed::{Disk, Probe, ProbeSettings};
+pub use analysis::testbed::{Baselines, Disk, Probe, ProbeSettings};
 use serde::{Deserialize, Serialize};
 
 use crate::runspec::{Output, S3Target};
 
 /// The baselines' name under the campaign's prefix (and beside `pqbench run`'s results).
 pub const BASELINES: &str = "baselines.json";
+
+/// The most of `baselines.json` the operator reads (bytes): the file is written by a pod of
+/// the campaign, in a bucket the campaign's pods may write.
+pub const BASELINES_LIMIT: usize = 64 << 10;
+
+/// The baselines in words (`network … up, … down; disk …; round trip …`), as the report and
+/// `pqbench run` say them.
+pub fn words(b: &Baselines) -> String {
+    analysis::words::baselines(b)
+}
 
 /// The environment variable the operator's probe Job passes its spec in.
 pub const PROBE_SPEC_ENV: &str = "PQBENCH_PROBE_SPEC";

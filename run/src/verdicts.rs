@@ -181,12 +181,18 @@ pub const MAX_FINDINGS: usize = 40;
 
 /// The headline of each of the report's study figures beyond the verdicts, in words, for
 /// `status.findings` (at most [`MAX_FINDINGS`]): the study comparison's counts, the
-/// cells' bottlenecks counted, the controls' shares, where the extra CPU goes at
+/// cells' bottlenecks counted, the testbed's baselines, the controls' shares, where the extra CPU goes at
 /// saturation, the predictions, the original interval rule's counts, and what bounds each
 /// cell.
 pub fn findings(r: &Report) -> Vec<String> {
     let mut out: Vec<String> = r.study_in_words().into_iter().collect();
     out.extend(analysis::words::bottleneck_counts(&r.bottlenecks));
+    out.extend(
+        r.config
+            .baselines
+            .as_ref()
+            .map(|b| format!("testbed: {}", analysis::words::baselines(b))),
+    );
     out.extend(r.attributions.iter().map(|a| a.in_words()));
     out.extend(r.cpu_splits.iter().map(|c| c.in_words()));
     out.extend(r.predictions.iter().map(|p| p.in_words()));
