@@ -1062,15 +1062,42 @@ pub fn analysis_job(
         field: "analysis spec",
         source,
     })?;
-    let labels_ = labels(&owner.name, "analysis");
-    let mut meta = owner.meta(name.to_owned(), "analysis");
+    let (flag, var) = ("--analysis-env", "PQBENCH_ANALYSIS_SPEC");
+    let call = OnePod {
+        component: "analysis",
+        args: [flag, var],
+        spec: (var, &spec_json),
+    };
+    Ok(one_pod_job(owner, name, &call, pods, placement))
+}
+
+/// A Job of one `pqbench-worker` pod (the analysis, the probe) and what it runs.
+struct OnePod<'a> {
+    /// Its `app.kubernetes.io/component`.
+    component: &'static str,
+    /// `pqbench-worker`'s arguments: the flag and the variable it names.
+    args: [&'a str; 2],
+    /// The variable and the spec's JSON.
+    spec: (&'a str, &'a str),
+}
+
+/// One pod on the client node group, tried once more by the Job if it fails, stopped at
+/// the pods' deadline; its spec in the environment, its credentials as mounted files.
+fn one_pod_job(
+    owner: &Owner,
+    name: &str,
+    call: &OnePod<'_>,
+    pods: &WorkerPods<'_>,
+    placement: Placement,
+) -> Job {
+    let labels_ = labels(&owner.name, call.component);
+    let mut meta = owner.meta(name.to_owned(), call.component);
     meta.labels = Some(labels_.clone());
     let env = vec![
-        env_value("PQBENCH_ANALYSIS_SPEC", &spec_json),
+        env_value(call.spec.0, call.spec.1),
         env_value("TMPDIR", "/tmp"),
     ];
-    let args = ["--analysis-env", "PQBENCH_ANALYSIS_SPEC"];
-    Ok(Job {
+    Job {
         metadata: meta,
         spec: Some(JobSpec {
             completions: Some(1),
@@ -1080,7 +1107,7 @@ pub fn analysis_job(
             template: worker_pod(
                 pods,
                 labels_,
-                &args,
+                &call.args,
                 env,
                 secret_mounts(owner, pods, false),
                 placement,
@@ -1088,7 +1115,7 @@ pub fn analysis_job(
             ..JobSpec::default()
         }),
         ..Job::default()
-    })
+    }
 }
 
 /// The sysctl that lets a group open ICMP datagram sockets (ping without `CAP_NET_RAW`).
@@ -1109,28 +1136,20 @@ pub fn probe_job(
         field: "probe spec",
         source,
     })?;
-    let labels_ = labels(&owner.name, "probe");
-    let mut meta = owner.meta(name.to_owned(), "probe");
-    meta.labels = Some(labels_.clone());
-    let env = vec![
-        env_value(run::preflight::PROBE_SPEC_ENV, &spec_json),
-        env_value("TMPDIR", "/tmp"),
-    ];
-    let args = ["--probe-env", run::preflight::PROBE_SPEC_ENV];
-    let mut template = worker_pod(
-        pods,
-        labels_,
-        &args,
-        env,
-        secret_mounts(owner, pods, false),
-        placement,
-    );
+    let var = run::preflight::PROBE_SPEC_ENV;
+    let call = OnePod {
+        component: "probe",
+        args: ["--probe-env", var],
+        spec: (var, &spec_json),
+    };
+    let mut job = one_pod_job(owner, name, &call, pods, placement);
     // ping without a capability: ICMP datagram sockets for the pod's group, a sysctl of
     // the pod's own network namespace that Kubernetes counts safe (allowed by default and
     // by the restricted Pod Security Standard).
-    if let Some(sc) = template
+    if let Some(sc) = job
         .spec
         .as_mut()
+        .and_then(|j| j.template.spec.as_mut())
         .and_then(|p| p.security_context.as_mut())
     {
         sc.sysctls = Some(vec![k8s_openapi::api::core::v1::Sysctl {
@@ -1138,18 +1157,7 @@ pub fn probe_job(
             value: format!("{WORKER_GROUP} {WORKER_GROUP}"),
         }]);
     }
-    Ok(Job {
-        metadata: meta,
-        spec: Some(JobSpec {
-            completions: Some(1),
-            parallelism: Some(1),
-            backoff_limit: Some(1),
-            active_deadline_seconds: Some(pods.active_deadline_seconds),
-            template,
-            ..JobSpec::default()
-        }),
-        ..Job::default()
-    })
+    Ok(job)
 }
 
 /// The container security context of every pod the operator makes: no privilege
@@ -1196,17 +1204,7 @@ fn disk_probe(p: ServerProbe<'_>) -> Container {
             mount_path: "/data".to_owned(),
             ..VolumeMount::default()
         }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), KQuantity("100m".to_owned())),
-                ("memory".to_owned(), KQuantity("64Mi".to_owned())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".to_owned(),
-                KQuantity("256Mi".to_owned()),
-            )])),
-            ..ResourceRequirements::default()
-        }),
+        resources: Some(sidecar_resources("100m", "64Mi", "256Mi")),
         ..Container::default()
     }
 }
@@ -1228,17 +1226,7 @@ fn iperf3_server(p: ServerProbe<'_>) -> Container {
             container_port: IPERF3_PORT,
             ..ContainerPort::default()
         }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), KQuantity("10m".to_owned())),
-                ("memory".to_owned(), KQuantity("16Mi".to_owned())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".to_owned(),
-                KQuantity("64Mi".to_owned()),
-            )])),
-            ..ResourceRequirements::default()
-        }),
+        resources: Some(sidecar_resources("10m", "16Mi", "64Mi")),
         security_context: Some(restricted()),
         volume_mounts: Some(vec![VolumeMount {
             name: PROBE_TMP.to_owned(),
@@ -1246,6 +1234,20 @@ fn iperf3_server(p: ServerProbe<'_>) -> Container {
             ..VolumeMount::default()
         }]),
         ..Container::default()
+    }
+}
+
+/// A small container's resources beside MinIO: `cpu` and `memory` requested, memory capped
+/// at `limit` (no CPU limit: it is throttled otherwise, and these sleep but for moments).
+fn sidecar_resources(cpu: &str, memory: &str, limit: &str) -> ResourceRequirements {
+    let q = |v: &str| KQuantity(v.to_owned());
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), q(cpu)),
+            ("memory".to_owned(), q(memory)),
+        ])),
+        limits: Some(BTreeMap::from([("memory".to_owned(), q(limit))])),
+        ..ResourceRequirements::default()
     }
 }
 
@@ -1265,17 +1267,7 @@ fn node_exporter(image: &str) -> Container {
             container_port: NODE_EXPORTER_PORT,
             ..ContainerPort::default()
         }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), KQuantity("10m".to_owned())),
-                ("memory".to_owned(), KQuantity("32Mi".to_owned())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".to_owned(),
-                KQuantity("64Mi".to_owned()),
-            )])),
-            ..ResourceRequirements::default()
-        }),
+        resources: Some(sidecar_resources("10m", "32Mi", "64Mi")),
         security_context: Some(restricted()),
         ..Container::default()
     }
