@@ -388,6 +388,23 @@ pub fn server_probe<'a>(
     })
 }
 
+/// What the pre-flight probe Job's pod is (the worker pods' placement, Secrets and
+/// deadline, in the operator's probe image whatever `clients.image` names) and where it
+/// goes: the client node group.
+pub fn probe_pods<'a>(
+    probe_image: &'a str,
+    c: &'a BenchmarkCampaign,
+    owner: &Owner,
+    deadline: std::time::Duration,
+) -> Result<(crate::resources::WorkerPods<'a>, Placement)> {
+    let (pods, placement) = worker_pods(probe_image, c, owner, &[], deadline)?;
+    let pods = crate::resources::WorkerPods {
+        image: probe_image,
+        ..pods
+    };
+    Ok((pods, placement))
+}
+
 /// The pre-flight probe Job's spec ([`run::preflight`]): from the clients' node group to
 /// the server, iperf3 both ways to the sidecar beside the campaign's MinIO (an external
 /// server has none: its network is not measured, and its disk neither) and ping; `disk`
@@ -400,12 +417,6 @@ pub fn probe_spec(
     disk: run::preflight::Probe<run::preflight::Disk>,
 ) -> run::preflight::ProbeSpec {
     let env = environment(owner, &m.spec);
-    let host = |url: &str| {
-        url.parse::<hyper::Uri>()
-            .ok()
-            .and_then(|u| u.host().map(|h| h.trim_matches(['[', ']']).to_owned()))
-            .unwrap_or_else(|| url.to_owned())
-    };
     let (iperf3, disk) = match &m.spec.server.external {
         Some(e) => (
             Err(format!(
@@ -426,7 +437,6 @@ pub fn probe_spec(
         .and_then(|(minio, _)| cpu_cores(&minio.resources?.limits.get("cpu")?.0));
     run::preflight::ProbeSpec {
         site: format!("node group {}", c.spec.clients.node_group),
-        server_host: host(&env.s3.endpoint),
         iperf3,
         disk,
         server_cores,

@@ -650,11 +650,7 @@ async fn act(
                 let spec = deploy::probe_spec(c, m, plan, owner, disk);
                 let deadline = step::provisioning_deadline(&c.spec.campaign);
                 let (pods, placement) =
-                    deploy::worker_pods(&ctx.config.probe_image, c, owner, &[], deadline)?;
-                let pods = resources::WorkerPods {
-                    image: &ctx.config.probe_image,
-                    ..pods
-                };
+                    deploy::probe_pods(&ctx.config.probe_image, c, owner, deadline)?;
                 let job = resources::probe_job(owner, &name, &spec, &pods, placement)?;
                 create_child(&jobs, &job, owner).await?;
             }

@@ -245,8 +245,8 @@ pub const METADATA_ADDRESSES: [&str; 2] = ["169.254.169.254/32", "fd00:ec2::254/
 /// The fence of a campaign's worker, analysis and probe pods (issue 36). Egress only to DNS
 /// (port 53, UDP and TCP) and to `egress`: the campaign's MinIO pods on the S3,
 /// node-exporter and iperf3 ports (ping's ICMP is not a NetworkPolicy port: a CNI that
-/// enforces policies may drop it, and the round trip is then "not measured"), each other host on its TCP port, as itself when an IP literal, else at any
-/// address but `except` (a NetworkPolicy cannot name a host by DNS; the instance metadata
+/// enforces policies may drop it, and the round trip is then "not measured"), each other
+/// host on its TCP port, as itself when an IP literal, else at any address but `except` (a NetworkPolicy cannot name a host by DNS; the instance metadata
 /// addresses by default) or any pod of the cluster (a name may be a Service). Ingress only
 /// to the metrics port (the chart's PodMonitor).
 /// Enforced by a CNI that enforces NetworkPolicy.
@@ -346,8 +346,9 @@ pub fn workers_network_policy(
 /// The objects the operator makes for campaign `c` that carry no secret (every child but
 /// its Secrets), as it makes them: MinIO's Service, StatefulSet and fence (unless the
 /// server is external), the workers' fence, the worker Job of the first run's first
-/// attempt, the analysis Job and, with `testbed.baselines`, the pre-flight probe Job. What `crdgen --children` writes for `make chart-check`'s
-/// scan, and what the test that every pod is fenced reads.
+/// attempt, the analysis Job and, with `testbed.baselines`, the pre-flight probe Job. What
+/// `crdgen --children` writes for `make chart-check`'s scan, and what the test that every
+/// pod is fenced reads.
 pub fn children(
     c: &BenchmarkCampaign,
     worker_image: &str,
@@ -367,22 +368,7 @@ pub fn children(
     let name = crate::step::job_name(&o.name, 0, 1);
     let worker = worker_job(&o, &name, &spec, 1, 0, &pods, clients.clone())?;
     let name = crate::step::analysis_job_name(&o.name);
-    let analysis = analysis_job(
-        &o,
-        &name,
-        &deploy::analysis_spec(&m, &o),
-        &pods,
-        clients.clone(),
-    )?;
-    let name = crate::step::probe_job_name(&o.name);
-    let (probe_pods, _) = deploy::worker_pods(probe_image, c, &o, &[], deadline)?;
-    let probe_pods = WorkerPods {
-        image: probe_image,
-        ..probe_pods
-    };
-    let disk = run::preflight::Probe::NotMeasured("not taken yet".into());
-    let probe_spec = deploy::probe_spec(c, &m, &plan, &o, disk);
-    let probe = probe_job(&o, &name, &probe_spec, &probe_pods, clients)?;
+    let analysis = analysis_job(&o, &name, &deploy::analysis_spec(&m, &o), &pods, clients)?;
     let fence = workers_network_policy(&o, &deploy::egress(&m.spec)?, egress_except);
     let value = |what: &'static str, v: serde_json::Result<serde_json::Value>| {
         v.map_err(|source| Error::Field {
@@ -396,6 +382,11 @@ pub fn children(
         value("the analysis Job", serde_json::to_value(analysis))?,
     ];
     if m.spec.testbed.baselines {
+        let name = crate::step::probe_job_name(&o.name);
+        let (pods, clients) = deploy::probe_pods(probe_image, c, &o, deadline)?;
+        let disk = run::preflight::Probe::NotMeasured("not taken yet".into());
+        let spec = deploy::probe_spec(c, &m, &plan, &o, disk);
+        let probe = probe_job(&o, &name, &spec, &pods, clients)?;
         out.push(value("the probe Job", serde_json::to_value(probe))?);
     }
     if let Some((minio, placement)) = deploy::server_pods(c)? {
@@ -1610,7 +1601,10 @@ pub(crate) mod tests {
         let spec: run::preflight::ProbeSpec =
             serde_json::from_str(env[0]["value"].as_str().unwrap()).unwrap();
         assert_eq!(spec.site, "node group clients");
-        assert_eq!(spec.server_host, "cluster-minio-minio.team-a.svc");
+        assert_eq!(
+            spec.s3.endpoint,
+            "http://cluster-minio-minio.team-a.svc:9000"
+        );
         assert_eq!(spec.iperf3, Ok(run::preflight::IPERF3_PORT));
         assert_eq!(
             spec.settings,
@@ -1674,7 +1668,7 @@ pub(crate) mod tests {
             tool: "fio".into(),
         });
         let spec = crate::deploy::probe_spec(&c, &m, &plan, &o, disk.clone());
-        assert_eq!(spec.server_host, "s3.eu-west-1.amazonaws.com");
+        assert_eq!(spec.s3.endpoint, "https://s3.eu-west-1.amazonaws.com:8443");
         assert!(spec.iperf3.unwrap_err().contains("external"));
         assert!(
             matches!(spec.disk, run::preflight::Probe::NotMeasured(ref w) if w.contains("external"))

@@ -46,8 +46,6 @@ pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 pub struct ProbeSpec {
     /// Where the baselines are taken (`node group clients`).
     pub site: String,
-    /// The server's host: ping's target, and iperf3's when it has a sidecar.
-    pub server_host: String,
     /// The port of the iperf3 server beside the server, or why there is none (an external
     /// server).
     pub iperf3: Result<u16, String>,
@@ -58,7 +56,8 @@ pub struct ProbeSpec {
     pub server_cores: Option<f64>,
     /// How long and how wide each probe runs.
     pub settings: ProbeSettings,
-    /// The store under test: the results store's endpoint, region and credentials where
+    /// The store under test (its endpoint's host is ping's target, and iperf3's when it
+    /// has a sidecar): the results store's endpoint, region and credentials where
     /// `results` gives none of its own.
     pub s3: S3Target,
     /// The results: S3 output, whose prefix gets `baselines.json`.

@@ -59,7 +59,11 @@ pub fn take(plan: &Plan) -> Baselines {
         server_host: plan.server_host.clone(),
         server_cores: plan.server_cores,
         network: probe(network(plan)),
-        disk: probe(disk(plan)),
+        disk: probe(
+            plan.disk_dir
+                .clone()
+                .and_then(|dir| disk(&dir, plan.server_cpus.as_deref(), plan.settings.seconds)),
+        ),
         round_trip: probe(round_trip(plan)),
     }
 }
@@ -67,17 +71,8 @@ pub fn take(plan: &Plan) -> Baselines {
 /// The server disk's probe alone, fio writing in a directory of its own under `dir`:
 /// MinIO's `disk-probe` init container (`pqbench-worker --disk-probe /data`), on MinIO's
 /// data volume before MinIO starts.
-pub fn disk_probe(dir: &Path, settings: ProbeSettings) -> Probe<Disk> {
-    probe(disk(&Plan {
-        site: String::new(),
-        server_host: String::new(),
-        iperf3: Iperf3Server::None(String::new()),
-        disk_dir: Ok(dir.to_owned()),
-        server_cpus: None,
-        client_cpus: None,
-        server_cores: None,
-        settings,
-    }))
+pub fn disk_probe(dir: &Path, seconds: u32) -> Probe<Disk> {
+    probe(disk(dir, None, seconds))
 }
 
 /// The operator's pre-flight probe Job (`pqbench-worker --probe-env`,
@@ -92,7 +87,7 @@ pub async fn preflight(spec: &run::preflight::ProbeSpec) -> crate::Result<Baseli
     };
     let plan = Plan {
         site: spec.site.clone(),
-        server_host: spec.server_host.clone(),
+        server_host: endpoint_host(&spec.s3.endpoint).unwrap_or_else(|| spec.s3.endpoint.clone()),
         iperf3: match &spec.iperf3 {
             Ok(port) => Iperf3Server::At(*port),
             Err(why) => Iperf3Server::None(why.clone()),
@@ -301,8 +296,9 @@ pub fn parse_iperf3(json: &str) -> Result<(f64, String), String> {
 /// fio's block size.
 const FIO_BLOCK: u64 = 1 << 20;
 
-fn disk(plan: &Plan) -> Result<Disk, String> {
-    let parent = plan.disk_dir.as_ref().map_err(Clone::clone)?;
+/// fio's sequential writes for `seconds` in a directory of its own under `parent`, under
+/// `taskset -c cpus` when given.
+fn disk(parent: &Path, cpus: Option<&str>, seconds: u32) -> Result<Disk, String> {
     // A directory of the probe's own, removed with what fio wrote.
     let dir = tempfile::Builder::new()
         .prefix("pqbench-fio-")
@@ -314,9 +310,9 @@ fn disk(plan: &Plan) -> Result<Disk, String> {
             )
         })?;
     let attempt = |direct: bool| {
-        let mut cmd = command("fio", plan.server_cpus.as_deref());
-        cmd.args(fio_args(dir.path(), plan.settings.seconds, direct));
-        let limit = Duration::from_secs(u64::from(plan.settings.seconds) + 30);
+        let mut cmd = command("fio", cpus);
+        cmd.args(fio_args(dir.path(), seconds, direct));
+        let limit = Duration::from_secs(u64::from(seconds) + 30);
         run(cmd, "fio", limit).and_then(|(ok, out, err)| {
             if ok {
                 parse_fio(&out, direct)

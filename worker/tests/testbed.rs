@@ -174,7 +174,6 @@ fn the_probe_jobs_process_writes_the_baselines_under_the_results_prefix() {
     let s = server.settings();
     let spec = run::preflight::ProbeSpec {
         site: "node group clients".into(),
-        server_host: "127.0.0.1".into(),
         iperf3: Ok(sidecar.1),
         disk: disk.clone(),
         server_cores: Some(2.0),
@@ -228,6 +227,7 @@ fn the_probe_jobs_process_writes_the_baselines_under_the_results_prefix() {
     });
     let b: worker::testbed::Baselines = serde_json::from_slice(&body).expect("baselines");
     assert_eq!(b.site, "node group clients");
+    assert_eq!(b.server_host, "127.0.0.1", "the endpoint's host");
     assert_eq!(b.server_cores, Some(2.0));
     assert_eq!(b.disk, disk, "the init container's, as given");
     let n = b

@@ -195,11 +195,7 @@ fn analysis(var: &str) -> anyhow::Result<bool> {
 
 /// MinIO's disk-probe init container: fio under `dir`, the JSON on stdout and in `log`.
 fn disk_probe(dir: &std::path::Path, seconds: u32, log: Option<&std::path::Path>) -> ExitCode {
-    let settings = worker::testbed::ProbeSettings {
-        seconds,
-        streams: 1,
-    };
-    let disk = worker::testbed::disk_probe(dir, settings);
+    let disk = worker::testbed::disk_probe(dir, seconds);
     let json = serde_json::to_string(&disk).unwrap_or_else(|e| {
         format!("{{\"notMeasured\":\"the disk probe's result cannot be written: {e}\"}}")
     });
@@ -220,10 +216,10 @@ fn probe(var: &str) -> anyhow::Result<()> {
         serde_json::from_str(&text).with_context(|| format!("${var} is not a probe spec"))?;
     eprintln!(
         "testbed baselines from {} to {}: network (iperf3, {} s each way, {} streams), round trip (ping) …",
-        spec.site, spec.server_host, spec.settings.seconds, spec.settings.streams
+        spec.site, spec.s3.endpoint, spec.settings.seconds, spec.settings.streams
     );
     let rt = tokio::runtime::Runtime::new().context("starting the runtime")?;
     let b = rt.block_on(worker::testbed::preflight(&spec))?;
-    eprintln!("testbed baselines: {}", analysis::words::baselines(&b));
+    eprintln!("testbed baselines: {}", run::preflight::words(&b));
     Ok(())
 }
