@@ -183,7 +183,7 @@ pub struct CampaignSpec {
     /// labelled arm (`<baseline>-aa`), and its interval is the campaign's noise floor.
     #[serde(default)]
     pub aa_control: bool,
-    /// Crypto backends (`aws-lc`, `rustcrypto`) of the `modes` shorthand: each mode runs on
+    /// Crypto backends (`aws-lc`, `rustcrypto`, `libcrux`) of the `modes` shorthand: each mode runs on
     /// each backend as its own arm, in the same blocks. Ignored with `arms`.
     #[serde(default = "default_backends")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backends"))]
@@ -459,10 +459,9 @@ impl ObjectFormat {
 
     /// Why `mode` cannot be written in this format, if it cannot.
     pub fn refuses(self, mode: Mode) -> Option<String> {
-        let v2_modes = [Mode::X25519, Mode::MlKem768, Mode::MlKem1024, Mode::XWing];
         match self {
             Self::V1 => None,
-            _ if !v2_modes.contains(&mode) => Some(format!(
+            _ if !envelope::interop::Format::V2.has(mode) => Some(format!(
                 "format {} wraps with HPKE to x25519, ml-kem-768, ml-kem-1024 or x-wing keys; mode {mode} has no v2 suite (use format v1)",
                 self.as_str()
             )),

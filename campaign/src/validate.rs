@@ -275,6 +275,13 @@ impl CampaignSpec {
             if let Some(why) = a.format.refuses(a.mode) {
                 return Err(format!("arms[{i}].format: {why}"));
             }
+            if !a.backend.supports(a.mode) {
+                return Err(format!(
+                    "arms[{i}].backend: {} does not implement {} (libcrux has no RSA); use \
+                     aws-lc or rustcrypto for this arm",
+                    a.backend, a.mode
+                ));
+            }
             if a.require_pq && a.format == ObjectFormat::V1 {
                 return Err(format!(
                     "arms[{i}].requirePq: a format v2 reader's check (a v1 reader opens only its \
@@ -308,7 +315,20 @@ impl CampaignSpec {
             ));
         }
         if self.backends.is_empty() {
-            return Err("backends: list at least one backend (aws-lc, rustcrypto)".into());
+            return Err("backends: list at least one backend (aws-lc, rustcrypto, libcrux)".into());
+        }
+        for (j, b) in self.backends.iter().enumerate() {
+            if let Some((i, m)) = self
+                .modes
+                .iter()
+                .enumerate()
+                .find(|(_, m)| !b.supports(**m))
+            {
+                return Err(format!(
+                    "backends[{j}]: {b} does not implement modes[{i}] {m} (libcrux has no RSA); \
+                     list arms to pair each mode with the backends that implement it"
+                ));
+            }
         }
         let mut seen = BTreeSet::new();
         for (i, b) in self.backends.iter().enumerate() {

@@ -212,7 +212,7 @@ fn extract(backend: Backend, kdf: KdfId, salt: &[u8], ikm: &[&[u8]]) -> SecretVe
     let zeros = vec![0u8; kdf.hash_len()];
     let salt = if salt.is_empty() { &zeros[..] } else { salt };
     match backend {
-        Backend::AwsLc => {
+        Backend::AwsLc | Backend::Libcrux => {
             let alg = match kdf {
                 KdfId::HkdfSha256 => lc_hmac::HMAC_SHA256,
                 KdfId::HkdfSha384 => lc_hmac::HMAC_SHA384,
@@ -250,7 +250,7 @@ fn expand(
     let mut out = Zeroizing::new(vec![0u8; len]);
     let too_long = || Error::Crypto("hpke: expand length above 255 · Nh");
     match backend {
-        Backend::AwsLc => {
+        Backend::AwsLc | Backend::Libcrux => {
             struct Len(usize);
             impl lc_hkdf::KeyType for Len {
                 fn len(&self) -> usize {
@@ -431,7 +431,8 @@ pub fn encap<R: CryptoRng + ?Sized>(
 ) -> Result<(Vec<u8>, Secret32)> {
     let fixed_unsupported = || {
         Error::Usage(format!(
-            "deterministic {kem:?} encapsulation is available on the rustcrypto backend only"
+            "deterministic {kem:?} encapsulation is not available on the aws-lc backend (use \
+             rustcrypto or libcrux)"
         ))
     };
     match kem {
@@ -712,7 +713,7 @@ fn aead_seal(
 ) -> Result<()> {
     let fail = || Error::Crypto("hpke: seal");
     match backend {
-        Backend::AwsLc => {
+        Backend::AwsLc | Backend::Libcrux => {
             let k = lc_aead::LessSafeKey::new(
                 lc_aead::UnboundKey::new(lc_alg(aead), key).map_err(|_| fail())?,
             );
@@ -753,7 +754,7 @@ fn aead_open(
     ct: &[u8],
 ) -> Result<Zeroizing<Vec<u8>>> {
     match backend {
-        Backend::AwsLc => {
+        Backend::AwsLc | Backend::Libcrux => {
             let k = lc_aead::LessSafeKey::new(
                 lc_aead::UnboundKey::new(lc_alg(aead), key).map_err(|_| Error::Decrypt)?,
             );

@@ -57,6 +57,7 @@
 mod ctx;
 pub mod gate;
 pub mod hpke;
+pub mod interop;
 #[doc(hidden)]
 pub mod kat;
 pub mod keys;
@@ -179,7 +180,7 @@ pub enum Error {
     )]
     UnknownMode(String),
     /// An unknown backend name.
-    #[error("unknown backend {0:?}: expected aws-lc or rustcrypto")]
+    #[error("unknown backend {0:?}: expected aws-lc, rustcrypto or libcrux")]
     UnknownBackend(String),
     /// An invalid object identity (tenant, bucket, key or version).
     #[error("invalid object identity: {0}")]

@@ -1,16 +1,20 @@
-//! ML-KEM-768 and ML-KEM-1024 (FIPS 203) on both backends.
+//! ML-KEM-768 and ML-KEM-1024 (FIPS 203) on each backend.
 //!
 //! Keys are stored as the FIPS 203 seed `d ‖ z` (64 bytes, section 6.1 / 7.1
 //! ML-KEM.KeyGen_internal). The expanded decapsulation key is derived once when a key is
 //! loaded and reused for every decapsulation: aws-lc-rs receives the expanded 2400/3168-byte
 //! FIPS 203 `dk` encoding (derived with the RustCrypto implementation, then held by AWS-LC),
-//! RustCrypto keeps its own expanded key object.
+//! RustCrypto keeps its own expanded key object, libcrux derives its own 2400/3168-byte
+//! `dk` from the seed with its key generation (so its keys are independent of the other
+//! backends' code) and its multiplexed API picks the AVX2 or the portable code at run time.
 
 use aws_lc_rs::kem as lc_kem;
 use ml_kem::array::Array;
 use ml_kem::{Decapsulate, Encapsulate, KeyExport};
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
+
+use libcrux_ml_kem::{mlkem768 as lc768, mlkem1024 as lc1024};
 
 use crate::symmetric::Secret32;
 use crate::{Backend, Error, Result};
@@ -98,6 +102,10 @@ pub(crate) enum EncapKey {
     Rc768(Box<Ek768>),
     /// RustCrypto ML-KEM-1024.
     Rc1024(Box<Ek1024>),
+    /// libcrux ML-KEM-768 (checked with its FIPS 203 section 7.2 modulus check).
+    Lc768(Box<lc768::MlKem768PublicKey>),
+    /// libcrux ML-KEM-1024.
+    Lc1024(Box<lc1024::MlKem1024PublicKey>),
 }
 
 impl EncapKey {
@@ -126,12 +134,46 @@ impl EncapKey {
                     Array::try_from(bytes).map_err(|_| Error::Key("ML-KEM key size".into()))?;
                 EncapKey::Rc1024(Box::new(Ek1024::new(&arr).map_err(bad)?))
             }
+            (Backend::Libcrux, Params::K768) => {
+                let k = lc768::MlKem768PublicKey::try_from(bytes)
+                    .map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                if !lc768::validate_public_key(&k) {
+                    return Err(Error::Key("invalid ML-KEM public key".into()));
+                }
+                EncapKey::Lc768(Box::new(k))
+            }
+            (Backend::Libcrux, Params::K1024) => {
+                let k = lc1024::MlKem1024PublicKey::try_from(bytes)
+                    .map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                if !lc1024::validate_public_key(&k) {
+                    return Err(Error::Key("invalid ML-KEM public key".into()));
+                }
+                EncapKey::Lc1024(Box::new(k))
+            }
         })
     }
 
     /// Encapsulates: returns the ciphertext and the 32-byte shared secret. AWS-LC draws its
-    /// own randomness; RustCrypto draws `m` from `rng`.
+    /// own randomness; RustCrypto and libcrux draw `m` from `rng`.
     pub(crate) fn encapsulate<R: CryptoRng + ?Sized>(
+        &self,
+        rng: &mut R,
+    ) -> Result<(Vec<u8>, Secret32)> {
+        let (ct, mut ss) = self.encapsulate_unchecked(rng)?;
+        fault::apply(self.backend(), fault::Fault::Encapsulate, &mut ss);
+        Ok((ct, ss))
+    }
+
+    /// The backend that parsed the key.
+    fn backend(&self) -> Backend {
+        match self {
+            EncapKey::Aws(_) => Backend::AwsLc,
+            EncapKey::Rc768(_) | EncapKey::Rc1024(_) => Backend::RustCrypto,
+            EncapKey::Lc768(_) | EncapKey::Lc1024(_) => Backend::Libcrux,
+        }
+    }
+
+    fn encapsulate_unchecked<R: CryptoRng + ?Sized>(
         &self,
         rng: &mut R,
     ) -> Result<(Vec<u8>, Secret32)> {
@@ -150,11 +192,18 @@ impl EncapKey {
                 let (ct, ss) = k.encapsulate_with_rng(rng);
                 Ok((ct.to_vec(), Zeroizing::new(ss.into())))
             }
+            EncapKey::Lc768(_) | EncapKey::Lc1024(_) => {
+                let mut m = Zeroizing::new([0u8; 32]);
+                rng.fill_bytes(m.as_mut());
+                self.encapsulate_deterministic(&m)
+                    .ok_or(Error::Crypto("ml-kem encapsulate"))
+            }
         }
     }
 
     /// Deterministic encapsulation with the given `m` (FIPS 203 ML-KEM.Encaps_internal).
-    /// RustCrypto only: AWS-LC does not expose it. Used by known-answer tests.
+    /// RustCrypto and libcrux: AWS-LC does not expose it. Used by known-answer tests, and by
+    /// libcrux's randomized path with `m` drawn by the caller.
     pub(crate) fn encapsulate_deterministic(&self, m: &[u8; 32]) -> Option<(Vec<u8>, Secret32)> {
         let m = Array::from(*m);
         match self {
@@ -166,6 +215,14 @@ impl EncapKey {
             EncapKey::Rc1024(k) => {
                 let (ct, ss) = k.encapsulate_deterministic(&m);
                 Some((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+            EncapKey::Lc768(k) => {
+                let (ct, ss) = lc768::encapsulate(k, m.into());
+                Some((ct.as_ref().to_vec(), Zeroizing::new(ss)))
+            }
+            EncapKey::Lc1024(k) => {
+                let (ct, ss) = lc1024::encapsulate(k, m.into());
+                Some((ct.as_ref().to_vec(), Zeroizing::new(ss)))
             }
         }
     }
@@ -179,6 +236,20 @@ pub(crate) enum DecapKey {
     Rc768(Box<Dk768>),
     /// RustCrypto ML-KEM-1024 expanded key.
     Rc1024(Box<Dk1024>),
+    /// libcrux ML-KEM-768 `dk`.
+    Lc768(Box<LcSecret<2400>>),
+    /// libcrux ML-KEM-1024 `dk`.
+    Lc1024(Box<LcSecret<3168>>),
+}
+
+/// A libcrux decapsulation key, zeroized on drop (libcrux's own type is not).
+pub(crate) struct LcSecret<const N: usize>(libcrux_ml_kem::MlKemPrivateKey<N>);
+
+impl<const N: usize> Drop for LcSecret<N> {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.0[0..N].zeroize();
+    }
 }
 
 impl DecapKey {
@@ -197,6 +268,14 @@ impl DecapKey {
             }
             (Backend::RustCrypto, Params::K1024) => {
                 DecapKey::Rc1024(Box::new(Dk1024::from_seed(Array::from(*seed))))
+            }
+            (Backend::Libcrux, Params::K768) => {
+                let (sk, _) = lc768::generate_key_pair(*seed).into_parts();
+                DecapKey::Lc768(Box::new(LcSecret(sk)))
+            }
+            (Backend::Libcrux, Params::K1024) => {
+                let (sk, _) = lc1024::generate_key_pair(*seed).into_parts();
+                DecapKey::Lc1024(Box::new(LcSecret(sk)))
             }
         })
     }
@@ -222,12 +301,43 @@ impl DecapKey {
                 let arr = Array::try_from(dk).map_err(|_| Error::Key("ML-KEM key size".into()))?;
                 DecapKey::Rc1024(Box::new(Dk1024::from_expanded_bytes(&arr).map_err(bad)?))
             }
+            (Backend::Libcrux, Params::K768) => {
+                let k = lc768::MlKem768PrivateKey::try_from(dk)
+                    .map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                if !lc768::portable::validate_private_key_only(&k) {
+                    return Err(Error::Key("invalid ML-KEM expanded key".into()));
+                }
+                DecapKey::Lc768(Box::new(LcSecret(k)))
+            }
+            (Backend::Libcrux, Params::K1024) => {
+                let k = lc1024::MlKem1024PrivateKey::try_from(dk)
+                    .map_err(|_| Error::Key("ML-KEM key size".into()))?;
+                if !lc1024::portable::validate_private_key_only(&k) {
+                    return Err(Error::Key("invalid ML-KEM expanded key".into()));
+                }
+                DecapKey::Lc1024(Box::new(LcSecret(k)))
+            }
         })
     }
 
     /// Decapsulates (implicit rejection: a modified ciphertext yields a pseudorandom secret,
     /// caught later by AES-GCM). A wrong-length ciphertext is the opaque [`Error::Decrypt`].
     pub(crate) fn decapsulate(&self, ct: &[u8]) -> Result<Secret32> {
+        let mut ss = self.decapsulate_unchecked(ct)?;
+        fault::apply(self.backend(), fault::Fault::Decapsulate, &mut ss);
+        Ok(ss)
+    }
+
+    /// The backend that loaded the key.
+    fn backend(&self) -> Backend {
+        match self {
+            DecapKey::Aws(_) => Backend::AwsLc,
+            DecapKey::Rc768(_) | DecapKey::Rc1024(_) => Backend::RustCrypto,
+            DecapKey::Lc768(_) | DecapKey::Lc1024(_) => Backend::Libcrux,
+        }
+    }
+
+    fn decapsulate_unchecked(&self, ct: &[u8]) -> Result<Secret32> {
         match self {
             DecapKey::Aws(k) => {
                 let ss = k
@@ -243,6 +353,59 @@ impl DecapKey {
                 let ss = k.decapsulate_slice(ct).map_err(|_| Error::Decrypt)?;
                 Ok(Zeroizing::new(ss.into()))
             }
+            DecapKey::Lc768(k) => {
+                let ct = lc768::MlKem768Ciphertext::try_from(ct).map_err(|_| Error::Decrypt)?;
+                Ok(Zeroizing::new(lc768::decapsulate(&k.0, &ct)))
+            }
+            DecapKey::Lc1024(k) => {
+                let ct = lc1024::MlKem1024Ciphertext::try_from(ct).map_err(|_| Error::Decrypt)?;
+                Ok(Zeroizing::new(lc1024::decapsulate(&k.0, &ct)))
+            }
         }
     }
+}
+
+/// Fault injection for the known-answer gate's own test (`gate::tests`): a backend made to
+/// compute wrong ML-KEM shared secrets, on the injecting thread only. Compiled into unit
+/// tests only; in every other build [`fault::apply`] does nothing.
+pub(crate) mod fault {
+    use crate::Backend;
+
+    /// Which half of ML-KEM computes a wrong shared secret.
+    #[cfg_attr(not(test), allow(dead_code, reason = "constructed by unit tests only"))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Fault {
+        /// The sender's secret.
+        Encapsulate,
+        /// The receiver's secret.
+        Decapsulate,
+    }
+
+    #[cfg(test)]
+    thread_local! {
+        static ACTIVE: std::cell::Cell<Option<(Backend, Fault)>> =
+            const { std::cell::Cell::new(None) };
+    }
+
+    /// Runs `f` with `backend`'s `fault` active on this thread.
+    #[cfg(test)]
+    pub(crate) fn inject<T>(backend: Backend, fault: Fault, f: impl FnOnce() -> T) -> T {
+        ACTIVE.set(Some((backend, fault)));
+        let out = f();
+        ACTIVE.set(None);
+        out
+    }
+
+    /// Flips a bit of `ss` when `backend`'s `fault` is active.
+    #[cfg(test)]
+    pub(crate) fn apply(backend: Backend, fault: Fault, ss: &mut [u8; 32]) {
+        if ACTIVE.get() == Some((backend, fault)) {
+            ss[0] ^= 1;
+        }
+    }
+
+    /// Does nothing outside unit tests.
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn apply(_: Backend, _: Fault, _: &mut [u8; 32]) {}
 }

@@ -295,9 +295,9 @@ impl fmt::Display for KeyType {
     }
 }
 
-/// The crypto implementation that executes a mode. Chosen at run time; objects sealed with
-/// one open with the other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// The crypto implementation that executes a mode. Chosen at run time; an object sealed on
+/// one opens on every other that supports its mode (the interop matrix, [`crate::interop`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub enum Backend {
     /// aws-lc-rs (AWS-LC): ML-KEM, X25519, RSA, AES-GCM, HKDF, SHA3. The default.
     #[default]
@@ -305,17 +305,44 @@ pub enum Backend {
     /// The pure-Rust RustCrypto crates: `ml-kem`, `x25519-dalek`, `rsa`, `aes-gcm`, `hkdf`,
     /// `sha3`, `x-wing`.
     RustCrypto,
+    /// Cryspen's formally verified libcrux for the key establishment: `libcrux-ml-kem`
+    /// (portable and AVX2 code, chosen at run time), X25519 from `libcrux-curve25519`
+    /// (HACL*), X-Wing encapsulation from `libcrux-kem`, SHA3-256 from `libcrux-sha3`. The
+    /// data layer (HKDF-SHA256, AES-256-GCM, SHA-256) stays on AWS-LC, so that `libcrux`
+    /// against `aws-lc` isolates the KEM. No RSA: the RSA modes refuse it.
+    Libcrux,
 }
 
 impl Backend {
-    /// Both backends.
-    pub const ALL: [Backend; 2] = [Backend::AwsLc, Backend::RustCrypto];
+    /// Every backend, in the order reports list them.
+    pub const ALL: [Backend; 3] = [Backend::AwsLc, Backend::RustCrypto, Backend::Libcrux];
 
     /// The backend's command-line name.
     pub const fn name(self) -> &'static str {
         match self {
             Backend::AwsLc => "aws-lc",
             Backend::RustCrypto => "rustcrypto",
+            Backend::Libcrux => "libcrux",
+        }
+    }
+
+    /// Whether the backend implements `mode`'s key establishment (libcrux has no RSA).
+    pub const fn supports(self, mode: Mode) -> bool {
+        !matches!(
+            (self, mode),
+            (Backend::Libcrux, Mode::RsaOaep4096 | Mode::RsaOaep3072)
+        )
+    }
+
+    /// Refuses a mode the backend does not implement, naming both and what to do.
+    pub fn check_supports(self, mode: Mode) -> Result<()> {
+        if self.supports(mode) {
+            Ok(())
+        } else {
+            Err(Error::Usage(format!(
+                "backend {self} does not implement mode {mode} (libcrux has no RSA); use \
+                 aws-lc or rustcrypto for the RSA modes"
+            )))
         }
     }
 }
@@ -333,6 +360,7 @@ impl FromStr for Backend {
         match s {
             "aws-lc" | "aws-lc-rs" => Ok(Backend::AwsLc),
             "rustcrypto" | "rust-crypto" => Ok(Backend::RustCrypto),
+            "libcrux" => Ok(Backend::Libcrux),
             _ => Err(Error::UnknownBackend(s.to_owned())),
         }
     }

@@ -47,6 +47,7 @@ impl Receiver {
     /// Parses (and expands, once) the secret key for reading objects of `expected` mode.
     /// `plaintext` takes no key; every other mode needs its key type.
     pub fn new(expected: Mode, backend: Backend, key: Option<&SecretKey>) -> Result<Self> {
+        backend.check_supports(expected)?;
         let want = expected.key_type();
         let (secret, key_id) = match key {
             None if expected == Mode::Plaintext => (Secret::None, String::new()),

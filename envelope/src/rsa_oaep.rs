@@ -92,6 +92,11 @@ pub(crate) enum PublicKey {
     Rc(Box<rsa::PublicKey>),
 }
 
+/// libcrux has no RSA: the RSA modes refuse the backend (see [`Backend::check_supports`]).
+fn no_rsa() -> Error {
+    Error::Usage("backend libcrux does not implement RSA-OAEP; use aws-lc or rustcrypto".into())
+}
+
 impl PublicKey {
     /// Parses SPKI DER and checks the modulus size and the exponent.
     pub(crate) fn parse(backend: Backend, bits: usize, spki: &[u8]) -> Result<Self> {
@@ -106,6 +111,7 @@ impl PublicKey {
             Backend::RustCrypto => PublicKey::Rc(Box::new(
                 rsa::PublicKey::from_public_key_der(spki).map_err(|_| bad())?,
             )),
+            Backend::Libcrux => return Err(no_rsa()),
         };
         let got = match &key {
             PublicKey::Aws(k) => k.key_size_bits(),
@@ -163,6 +169,7 @@ impl SecretKey {
             Backend::RustCrypto => SecretKey::Rc(Box::new(
                 rsa::PrivateKey::from_pkcs8_der(pkcs8).map_err(|_| bad())?,
             )),
+            Backend::Libcrux => return Err(no_rsa()),
         };
         let got = match &key {
             SecretKey::Aws(k) => k.key_size_bits(),

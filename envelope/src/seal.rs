@@ -60,6 +60,7 @@ impl Sender {
     /// Parses the recipient key for `mode` on `backend`. For `ml-kem-768-session` the
     /// session bounds default to [`SessionBounds::default`]; see [`Sender::with_session_bounds`].
     pub fn new(mode: Mode, backend: Backend, key: SealKey<'_>) -> Result<Self> {
+        backend.check_supports(mode)?;
         let want = mode.key_type();
         let (recipient, key_id) = match (key, mode) {
             (SealKey::None, Mode::Plaintext) => (Recipient::None, String::new()),

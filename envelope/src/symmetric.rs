@@ -1,4 +1,4 @@
-//! Symmetric primitives on both backends: HKDF-SHA256 (RFC 5869), AES-256-GCM
+//! Symmetric primitives on each backend (`libcrux` uses AWS-LC's, see [`Backend::Libcrux`]): HKDF-SHA256 (RFC 5869), AES-256-GCM
 //! (NIST SP 800-38D, 96-bit nonces, 128-bit tags), SHA-256 (FIPS 180-4) and SHA3-256
 //! (FIPS 202).
 
@@ -25,7 +25,7 @@ pub(crate) fn hkdf_sha256(
 ) -> Result<Secret32> {
     let mut okm = Zeroizing::new([0u8; 32]);
     match backend {
-        Backend::AwsLc => {
+        Backend::AwsLc | Backend::Libcrux => {
             struct Len32;
             impl lc_hkdf::KeyType for Len32 {
                 fn len(&self) -> usize {
@@ -51,7 +51,9 @@ pub(crate) fn hkdf_sha256(
 pub(crate) fn sha256(backend: Backend, data: &[u8]) -> [u8; 32] {
     let mut out = [0u8; 32];
     match backend {
-        Backend::AwsLc => out.copy_from_slice(lc_digest::digest(&lc_digest::SHA256, data).as_ref()),
+        Backend::AwsLc | Backend::Libcrux => {
+            out.copy_from_slice(lc_digest::digest(&lc_digest::SHA256, data).as_ref())
+        }
         Backend::RustCrypto => {
             use sha2::Digest;
             out.copy_from_slice(&sha2::Sha256::digest(data));
@@ -79,6 +81,9 @@ pub(crate) fn sha3_256(backend: Backend, parts: &[&[u8]]) -> [u8; 32] {
             }
             out.copy_from_slice(&h.finalize());
         }
+        // libcrux-sha3 hashes one slice; the parts are short (the X-Wing combiner's 134
+        // bytes, a key's fingerprint input).
+        Backend::Libcrux => out = libcrux_sha3::sha256(&parts.concat()),
     }
     out
 }
@@ -95,7 +100,7 @@ impl Aead {
     /// Expands `key` for `backend`.
     pub(crate) fn new(backend: Backend, key: &[u8; 32]) -> Result<Self> {
         Ok(match backend {
-            Backend::AwsLc => Aead::Aws(lc_aead::LessSafeKey::new(
+            Backend::AwsLc | Backend::Libcrux => Aead::Aws(lc_aead::LessSafeKey::new(
                 lc_aead::UnboundKey::new(&lc_aead::AES_256_GCM, key)
                     .map_err(|_| Error::Crypto("aes-256-gcm key"))?,
             )),

@@ -1,4 +1,5 @@
-//! X25519 (RFC 7748) on both backends: the ephemeral-static exchange of modes `x25519`,
+//! X25519 (RFC 7748) on each backend (`libcrux`: HACL*'s verified Curve25519 through
+//! `libcrux-curve25519`): the ephemeral-static exchange of modes `x25519`,
 //! `x25519-padded` and `concat-hybrid`, and the X25519 half of X-Wing.
 //!
 //! Small-order points are refused everywhere a peer's u-coordinate enters (FORMAT.md §6):
@@ -127,6 +128,15 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
             let ss = eph.diffie_hellman(&x25519_dalek::PublicKey::from(*peer));
             (epub, ss.to_bytes())
         }
+        Backend::Libcrux => {
+            let mut eph = Zeroizing::new([0u8; 32]);
+            rng.fill_bytes(eph.as_mut());
+            let mut epub = [0u8; 32];
+            libcrux_curve25519::secret_to_public(&mut epub, &eph);
+            let mut ss = [0u8; 32];
+            libcrux_curve25519::ecdh(&mut ss, peer, &eph).map_err(|_| invalid())?;
+            (epub, ss)
+        }
     };
     // Belt and braces: an all-zero secret (which only a small-order key, refused above, can
     // give) is the same error on both backends.
@@ -139,6 +149,8 @@ pub(crate) enum StaticKey {
     Aws(lc::PrivateKey),
     /// x25519-dalek static secret (zeroized on drop).
     Rc(x25519_dalek::StaticSecret),
+    /// The scalar for libcrux (zeroized on drop).
+    Lc(Zeroizing<[u8; 32]>),
 }
 
 impl StaticKey {
@@ -150,6 +162,7 @@ impl StaticKey {
                     .map_err(|_| Error::Key("invalid X25519 secret key".into()))?,
             ),
             Backend::RustCrypto => StaticKey::Rc(x25519_dalek::StaticSecret::from(*secret)),
+            Backend::Libcrux => StaticKey::Lc(Zeroizing::new(*secret)),
         })
     }
 
@@ -173,6 +186,12 @@ impl StaticKey {
                 k.diffie_hellman(&x25519_dalek::PublicKey::from(*peer))
                     .to_bytes(),
             ),
+            // HACL*'s ecdh fails on an all-zero result, the same refusal as reject_zero.
+            StaticKey::Lc(k) => {
+                let mut ss = Zeroizing::new([0u8; 32]);
+                libcrux_curve25519::ecdh(&mut ss, peer, k).map_err(|_| Error::Decrypt)?;
+                reject_zero(*ss)
+            }
         }
     }
 }

@@ -11,7 +11,10 @@
 //! same RustCrypto parts because `x_wing::DecapsulationKey` re-expands its seed (SHAKE256 +
 //! ML-KEM key generation) on every call, the per-operation re-derivation that the study
 //! found to dominate. The expanded key is cached per key load instead (the draft permits it).
-//! Both compositions are checked against the draft's test vectors and the crate.
+//! On `libcrux`, encapsulation is `libcrux-kem`'s X-Wing (draft 06), decapsulation composed
+//! from libcrux's ML-KEM-768, X25519 and SHA3-256 for the same reason (`libcrux-kem` also
+//! re-expands the seed per call). Every composition is checked against the draft's test
+//! vectors and the crates.
 
 use rand_core::CryptoRng;
 use shake::{ExtendableOutput, Update, XofReader};
@@ -72,6 +75,8 @@ pub(crate) enum EncapKey {
     },
     /// The `x-wing` crate.
     Rc(Box<x_wing::EncapsulationKey>),
+    /// `libcrux-kem`'s X-Wing.
+    Lc(Box<libcrux_kem::PublicKey>),
 }
 
 impl EncapKey {
@@ -98,6 +103,10 @@ impl EncapKey {
                 x_wing::EncapsulationKey::try_from(bytes)
                     .map_err(|_| Error::Key("invalid X-Wing public key".into()))?,
             )),
+            Backend::Libcrux => EncapKey::Lc(Box::new(
+                libcrux_kem::PublicKey::decode(libcrux_kem::Algorithm::XWingKemDraft06, bytes)
+                    .map_err(|_| Error::Key("invalid X-Wing public key".into()))?,
+            )),
         })
     }
 
@@ -119,10 +128,17 @@ impl EncapKey {
                 let (ct, ss) = k.encapsulate_with_rng(rng);
                 Ok((ct.to_vec(), Zeroizing::new(ss.into())))
             }
+            EncapKey::Lc(_) => {
+                let mut eseed = Zeroizing::new([0u8; 64]);
+                rng.fill_bytes(eseed.as_mut());
+                self.encapsulate_deterministic(&eseed)
+                    .ok_or(Error::Crypto("x-wing encapsulate"))
+            }
         }
     }
 
-    /// Deterministic encapsulation with 64 bytes of randomness (draft test vectors; RustCrypto only).
+    /// Deterministic encapsulation with 64 bytes of randomness (draft test vectors;
+    /// RustCrypto and libcrux: AWS-LC does not expose it).
     pub(crate) fn encapsulate_deterministic(
         &self,
         eseed: &[u8; 64],
@@ -133,6 +149,11 @@ impl EncapKey {
                 let (ct, ss) =
                     k.encapsulate_deterministic(&x_wing::kem::common::array::Array::from(*eseed));
                 Some((ct.to_vec(), Zeroizing::new(ss.into())))
+            }
+            EncapKey::Lc(k) => {
+                let (ss, ct) = k.encapsulate_derand(eseed).ok()?;
+                let ss: [u8; 32] = ss.encode().try_into().ok()?;
+                Some((ct.encode(), Zeroizing::new(ss)))
             }
         }
     }
