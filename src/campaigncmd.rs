@@ -531,6 +531,10 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         );
     }
     if settled < total {
+        // Every backend of the campaign seals what every other opens, before anything is
+        // timed (each run's worker checks its own backend against all of them again).
+        let interop = campaign::design::interop(&m.spec).map_err(anyhow::Error::msg)?;
+        eprintln!("interop: {}", interop.words());
         // A terminal's Ctrl-C reaches the run-spec processes and the server too (one process
         // group); this process only notes it, to report what is kept and how to resume.
         ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst))
@@ -732,6 +736,10 @@ fn analyze_to(
         .unwrap_or_default();
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("runs.csv"), analysis::rows_to_csv(&collected.rows))?;
+    let cfg = &Config {
+        implementations: collected.implementations(),
+        ..cfg.clone()
+    };
     write_report(
         out,
         &collected.rows,
@@ -859,6 +867,7 @@ pub(crate) fn analyze_cmd(a: AnalyzeArgs) -> Result<()> {
                     "no campaign file: the settings come from the command line and nothing was pre-registered, so every comparison is exploratory in the study's sense".into(),
                 ],
                 baselines: None,
+                implementations: None,
             }
         }
     };

@@ -33,6 +33,7 @@ pub mod analyze;
 pub mod deviations;
 pub mod endpoints;
 pub mod entry;
+pub mod implementations;
 pub mod longrun;
 pub mod model;
 pub mod order;

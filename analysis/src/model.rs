@@ -38,6 +38,10 @@ pub struct Config {
     /// executor took them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baselines: Option<crate::testbed::Baselines>,
+    /// The implementations the runs ran on and their merged interop matrix (from the runs'
+    /// `summary.json`), when the executor read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementations: Option<crate::implementations::Implementations>,
 }
 
 impl Config {
@@ -54,6 +58,7 @@ impl Config {
             arm_details: arms,
             analysis_time_settings: Vec::new(),
             baselines: None,
+            implementations: None,
         }
     }
 }

@@ -295,6 +295,28 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
     }
 }
 
+/// The interop matrix of the campaign's modes over its arms' backends (issue 40): every
+/// backend seals, every backend opens, in both formats. `Err` names the round trips that
+/// failed between two of the campaign's backends: such a campaign is refused before
+/// anything is timed, on both executors.
+pub fn interop(spec: &CampaignSpec) -> std::result::Result<envelope::interop::Matrix, String> {
+    let arms = arms(spec);
+    let mut modes: Vec<Mode> = Vec::new();
+    let mut backends: Vec<Backend> = Vec::new();
+    for a in &arms {
+        if !modes.contains(&a.mode) {
+            modes.push(a.mode);
+        }
+        if !backends.contains(&a.backend) {
+            backends.push(a.backend);
+        }
+    }
+    backends.sort();
+    let m = envelope::interop::matrix(&modes, &backends);
+    m.require_among(&backends).map_err(|e| e.to_string())?;
+    Ok(m)
+}
+
 /// The arms (see the module docs).
 pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
     let defs = arm_defs(spec);

@@ -15,14 +15,14 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     Backend, Mode, ObjectId, PublicKey, Receiver, Result, SealKey, SecretKey, Sender, gate, v2,
 };
 
 /// An object format the matrix checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// FORMAT.md: manifest beside the body.
@@ -58,7 +58,7 @@ impl Format {
 }
 
 /// One round trip of the matrix.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cell {
     /// The mode.
@@ -70,7 +70,7 @@ pub struct Cell {
     /// The backend that opened.
     pub opener: Backend,
     /// `None`: the object opened to its plaintext; else what went wrong.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -82,7 +82,7 @@ impl Cell {
 }
 
 /// What a backend is: its crates and the CPU features it can use here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendInfo {
     /// The backend.
@@ -90,11 +90,11 @@ pub struct BackendInfo {
     /// `crate version` of each crate the backend's modes run on.
     pub crates: Vec<String>,
     /// The CPU features the backend's run-time dispatch can use that this CPU has.
-    pub cpu_features: Vec<&'static str>,
+    pub cpu_features: Vec<String>,
 }
 
 /// The matrix: every (mode, format, sealer, opener) of the backends that implement the mode.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Matrix {
     /// The backends, with their versions and CPU features.
@@ -116,6 +116,30 @@ impl Matrix {
             .filter(|c| backends.contains(&c.sealer) && backends.contains(&c.opener))
     }
 
+    /// Refuses when two of `backends` do not interoperate, naming the failed round trips.
+    pub fn require_among(&self, backends: &[Backend]) -> Result<()> {
+        refuse(self.failures_among(backends))
+    }
+
+    /// Refuses when `backend` does not interoperate with any backend of the matrix (the
+    /// run engine's check, beside the known-answer gate's own cross-checks).
+    pub fn require_involving(&self, backend: Backend) -> Result<()> {
+        refuse(
+            self.failures()
+                .filter(|c| c.sealer == backend || c.opener == backend),
+        )
+    }
+
+    /// The headline and each backend's crates, in words.
+    pub fn words(&self) -> String {
+        let backends: Vec<String> = self
+            .backends
+            .iter()
+            .map(|b| format!("{} ({})", b.backend, b.crates.join(", ")))
+            .collect();
+        format!("{}; {}", self.headline(), backends.join("; "))
+    }
+
     /// One line: "84 of 84 round trips (3 backends, 6 modes, v1 and v2)".
     pub fn headline(&self) -> String {
         let ok = self.cells.iter().filter(|c| c.ok()).count();
@@ -129,6 +153,30 @@ impl Matrix {
             modes.len(),
             formats.into_iter().collect::<Vec<_>>().join(" and ")
         )
+    }
+}
+
+/// The refusal of failed round trips, each named (`Ok` when there are none).
+fn refuse<'a>(failed: impl Iterator<Item = &'a Cell>) -> Result<()> {
+    let failed: Vec<String> = failed
+        .map(|c| {
+            format!(
+                "{} {} sealed on {} does not open on {}: {}",
+                c.mode,
+                c.format.name(),
+                c.sealer,
+                c.opener,
+                c.error.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::Error::Usage(format!(
+            "the backends do not interoperate, so their comparison is refused before timing: {}",
+            failed.join("; ")
+        )))
     }
 }
 
@@ -201,7 +249,10 @@ pub fn backend_info(backend: Backend) -> BackendInfo {
             .iter()
             .map(|(n, v)| format!("{n} {v}"))
             .collect(),
-        cpu_features: cpu_features(backend),
+        cpu_features: cpu_features(backend)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
     }
 }
 

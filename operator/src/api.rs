@@ -100,6 +100,12 @@ pub struct CampaignStatus {
     /// The API server's creation time of this campaign (RFC 3339), recorded with the hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registered_at: Option<String>,
+    /// The interop matrix checked at admission, in words: how many round trips between the
+    /// campaign's backends (every backend seals, every backend opens, in every mode and
+    /// both formats) succeeded, and each backend's crates and versions. A campaign whose
+    /// backends do not interoperate fails with `InvalidSpec` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interop: Option<String>,
     /// Runs done out of the plan, the run in progress and an ETA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,

@@ -281,8 +281,20 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     let owner = Owner::of(c)?;
     let m = deploy::manifest(c);
     let plan = campaign::design::plan(&m);
-    let invalid = m.validate().err().or_else(|| deploy::unsupported(&m.spec));
+    let mut invalid = m.validate().err().or_else(|| deploy::unsupported(&m.spec));
     let status = c.status.clone().unwrap_or_default();
+    // The interop matrix, at admission only (the one phase that reads it).
+    let interop = if status.phase == Phase::Pending && invalid.is_none() {
+        match campaign::design::interop(&m.spec) {
+            Ok(matrix) => Some(matrix.words()),
+            Err(why) => {
+                invalid = Some(why);
+                None
+            }
+        }
+    } else {
+        None
+    };
     let results = deploy::results_location(&owner, &m.spec);
     let phase = status.phase;
     ctx.metrics.campaign_phase(&campaign_key(c), Some(phase));
@@ -412,6 +424,7 @@ async fn apply(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
         outcome,
         baselines,
         invalid,
+        interop,
         foreign,
         exceeded,
         refused,

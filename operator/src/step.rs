@@ -114,8 +114,10 @@ pub struct Facts<'a> {
     /// The pre-flight probe's baselines in words, read once its Job succeeded
     /// (Provisioning; `None` elsewhere); `Err` when there are none or they cannot be read.
     pub baselines: Option<Result<String, String>>,
-    /// A spec error the API server's schema could not catch.
+    /// A spec error the API server's schema could not catch (an interop refusal included).
     pub invalid: Option<String>,
+    /// The interop matrix in words, when it was checked (at admission).
+    pub interop: Option<String>,
     /// Objects at the campaign's child names that are not the campaign's (each named with
     /// whose it is; [`crate::ownership`]).
     pub foreign: Vec<String>,
@@ -642,6 +644,7 @@ impl Step<'_, '_> {
             return;
         }
         self.st.prereg_hash = Some(f.plan.prereg_hash.clone());
+        self.st.interop.clone_from(&f.interop);
         self.st.registered_at = Some(humantime::format_rfc3339_seconds(f.created).to_string());
         self.st.results = Some(f.results.clone());
         self.enter(Phase::Provisioning);
@@ -1666,6 +1669,7 @@ mod tests {
                 outcome: None,
                 baselines: None,
                 invalid: None,
+                interop: None,
                 foreign: Vec::new(),
                 exceeded: None,
                 refused: Vec::new(),
@@ -1977,6 +1981,20 @@ mod tests {
         let d = decide(&facts);
         assert_eq!(d.status.phase, Phase::Failed);
         assert_eq!(reasons(&d), ["InvalidSpec"]);
+    }
+
+    #[test]
+    fn admission_records_the_interop_matrix_in_words() {
+        let f = Fixture::new();
+        let st = CampaignStatus::default();
+        let mut facts = f.facts(&st, BucketView::default(), JobState::NotLooked);
+        let matrix = campaign::design::interop(facts.spec).expect("the backends interoperate");
+        facts.interop = Some(matrix.words());
+        let d = decide(&facts);
+        assert_eq!(d.status.phase, Phase::Provisioning);
+        let words = d.status.interop.expect("interop in the status");
+        assert!(words.contains("round trips interoperate"), "{words}");
+        assert!(words.contains("aws-lc (aws-lc-rs 1.19.0"), "{words}");
     }
 
     #[test]

@@ -258,3 +258,71 @@ pub(crate) fn predictions_section(s: &mut String, r: &Report) {
         let _ = writeln!(s, "- {}", p.in_words());
     }
 }
+
+/// The implementations the runs ran on and their interop matrix (`analysis::implementations`).
+pub(crate) fn implementations_section(s: &mut String, r: &Report) {
+    let Some(imp) = &r.config.implementations else {
+        return;
+    };
+    s.push_str("\n## Implementations and interop\n\n");
+    let _ = writeln!(
+        s,
+        "Before timing, each run's worker sealed a 70,000-byte object on every backend and opened it on every backend, in every mode the backend implements and in both formats (v2 where the mode has a suite): {} (merged over {} runs; a round trip counts as failed if it failed in any run).\n",
+        imp.headline(),
+        imp.runs
+    );
+    s.push_str("| backend | crates | CPU features it can use | hosts |\n|---|---|---|---|\n");
+    for b in &imp.backends {
+        let features = if b.info.cpu_features.is_empty() {
+            "none (portable code)".to_owned()
+        } else {
+            b.info.cpu_features.join(", ")
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            b.info.backend,
+            b.info.crates.join(", "),
+            features,
+            b.hosts.join(", ")
+        );
+    }
+    s.push_str("\n| mode | format | round trips | failed (sealer → opener) |\n|---|---|---|---|\n");
+    let mut groups = Vec::new();
+    for c in &imp.cells {
+        if !groups.contains(&(c.mode, c.format)) {
+            groups.push((c.mode, c.format));
+        }
+    }
+    for (mode, format) in groups {
+        let cells: Vec<_> = imp
+            .cells
+            .iter()
+            .filter(|c| c.mode == mode && c.format == format)
+            .collect();
+        let failed: Vec<String> = cells
+            .iter()
+            .filter(|c| !c.ok())
+            .map(|c| {
+                format!(
+                    "{} → {}: {}",
+                    c.sealer,
+                    c.opener,
+                    c.error.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {mode} | {} | {} of {} | {} |",
+            format.name(),
+            cells.len() - failed.len(),
+            cells.len(),
+            if failed.is_empty() {
+                "–".to_owned()
+            } else {
+                failed.join("; ")
+            }
+        );
+    }
+}

@@ -147,6 +147,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     per_cell_section(&mut s, r);
     crate::figures::resources_section(&mut s, r);
     crate::figures::bottleneck_section(&mut s, r);
+    crate::figures::implementations_section(&mut s, r);
     attempts_section(&mut s, r);
     wire_section(&mut s, r);
     storage_section(&mut s, r);

@@ -2438,6 +2438,7 @@ mod tests {
             arm_details: Vec::new(),
             analysis_time_settings: Vec::new(),
             baselines: None,
+            implementations: None,
         }
     }
 

@@ -36,6 +36,15 @@ pub struct Collected {
 }
 
 impl Collected {
+    /// The valid runs' interop matrices merged (`None` when no summary carried one).
+    pub fn implementations(&self) -> Option<analysis::implementations::Implementations> {
+        analysis::implementations::merge(
+            self.summaries
+                .values()
+                .filter_map(|s| s.interop.as_ref().map(|m| (s.host.hostname.as_str(), m))),
+        )
+    }
+
     /// The excluded runs as `(run id, or the directory when unreadable; reason)` pairs, as
     /// reports list them.
     pub fn excluded_runs(&self) -> Vec<(String, String)> {

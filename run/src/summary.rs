@@ -67,6 +67,10 @@ pub struct ProcessInfo {
     pub client: Option<ClientRecord>,
     /// Known-answer gate result.
     pub gate: String,
+    /// The interop matrix of the run's mode over every backend, with each backend's crate
+    /// versions and the CPU features it can use on this host (absent from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interop: Option<envelope::interop::Matrix>,
     /// Pause taken before getting ready.
     pub pause: Option<PauseTaken>,
     /// Objects deleted after the window (PUT outputs and GET fixtures).
@@ -699,6 +703,9 @@ pub struct RunSummary {
     pub client: Option<ClientRecord>,
     /// Known-answer gate of process 0.
     pub gate: String,
+    /// The interop matrix of process 0 (its mode, every backend; absent from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interop: Option<envelope::interop::Matrix>,
     /// The spec.
     pub spec: RunSpec,
 }
@@ -1124,6 +1131,7 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
         software: Software::this(),
         client: p0.and_then(|p| p.info.client.clone()),
         gate: p0.map(|p| p.info.gate.clone()).unwrap_or_default(),
+        interop: p0.and_then(|p| p.info.interop.clone()),
         spec: spec.clone(),
     }
 }

@@ -193,6 +193,12 @@ pub fn findings(r: &Report) -> Vec<String> {
             .as_ref()
             .map(|b| format!("testbed: {}", analysis::words::baselines(b))),
     );
+    out.extend(
+        r.config
+            .implementations
+            .as_ref()
+            .map(|i| format!("implementations: {}", i.headline())),
+    );
     out.extend(r.attributions.iter().map(|a| a.in_words()));
     out.extend(r.cpu_splits.iter().map(|c| c.in_words()));
     out.extend(r.predictions.iter().map(|p| p.in_words()));

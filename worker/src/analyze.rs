@@ -198,6 +198,7 @@ async fn analyze(
     let plan = campaign::design::plan(m);
     let mut cfg = Config::from_spec(&m.spec);
     cfg.baselines = baselines(store).await;
+    cfg.implementations = collected.implementations();
     let excluded = collected.excluded_runs();
     // The attempts as the operator kept them, counted as `pqbench run`'s are.
     let attempts = crate::attempts::run_attempts(dir.path(), &plan, &collected, &spec.given_up);

@@ -691,13 +691,22 @@ fn start_traces(spec: &RunSpec) -> Result<Option<Arc<Traces>>> {
     )?)))
 }
 
-/// Phase: the known-answer gate of the mode on the backend (off the runtime's threads).
-async fn known_answer_gate(spec: &RunSpec) -> Result<envelope::gate::GateReport> {
+/// Phase: the known-answer gate of the mode on the backend, then the interop matrix of the
+/// mode over every backend (off the runtime's threads). A backend that does not
+/// interoperate with the run's is refused here, before anything is timed.
+async fn known_answer_gate(
+    spec: &RunSpec,
+) -> Result<(envelope::gate::GateReport, envelope::interop::Matrix)> {
     let (mode, backend) = (spec.cell.mode, spec.cell.backend);
-    tokio::task::spawn_blocking(move || envelope::gate::known_answer_gate(mode, backend))
-        .await
-        .map_err(|e| Error::Gate(format!("gate task: {e}")))?
-        .map_err(|e| Error::Gate(e.to_string()))
+    tokio::task::spawn_blocking(move || {
+        let gate = envelope::gate::known_answer_gate(mode, backend)?;
+        let matrix = envelope::interop::matrix(&[mode], &envelope::Backend::ALL);
+        matrix.require_involving(backend)?;
+        Ok((gate, matrix))
+    })
+    .await
+    .map_err(|e| Error::Gate(format!("gate task: {e}")))?
+    .map_err(|e: envelope::Error| Error::Gate(e.to_string()))
 }
 
 /// The payload every request writes: the object size, from the run's seed.
@@ -1024,7 +1033,7 @@ pub async fn execute(
     let prepare_from = Instant::now();
     let (sk, pk) = load_key(&spec)?;
     let keys = Keys { sk, pk };
-    let gate = known_answer_gate(&spec).await?;
+    let (gate, interop) = known_answer_gate(&spec).await?;
     let body = payload(&spec)?;
     warm_up_round_trip(&spec, &store, &keys, &body).await?;
     let fixtures = write_fixtures(&spec, &store, &keys, &body, workers.len()).await?;
@@ -1093,6 +1102,7 @@ pub async fn execute(
             "passed: {} on {} (golden object, cross-backend round trip, |pk| = {}, |C| = {})",
             gate.mode, gate.backend, gate.public_key_len, gate.ciphertext_len
         ),
+        interop: Some(interop),
         pause,
         cleanup_deleted,
         cleanup_failed,

@@ -42,6 +42,7 @@ pub fn cfg(primary: &[&str]) -> Config {
         arm_details: Vec::new(),
         analysis_time_settings: Vec::new(),
         baselines: None,
+        implementations: None,
     }
 }
 

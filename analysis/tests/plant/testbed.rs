@@ -137,5 +137,6 @@ pub fn config(b: Option<Baselines>) -> Config {
         arm_details: Vec::new(),
         analysis_time_settings: Vec::new(),
         baselines: b,
+        implementations: None,
     }
 }
