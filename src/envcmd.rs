@@ -466,7 +466,7 @@ pub(crate) fn modes(a: ModesArgs) -> Result<()> {
     let mut rows = Vec::new();
     for mode in Mode::ALL {
         let keys = FreshKeys::generate(mode)?;
-        for backend in Backend::ALL {
+        for backend in Backend::ALL.into_iter().filter(|b| b.supports(mode)) {
             let sender = keys.sender(backend)?;
             let receiver = keys.receiver(backend)?;
             let (mut seal_t, mut open_t, mut ke_s, mut ke_o) = (vec![], vec![], vec![], vec![]);

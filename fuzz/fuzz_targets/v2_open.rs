@@ -17,7 +17,7 @@ static GOLDEN: LazyLock<Vec<GoldenV2>> =
     LazyLock::new(|| V2_FILES.iter().map(|t| golden_v2(t)).collect());
 
 /// Per golden object, its private key on each backend (in `Backend::ALL` order), loaded once.
-static KEYS: LazyLock<Vec<[PrivateKey; 2]>> = LazyLock::new(|| {
+static KEYS: LazyLock<Vec<[PrivateKey; Backend::ALL.len()]>> = LazyLock::new(|| {
     GOLDEN
         .iter()
         .map(|g| {
