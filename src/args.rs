@@ -44,7 +44,7 @@ pub(crate) struct SenderArgs {
     /// Mode (name or study code); v1 only: a v2 object's KEMs are its recipients' keys'.
     #[arg(long)]
     mode: Option<Mode>,
-    /// Crypto backend: aws-lc (default), rustcrypto or libcrux (no RSA).
+    /// Crypto backend: aws-lc (default), rustcrypto, libcrux or openssl (the last two without RSA).
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
     /// Recipient public key file (every public-key mode). v2: repeat it for up to 16
@@ -78,7 +78,7 @@ pub(crate) struct ReceiverArgs {
     /// v1: the mode the object must be in (a different one is refused: no downgrade).
     #[arg(long)]
     expect_mode: Option<Mode>,
-    /// Crypto backend: aws-lc (default), rustcrypto or libcrux (no RSA).
+    /// Crypto backend: aws-lc (default), rustcrypto, libcrux or openssl (the last two without RSA).
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
     /// Recipient secret key file (must be mode 0600).

@@ -1,7 +1,7 @@
 //! `examples/implementations.yaml` end to end, as a user runs it: `pqbench run` on the
 //! embedded server as a process, the example's text as it ships except for shorter windows
 //! and fewer blocks (the full run takes about 5 minutes; its verdicts are in the issue's
-//! closing note). The test checks that every pairwise comparison of the three backends has
+//! closing note). The test checks that every pairwise comparison of the four backends has
 //! a verdict line in both cells and that the interop matrix and each backend's crates reach
 //! the runs' summaries and the report, not the figures, which need the full windows. A test
 //! binary of its own, so that nothing else runs beside its pinned server and clients.
@@ -41,9 +41,9 @@ fn every_backend_is_compared_pairwise_after_the_interop_matrix() {
     let o = pqbench_in(&state, &["run", s(&file), "--out", s(&out)]);
     ok(&o, "pqbench run implementations.yaml");
     let log = String::from_utf8_lossy(&o.stderr);
-    // The matrix before the first run: ML-KEM-768 on 3 backends, 9 ordered pairs, v1 and v2.
+    // The matrix before the first run: ML-KEM-768 on 4 backends, 16 ordered pairs, v1 and v2.
     assert!(
-        log.contains("interop: 18 of 18 round trips interoperate (3 backends, 1 modes, v1 and v2)"),
+        log.contains("interop: 32 of 32 round trips interoperate (4 backends, 1 modes, v1 and v2)"),
         "{log}"
     );
     let camp = out.join("implementations");
@@ -53,6 +53,9 @@ fn every_backend_is_compared_pairwise_after_the_interop_matrix() {
             "rustcrypto vs aws-lc",
             "libcrux vs aws-lc",
             "libcrux vs rustcrypto",
+            "openssl vs aws-lc",
+            "openssl vs rustcrypto",
+            "openssl vs libcrux",
         ] {
             assert!(
                 md.contains(&format!("| {cell} | {pair} | 2 |")),
@@ -93,14 +96,14 @@ fn every_backend_is_compared_pairwise_after_the_interop_matrix() {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&p).expect("summary")).expect("json");
         let cells = v["interop"]["cells"].as_array().expect("interop cells");
-        assert_eq!(cells.len(), 18, "{}", p.display());
+        assert_eq!(cells.len(), 32, "{}", p.display());
         assert!(
             cells.iter().all(|c| c.get("error").is_none()),
             "{}",
             p.display()
         );
-        assert_eq!(v["interop"]["backends"].as_array().map(Vec::len), Some(3));
+        assert_eq!(v["interop"]["backends"].as_array().map(Vec::len), Some(4));
         summaries += 1;
     }
-    assert_eq!(summaries, 2 * 2 * 3, "2 blocks × 2 cells × 3 arms");
+    assert_eq!(summaries, 2 * 2 * 4, "2 blocks × 2 cells × 4 arms");
 }

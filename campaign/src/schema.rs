@@ -85,7 +85,7 @@ pub(crate) fn modes(_: &mut SchemaGenerator) -> Schema {
 pub(crate) fn backends(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
-        "items": { "type": "string", "enum": names(Backend::ALL.iter().map(|b| b.name())) },
+        "items": { "type": "string", "enum": names(Backend::EVERY.iter().map(|b| b.name())) },
     })
 }
 
@@ -93,7 +93,7 @@ pub(crate) fn backends(_: &mut SchemaGenerator) -> Schema {
 pub(crate) fn backend(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
-        "enum": names(Backend::ALL.iter().map(|b| b.name())),
+        "enum": names(Backend::EVERY.iter().map(|b| b.name())),
     })
 }
 

@@ -183,7 +183,7 @@ pub struct CampaignSpec {
     /// labelled arm (`<baseline>-aa`), and its interval is the campaign's noise floor.
     #[serde(default)]
     pub aa_control: bool,
-    /// Crypto backends (`aws-lc`, `rustcrypto`, `libcrux`) of the `modes` shorthand: each mode runs on
+    /// Crypto backends (`aws-lc`, `rustcrypto`, `libcrux`, `openssl`) of the `modes` shorthand: each mode runs on
     /// each backend as its own arm, in the same blocks. Ignored with `arms`.
     #[serde(default = "default_backends")]
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backends"))]

@@ -275,10 +275,10 @@ impl CampaignSpec {
             if let Some(why) = a.format.refuses(a.mode) {
                 return Err(format!("arms[{i}].format: {why}"));
             }
-            if !a.backend.supports(a.mode) {
+            if !a.backend.implements(a.mode) {
                 return Err(format!(
-                    "arms[{i}].backend: {} does not implement {} (libcrux has no RSA); use \
-                     aws-lc or rustcrypto for this arm",
+                    "arms[{i}].backend: {} does not implement {} (libcrux and openssl have no \
+                     RSA here); use aws-lc or rustcrypto for this arm",
                     a.backend, a.mode
                 ));
             }
@@ -315,18 +315,20 @@ impl CampaignSpec {
             ));
         }
         if self.backends.is_empty() {
-            return Err("backends: list at least one backend (aws-lc, rustcrypto, libcrux)".into());
+            return Err(
+                "backends: list at least one backend (aws-lc, rustcrypto, libcrux, openssl)".into(),
+            );
         }
         for (j, b) in self.backends.iter().enumerate() {
             if let Some((i, m)) = self
                 .modes
                 .iter()
                 .enumerate()
-                .find(|(_, m)| !b.supports(**m))
+                .find(|(_, m)| !b.implements(**m))
             {
                 return Err(format!(
-                    "backends[{j}]: {b} does not implement modes[{i}] {m} (libcrux has no RSA); \
-                     list arms to pair each mode with the backends that implement it"
+                    "backends[{j}]: {b} does not implement modes[{i}] {m} (libcrux and openssl have no \
+                     RSA here); list arms to pair each mode with the backends that implement it"
                 ));
             }
         }

@@ -208,7 +208,7 @@ type SecretVec = Zeroizing<Vec<u8>>;
 // The two-stage KDF on each backend (RFC 5869), and the labelled forms (RFC 9180 §4).
 
 /// HKDF-Extract(salt, ikm) = HMAC(salt, ikm); an empty salt is `Nh` zero bytes.
-fn extract(backend: Backend, kdf: KdfId, salt: &[u8], ikm: &[&[u8]]) -> SecretVec {
+fn extract(backend: Backend, kdf: KdfId, salt: &[u8], ikm: &[&[u8]]) -> Result<SecretVec> {
     let zeros = vec![0u8; kdf.hash_len()];
     let salt = if salt.is_empty() { &zeros[..] } else { salt };
     match backend {
@@ -221,11 +221,11 @@ fn extract(backend: Backend, kdf: KdfId, salt: &[u8], ikm: &[&[u8]]) -> SecretVe
             for part in ikm {
                 ctx.update(part);
             }
-            Zeroizing::new(ctx.sign().as_ref().to_vec())
+            Ok(Zeroizing::new(ctx.sign().as_ref().to_vec()))
         }
         Backend::RustCrypto => {
             let joined: SecretVec = Zeroizing::new(ikm.concat());
-            match kdf {
+            Ok(match kdf {
                 KdfId::HkdfSha256 => {
                     let (prk, _) = hkdf::Hkdf::<sha2::Sha256>::extract(Some(salt), &joined);
                     Zeroizing::new(prk.to_vec())
@@ -234,8 +234,9 @@ fn extract(backend: Backend, kdf: KdfId, salt: &[u8], ikm: &[&[u8]]) -> SecretVe
                     let (prk, _) = hkdf::Hkdf::<sha2::Sha384>::extract(Some(salt), &joined);
                     Zeroizing::new(prk.to_vec())
                 }
-            }
+            })
         }
+        Backend::OpenSsl => crate::ossl::hmac(kdf, salt, ikm),
     }
 }
 
@@ -267,6 +268,9 @@ fn expand(
                 .fill(&mut out)
                 .map_err(|_| too_long())?;
         }
+        Backend::OpenSsl => {
+            return crate::ossl::hkdf_expand(kdf, prk, &info.concat(), len);
+        }
         Backend::RustCrypto => {
             let info = info.concat();
             let bad_prk = |_| Error::Crypto("hpke: pseudorandom key shorter than Nh");
@@ -295,7 +299,7 @@ fn labeled_extract(
     salt: &[u8],
     label: &[u8],
     ikm: &[u8],
-) -> SecretVec {
+) -> Result<SecretVec> {
     extract(backend, kdf, salt, &[HPKE_V1, suite_id, label, ikm])
 }
 
@@ -357,7 +361,7 @@ pub fn derive_key_pair(kem: KemId, ikm: &[u8]) -> Result<KeyPair> {
             // for X25519 (any 32 bytes are a scalar).
             let sid = kem.suite_id();
             let b = Backend::RustCrypto;
-            let prk = labeled_extract(b, KdfId::HkdfSha256, &sid, b"", b"dkp_prk", ikm);
+            let prk = labeled_extract(b, KdfId::HkdfSha256, &sid, b"", b"dkp_prk", ikm)?;
             let sk = labeled_expand(b, KdfId::HkdfSha256, &sid, &prk, b"sk", b"", 32)?;
             let mut arr = [0u8; 32];
             arr.copy_from_slice(&sk);
@@ -408,7 +412,7 @@ pub enum Randomness<'a, R: CryptoRng + ?Sized> {
 fn dhkem_shared(backend: Backend, dh: &[u8], enc: &[u8], pk_r: &[u8]) -> Result<Secret32> {
     let sid = KemId::X25519.suite_id();
     let kdf = KdfId::HkdfSha256;
-    let prk = labeled_extract(backend, kdf, &sid, b"", b"eae_prk", dh);
+    let prk = labeled_extract(backend, kdf, &sid, b"", b"eae_prk", dh)?;
     let ctx = [enc, pk_r].concat();
     let ss = labeled_expand(backend, kdf, &sid, &prk, b"shared_secret", &ctx, 32)?;
     let mut out = Zeroizing::new([0u8; 32]);
@@ -431,8 +435,8 @@ pub fn encap<R: CryptoRng + ?Sized>(
 ) -> Result<(Vec<u8>, Secret32)> {
     let fixed_unsupported = || {
         Error::Usage(format!(
-            "deterministic {kem:?} encapsulation is not available on the aws-lc backend (use \
-             rustcrypto or libcrux)"
+            "deterministic {kem:?} encapsulation is not available on the aws-lc and openssl \
+             backends (use rustcrypto or libcrux)"
         ))
     };
     match kem {
@@ -584,10 +588,10 @@ fn key_schedule(
 ) -> Result<Context> {
     let sid = suite.suite_id();
     let kdf = suite.kdf;
-    let psk_id_hash = labeled_extract(backend, kdf, &sid, b"", b"psk_id_hash", b"");
-    let info_hash = labeled_extract(backend, kdf, &sid, b"", b"info_hash", info);
+    let psk_id_hash = labeled_extract(backend, kdf, &sid, b"", b"psk_id_hash", b"")?;
+    let info_hash = labeled_extract(backend, kdf, &sid, b"", b"info_hash", info)?;
     let ksc = [&[0u8][..], &psk_id_hash, &info_hash].concat();
-    let secret = labeled_extract(backend, kdf, &sid, shared_secret, b"secret", b"");
+    let secret = labeled_extract(backend, kdf, &sid, shared_secret, b"secret", b"")?;
     let key = labeled_expand(
         backend,
         kdf,
@@ -724,6 +728,7 @@ fn aead_seal(
             )
             .map_err(|_| fail())
         }
+        Backend::OpenSsl => crate::ossl::aead_seal(aead, key, nonce, aad, buf),
         Backend::RustCrypto => {
             use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
             let payload = Payload { msg: buf, aad };
@@ -770,6 +775,7 @@ fn aead_open(
             buf.truncate(n);
             Ok(buf)
         }
+        Backend::OpenSsl => crate::ossl::aead_open(aead, key, nonce, aad, ct),
         Backend::RustCrypto => {
             use aes_gcm::aead::{Aead as _, KeyInit as _, Payload};
             let payload = Payload { msg: ct, aad };

@@ -66,6 +66,7 @@ mod manifest;
 mod mlkem;
 mod mode;
 mod open;
+mod ossl;
 mod rsa_oaep;
 mod seal;
 mod session;
@@ -180,7 +181,7 @@ pub enum Error {
     )]
     UnknownMode(String),
     /// An unknown backend name.
-    #[error("unknown backend {0:?}: expected aws-lc, rustcrypto or libcrux")]
+    #[error("unknown backend {0:?}: expected aws-lc, rustcrypto, libcrux or openssl")]
     UnknownBackend(String),
     /// An invalid object identity (tenant, bucket, key or version).
     #[error("invalid object identity: {0}")]

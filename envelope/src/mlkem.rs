@@ -106,6 +106,8 @@ pub(crate) enum EncapKey {
     Lc768(Box<lc768::MlKem768PublicKey>),
     /// libcrux ML-KEM-1024.
     Lc1024(Box<lc1024::MlKem1024PublicKey>),
+    /// OpenSSL's key object.
+    Os(Box<crate::ossl::MlKemPublic>),
 }
 
 impl EncapKey {
@@ -150,6 +152,9 @@ impl EncapKey {
                 }
                 EncapKey::Lc1024(Box::new(k))
             }
+            (Backend::OpenSsl, _) => {
+                EncapKey::Os(Box::new(crate::ossl::mlkem_public(params, bytes)?))
+            }
         })
     }
 
@@ -170,6 +175,7 @@ impl EncapKey {
             EncapKey::Aws(_) => Backend::AwsLc,
             EncapKey::Rc768(_) | EncapKey::Rc1024(_) => Backend::RustCrypto,
             EncapKey::Lc768(_) | EncapKey::Lc1024(_) => Backend::Libcrux,
+            EncapKey::Os(_) => Backend::OpenSsl,
         }
     }
 
@@ -198,6 +204,7 @@ impl EncapKey {
                 self.encapsulate_deterministic(&m)
                     .ok_or(Error::Crypto("ml-kem encapsulate"))
             }
+            EncapKey::Os(k) => k.encapsulate(),
         }
     }
 
@@ -207,7 +214,7 @@ impl EncapKey {
     pub(crate) fn encapsulate_deterministic(&self, m: &[u8; 32]) -> Option<(Vec<u8>, Secret32)> {
         let m = Array::from(*m);
         match self {
-            EncapKey::Aws(_) => None,
+            EncapKey::Aws(_) | EncapKey::Os(_) => None,
             EncapKey::Rc768(k) => {
                 let (ct, ss) = k.encapsulate_deterministic(&m);
                 Some((ct.to_vec(), Zeroizing::new(ss.into())))
@@ -240,6 +247,8 @@ pub(crate) enum DecapKey {
     Lc768(Box<LcSecret<2400>>),
     /// libcrux ML-KEM-1024 `dk`.
     Lc1024(Box<LcSecret<3168>>),
+    /// OpenSSL's key object (OpenSSL zeroizes it when freed).
+    Os(Box<crate::ossl::MlKemPrivate>),
 }
 
 /// A libcrux decapsulation key, zeroized on drop (libcrux's own type is not).
@@ -276,6 +285,9 @@ impl DecapKey {
             (Backend::Libcrux, Params::K1024) => {
                 let (sk, _) = lc1024::generate_key_pair(*seed).into_parts();
                 DecapKey::Lc1024(Box::new(LcSecret(sk)))
+            }
+            (Backend::OpenSsl, _) => {
+                DecapKey::Os(Box::new(crate::ossl::mlkem_from_seed(params, seed)?))
             }
         })
     }
@@ -317,6 +329,9 @@ impl DecapKey {
                 }
                 DecapKey::Lc1024(Box::new(LcSecret(k)))
             }
+            (Backend::OpenSsl, _) => {
+                DecapKey::Os(Box::new(crate::ossl::mlkem_from_expanded(params, dk)?))
+            }
         })
     }
 
@@ -334,6 +349,7 @@ impl DecapKey {
             DecapKey::Aws(_) => Backend::AwsLc,
             DecapKey::Rc768(_) | DecapKey::Rc1024(_) => Backend::RustCrypto,
             DecapKey::Lc768(_) | DecapKey::Lc1024(_) => Backend::Libcrux,
+            DecapKey::Os(_) => Backend::OpenSsl,
         }
     }
 
@@ -361,6 +377,7 @@ impl DecapKey {
                 let ct = lc1024::MlKem1024Ciphertext::try_from(ct).map_err(|_| Error::Decrypt)?;
                 Ok(Zeroizing::new(lc1024::decapsulate(&k.0, &ct)))
             }
+            DecapKey::Os(k) => k.decapsulate(ct),
         }
     }
 }

@@ -311,11 +311,29 @@ pub enum Backend {
     /// data layer (HKDF-SHA256, AES-256-GCM, SHA-256) stays on AWS-LC, so that `libcrux`
     /// against `aws-lc` isolates the KEM. No RSA: the RSA modes refuse it.
     Libcrux,
+    /// OpenSSL 3.6 (native ML-KEM since 3.5), built from source by `openssl-src`, through
+    /// the `openssl` crate: ML-KEM, X25519, HKDF-SHA256, AES-256-GCM, SHA-256, SHA3-256;
+    /// X-Wing composed from them. No RSA. Only in builds with envelope's cargo feature
+    /// `openssl`; elsewhere it implements no mode and says which feature it needs.
+    OpenSsl,
 }
 
 impl Backend {
-    /// Every backend, in the order reports list them.
+    /// Every backend of this build, in the order reports list them.
+    #[cfg(feature = "openssl")]
+    pub const ALL: [Backend; 4] = Self::EVERY;
+    /// Every backend of this build, in the order reports list them (`openssl` needs the
+    /// cargo feature).
+    #[cfg(not(feature = "openssl"))]
     pub const ALL: [Backend; 3] = [Backend::AwsLc, Backend::RustCrypto, Backend::Libcrux];
+    /// Every backend a campaign may name, built here or not (the CRD's enumeration, so that
+    /// a file is valid on every build and executor).
+    pub const EVERY: [Backend; 4] = [
+        Backend::AwsLc,
+        Backend::RustCrypto,
+        Backend::Libcrux,
+        Backend::OpenSsl,
+    ];
 
     /// The backend's command-line name.
     pub const fn name(self) -> &'static str {
@@ -323,25 +341,43 @@ impl Backend {
             Backend::AwsLc => "aws-lc",
             Backend::RustCrypto => "rustcrypto",
             Backend::Libcrux => "libcrux",
+            Backend::OpenSsl => "openssl",
         }
     }
 
-    /// Whether the backend implements `mode`'s key establishment (libcrux has no RSA).
-    pub const fn supports(self, mode: Mode) -> bool {
+    /// Whether this build has the backend (`openssl` needs the cargo feature).
+    pub const fn built(self) -> bool {
+        !matches!(self, Backend::OpenSsl) || cfg!(feature = "openssl")
+    }
+
+    /// Whether the backend implements `mode`'s key establishment in any build (libcrux and
+    /// openssl have no RSA here): what a campaign file is validated against.
+    pub const fn implements(self, mode: Mode) -> bool {
         !matches!(
             (self, mode),
-            (Backend::Libcrux, Mode::RsaOaep4096 | Mode::RsaOaep3072)
+            (
+                Backend::Libcrux | Backend::OpenSsl,
+                Mode::RsaOaep4096 | Mode::RsaOaep3072
+            )
         )
+    }
+
+    /// Whether this build's backend implements `mode` ([`Backend::implements`] and
+    /// [`Backend::built`]).
+    pub const fn supports(self, mode: Mode) -> bool {
+        self.built() && self.implements(mode)
     }
 
     /// Refuses a mode the backend does not implement, naming both and what to do.
     pub fn check_supports(self, mode: Mode) -> Result<()> {
-        if self.supports(mode) {
+        if !self.built() {
+            Err(crate::ossl::unavailable())
+        } else if self.supports(mode) {
             Ok(())
         } else {
             Err(Error::Usage(format!(
-                "backend {self} does not implement mode {mode} (libcrux has no RSA); use \
-                 aws-lc or rustcrypto for the RSA modes"
+                "backend {self} does not implement mode {mode} (libcrux and openssl have no \
+                 RSA here); use aws-lc or rustcrypto for the RSA modes"
             )))
         }
     }
@@ -361,6 +397,7 @@ impl FromStr for Backend {
             "aws-lc" | "aws-lc-rs" => Ok(Backend::AwsLc),
             "rustcrypto" | "rust-crypto" => Ok(Backend::RustCrypto),
             "libcrux" => Ok(Backend::Libcrux),
+            "openssl" => Ok(Backend::OpenSsl),
             _ => Err(Error::UnknownBackend(s.to_owned())),
         }
     }

@@ -92,9 +92,12 @@ pub(crate) enum PublicKey {
     Rc(Box<rsa::PublicKey>),
 }
 
-/// libcrux has no RSA: the RSA modes refuse the backend (see [`Backend::check_supports`]).
-fn no_rsa() -> Error {
-    Error::Usage("backend libcrux does not implement RSA-OAEP; use aws-lc or rustcrypto".into())
+/// libcrux (and openssl, here) have no RSA: the RSA modes refuse the backend (see
+/// [`Backend::check_supports`]).
+fn no_rsa(backend: Backend) -> Error {
+    Error::Usage(format!(
+        "backend {backend} does not implement RSA-OAEP; use aws-lc or rustcrypto"
+    ))
 }
 
 impl PublicKey {
@@ -111,7 +114,7 @@ impl PublicKey {
             Backend::RustCrypto => PublicKey::Rc(Box::new(
                 rsa::PublicKey::from_public_key_der(spki).map_err(|_| bad())?,
             )),
-            Backend::Libcrux => return Err(no_rsa()),
+            Backend::Libcrux | Backend::OpenSsl => return Err(no_rsa(backend)),
         };
         let got = match &key {
             PublicKey::Aws(k) => k.key_size_bits(),
@@ -169,7 +172,7 @@ impl SecretKey {
             Backend::RustCrypto => SecretKey::Rc(Box::new(
                 rsa::PrivateKey::from_pkcs8_der(pkcs8).map_err(|_| bad())?,
             )),
-            Backend::Libcrux => return Err(no_rsa()),
+            Backend::Libcrux | Backend::OpenSsl => return Err(no_rsa(backend)),
         };
         let got = match &key {
             SecretKey::Aws(k) => k.key_size_bits(),

@@ -43,6 +43,7 @@ pub(crate) fn hkdf_sha256(
                 .expand(info, okm.as_mut())
                 .map_err(|_| Error::Crypto("hkdf"))?;
         }
+        Backend::OpenSsl => return crate::ossl::hkdf_sha256(salt, ikm, info),
     }
     Ok(okm)
 }
@@ -58,6 +59,7 @@ pub(crate) fn sha256(backend: Backend, data: &[u8]) -> [u8; 32] {
             use sha2::Digest;
             out.copy_from_slice(&sha2::Sha256::digest(data));
         }
+        Backend::OpenSsl => out = crate::ossl::sha256(data),
     }
     out
 }
@@ -84,6 +86,7 @@ pub(crate) fn sha3_256(backend: Backend, parts: &[&[u8]]) -> [u8; 32] {
         // libcrux-sha3 hashes one slice; the parts are short (the X-Wing combiner's 134
         // bytes, a key's fingerprint input).
         Backend::Libcrux => out = libcrux_sha3::sha256(&parts.concat()),
+        Backend::OpenSsl => out = crate::ossl::sha3_256(parts),
     }
     out
 }
@@ -94,6 +97,8 @@ pub(crate) enum Aead {
     Aws(lc_aead::LessSafeKey),
     /// RustCrypto key schedule (boxed: the expanded AES key is large).
     Rc(Box<aes_gcm::Aes256Gcm>),
+    /// The key for OpenSSL (its context is set up per chunk by `openssl::symm`).
+    Os(Secret32),
 }
 
 impl Aead {
@@ -105,6 +110,8 @@ impl Aead {
                     .map_err(|_| Error::Crypto("aes-256-gcm key"))?,
             )),
             Backend::RustCrypto => Aead::Rc(Box::new(aes_gcm::Aes256Gcm::new(key.into()))),
+            Backend::OpenSsl if Backend::OpenSsl.built() => Aead::Os(Zeroizing::new(*key)),
+            Backend::OpenSsl => return Err(crate::ossl::unavailable()),
         })
     }
 
@@ -131,6 +138,9 @@ impl Aead {
                     .encrypt_inout_detached(nonce.into(), ad, buf.as_mut_slice().into())
                     .map_err(|_| Error::Crypto("aes-256-gcm seal"))?;
                 buf.extend_from_slice(&tag);
+            }
+            Aead::Os(key) => {
+                crate::ossl::aead_seal(crate::hpke::AeadId::Aes256Gcm, &key[..], nonce, ad, buf)?;
             }
         }
         Ok(())
@@ -162,6 +172,21 @@ impl Aead {
                 let tag = aes_gcm::Tag::try_from(&*tag).map_err(|_| Error::Decrypt)?;
                 key.decrypt_inout_detached(nonce.into(), ad, ct.into(), &tag)
                     .is_ok()
+            }
+            Aead::Os(key) => {
+                match crate::ossl::aead_open(
+                    crate::hpke::AeadId::Aes256Gcm,
+                    &key[..],
+                    nonce,
+                    ad,
+                    buf,
+                ) {
+                    Ok(pt) => {
+                        buf[..ct_len].copy_from_slice(&pt);
+                        true
+                    }
+                    Err(_) => false,
+                }
             }
         };
         if ok {

@@ -418,6 +418,9 @@ impl Sender {
         allow_mixed: bool,
         placement: Placement,
     ) -> Result<Self> {
+        if !backend.built() {
+            return Err(crate::ossl::unavailable());
+        }
         let recipients = recipients
             .iter()
             .map(|pk| Ok((v2_kem(pk.key_type())?, pk.as_bytes().to_vec())))
@@ -485,6 +488,9 @@ pub struct Receiver {
 impl Receiver {
     /// A reader with `key` (a secret key of a v2 suite) on `backend`.
     pub fn new(backend: Backend, key: &SecretKey) -> Result<Self> {
+        if !backend.built() {
+            return Err(crate::ossl::unavailable());
+        }
         let kem = v2_kem(key.key_type())?;
         let key = PrivateKey::new(backend, kem, key.expose_secret())?;
         Ok(Self {

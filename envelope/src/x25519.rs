@@ -137,6 +137,10 @@ pub(crate) fn ephemeral_agree<R: CryptoRng + ?Sized>(
             libcrux_curve25519::ecdh(&mut ss, peer, &eph).map_err(|_| invalid())?;
             (epub, ss)
         }
+        Backend::OpenSsl => crate::ossl::x25519_ephemeral(peer).map_err(|e| match e {
+            Error::Decrypt => invalid(),
+            e => e,
+        })?,
     };
     // Belt and braces: an all-zero secret (which only a small-order key, refused above, can
     // give) is the same error on both backends.
@@ -151,6 +155,8 @@ pub(crate) enum StaticKey {
     Rc(x25519_dalek::StaticSecret),
     /// The scalar for libcrux (zeroized on drop).
     Lc(Zeroizing<[u8; 32]>),
+    /// OpenSSL's key object.
+    Os(Box<crate::ossl::X25519Static>),
 }
 
 impl StaticKey {
@@ -163,6 +169,7 @@ impl StaticKey {
             ),
             Backend::RustCrypto => StaticKey::Rc(x25519_dalek::StaticSecret::from(*secret)),
             Backend::Libcrux => StaticKey::Lc(Zeroizing::new(*secret)),
+            Backend::OpenSsl => StaticKey::Os(Box::new(crate::ossl::x25519_static(secret)?)),
         })
     }
 
@@ -192,6 +199,7 @@ impl StaticKey {
                 libcrux_curve25519::ecdh(&mut ss, peer, k).map_err(|_| Error::Decrypt)?;
                 reject_zero(*ss)
             }
+            StaticKey::Os(k) => reject_zero(k.agree(peer)?),
         }
     }
 }

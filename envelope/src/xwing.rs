@@ -66,8 +66,10 @@ fn combiner(
 
 /// A parsed X-Wing encapsulation key.
 pub(crate) enum EncapKey {
-    /// Composed from AWS-LC parts.
-    Aws {
+    /// Composed from the backend's parts (AWS-LC's or OpenSSL's).
+    Composed {
+        /// The backend of the parts.
+        backend: Backend,
         /// ML-KEM-768 half.
         pk_m: mlkem::EncapKey,
         /// X25519 half.
@@ -95,7 +97,8 @@ impl EncapKey {
         // the ML-KEM half alone); pqbench refuses it on both backends.
         x25519::check_public(&pk_x)?;
         Ok(match backend {
-            Backend::AwsLc => EncapKey::Aws {
+            Backend::AwsLc | Backend::OpenSsl => EncapKey::Composed {
+                backend,
                 pk_m: mlkem::EncapKey::parse(backend, Params::K768, m)?,
                 pk_x,
             },
@@ -116,10 +119,14 @@ impl EncapKey {
         rng: &mut R,
     ) -> Result<(Vec<u8>, Secret32)> {
         match self {
-            EncapKey::Aws { pk_m, pk_x } => {
+            EncapKey::Composed {
+                backend,
+                pk_m,
+                pk_x,
+            } => {
                 let (mut ct, ss_m) = pk_m.encapsulate(rng)?;
-                let (ct_x, ss_x) = x25519::ephemeral_agree(Backend::AwsLc, pk_x, rng)?;
-                let ss = combiner(Backend::AwsLc, &ss_m, &ss_x, &ct_x, pk_x);
+                let (ct_x, ss_x) = x25519::ephemeral_agree(*backend, pk_x, rng)?;
+                let ss = combiner(*backend, &ss_m, &ss_x, &ct_x, pk_x);
                 ct.extend_from_slice(&ct_x);
                 Ok((ct, ss))
             }
@@ -144,7 +151,7 @@ impl EncapKey {
         eseed: &[u8; 64],
     ) -> Option<(Vec<u8>, Secret32)> {
         match self {
-            EncapKey::Aws { .. } => None,
+            EncapKey::Composed { .. } => None,
             EncapKey::Rc(k) => {
                 let (ct, ss) =
                     k.encapsulate_deterministic(&x_wing::kem::common::array::Array::from(*eseed));

@@ -590,3 +590,17 @@ fn padded_control_manifest_is_as_long_as_ml_kem_768() {
         }
     }
 }
+
+// The openssl backend, in builds with envelope's `openssl` feature (make test's).
+#[cfg(feature = "openssl")]
+mode_cases! {
+    plaintext_openssl: Mode::Plaintext, Backend::OpenSsl;
+    psk_openssl: Mode::Psk, Backend::OpenSsl;
+    x25519_openssl: Mode::X25519, Backend::OpenSsl;
+    mlkem768_openssl: Mode::MlKem768, Backend::OpenSsl;
+    mlkem1024_openssl: Mode::MlKem1024, Backend::OpenSsl;
+    concat_hybrid_openssl: Mode::ConcatHybrid, Backend::OpenSsl;
+    xwing_openssl: Mode::XWing, Backend::OpenSsl;
+    mlkem768_session_openssl: Mode::MlKem768Session, Backend::OpenSsl;
+    x25519_padded_openssl: Mode::X25519Padded, Backend::OpenSsl;
+}

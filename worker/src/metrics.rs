@@ -37,7 +37,7 @@ use s3::Stage;
 pub struct OpLabels {
     /// Mode (`ml-kem-768`, …).
     pub mode: &'static str,
-    /// Backend (`aws-lc`, `rustcrypto`, `libcrux`).
+    /// Backend (`aws-lc`, `rustcrypto`, `libcrux`, `openssl`).
     pub backend: &'static str,
     /// `put` or `get`.
     pub operation: &'static str,
