@@ -4,7 +4,8 @@
 # crate of the workspace and no I/O library (async runtime, HTTP, the AWS SDK, Parquet, the S3
 # server); the arrows between campaign (schema and design), analysis (rows to the report model)
 # and report (its rendering) run one way; the operator links neither the run engine (worker),
-# the rendering (report), Parquet nor the embedded S3 server; and dataset (the run files) links
+# the rendering (report), Parquet, the embedded S3 server nor OpenSSL (nor do stats and
+# campaign); and dataset (the run files) links
 # no network crate. `cargo tree` only reads the lock file: no
 # build.
 set -euo pipefail
@@ -28,7 +29,11 @@ for crate in envelope stats campaign analysis report run; do
 done
 check campaign 'analysis|report|run'
 check analysis 'report|run'
-check operator 'worker|report|dataset|parquet|s3s|s3s-fs'
+check operator 'worker|report|dataset|parquet|s3s|s3s-fs|openssl|openssl-sys|openssl-src|ossl-kem'
+# OpenSSL's build (the openssl backend) only where it is timed: the CLI and the worker.
+for crate in stats campaign; do
+    check "$crate" 'openssl|openssl-sys|openssl-src|ossl-kem'
+done
 # The run files (Parquet, checksums, validator, collector) are file I/O only: no network.
 check dataset 'tokio|mio|hyper|hyper-util|reqwest|tonic|aws-sdk-s3|aws-config|s3s|s3s-fs|s3|obs|worker|operator'
 exit "$fail"

@@ -184,7 +184,7 @@ fn malformed_files_name_the_field() {
         ),
         (
             "{mode: ml-kem-768, backend: aws-lc}",
-            "{mode: ml-kem-768, backend: openssl}",
+            "{mode: ml-kem-768, backend: boringssl}",
             "spec.arms[1].backend",
         ),
         (

@@ -5,7 +5,7 @@
 //! criterion regex, e.g. `cargo bench -p envelope --bench envelope -- 'ml-kem-768/aws-lc'`.
 //! The backends' primitives side by side in one process (issue 40), the ratios the
 //! storage path's are read against:
-//! `cargo bench -p envelope --bench envelope -- 'key_establishment/.*/(ml-kem|x-wing|x25519/)'`.
+//! `cargo bench -p envelope --features openssl --bench envelope -- 'key_establishment/.*/(ml-kem|x-wing|x25519/)'`.
 
 use std::hint::black_box;
 use std::time::Duration;
