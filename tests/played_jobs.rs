@@ -950,6 +950,21 @@ fn the_quick_campaign_runs_to_verdicts_on_the_images_with_its_jobs_played_as_con
         assert!(v.verdict.is_some(), "{v:?}");
     }
     assert!(st.verdict_summary.is_some());
+    // The interop matrix the operator checked at admission (aws-lc and rustcrypto, x25519
+    // and ml-kem-768, v1 and v2: 16 round trips), and the report's merge of the matrices the
+    // played workers checked before their runs, in the findings.
+    let interop = st.interop.as_deref().expect("status.interop");
+    assert!(
+        interop.starts_with("16 of 16 round trips interoperate (2 backends, 2 modes, v1 and v2)"),
+        "{interop}"
+    );
+    assert!(
+        st.findings
+            .iter()
+            .any(|f| f.starts_with("implementations: ") && f.contains("round trips interoperate")),
+        "{:?}",
+        st.findings
+    );
     // The verdicts `pqbench run` reaches on this machine: ML-KEM-768 equivalent to X25519
     // within ±5 % (its 90 % interval inside the band), RustCrypto's ML-KEM-768 a deficit
     // against aws-lc's. A played cluster too noisy for that fails here with the spread.

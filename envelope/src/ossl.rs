@@ -31,6 +31,8 @@ pub(crate) use stub::*;
 
 #[cfg(feature = "openssl")]
 mod imp {
+    use openssl::cipher::Cipher as EvpCipher;
+    use openssl::cipher_ctx::CipherCtx;
     use openssl::derive::Deriver;
     use openssl::hash::{Hasher, MessageDigest, hash};
     use openssl::md::Md;
@@ -228,6 +230,72 @@ mod imp {
         out
     }
 
+    /// AES-256-GCM with the key schedule set up once per object: one encryption and one
+    /// decryption context, re-initialised with each chunk's nonce (EVP_CipherInit_ex with
+    /// no cipher and no key keeps both). A mutex gives the `&self` API of the other
+    /// backends; each object's chunks are sealed or opened on one thread, so it is never
+    /// contended.
+    pub(crate) struct Gcm(std::sync::Mutex<(CipherCtx, CipherCtx)>);
+
+    /// The contexts for `key`.
+    pub(crate) fn gcm(key: &[u8; 32]) -> Result<Gcm> {
+        let fail = crypto("aes-256-gcm key");
+        let mut enc = CipherCtx::new().map_err(&fail)?;
+        enc.encrypt_init(Some(EvpCipher::aes_256_gcm()), Some(key), None)
+            .map_err(&fail)?;
+        let mut dec = CipherCtx::new().map_err(&fail)?;
+        dec.decrypt_init(Some(EvpCipher::aes_256_gcm()), Some(key), None)
+            .map_err(&fail)?;
+        Ok(Gcm(std::sync::Mutex::new((enc, dec))))
+    }
+
+    impl Gcm {
+        /// Encrypts `buf` in place and appends the 16-byte tag.
+        pub(crate) fn seal_in_place(
+            &self,
+            nonce: &[u8; 12],
+            ad: &[u8],
+            buf: &mut Vec<u8>,
+        ) -> Result<()> {
+            let fail = crypto("aes-256-gcm seal");
+            let mut g = self
+                .0
+                .lock()
+                .map_err(|_| Error::Crypto("aes-256-gcm seal"))?;
+            let enc = &mut g.0;
+            enc.encrypt_init(None, None, Some(nonce)).map_err(&fail)?;
+            enc.cipher_update(ad, None).map_err(&fail)?;
+            let n = buf.len();
+            enc.cipher_update_inplace(buf, n).map_err(&fail)?;
+            enc.cipher_final(&mut []).map_err(&fail)?;
+            let mut tag = [0u8; 16];
+            enc.tag(&mut tag).map_err(&fail)?;
+            buf.extend_from_slice(&tag);
+            Ok(())
+        }
+
+        /// Verifies and decrypts `buf[..ct_len]` (its tag after it) in place: whether the
+        /// tag verified (the caller clears `buf` when it did not).
+        pub(crate) fn open_in_place(
+            &self,
+            nonce: &[u8; 12],
+            ad: &[u8],
+            buf: &mut [u8],
+            ct_len: usize,
+        ) -> bool {
+            let Ok(mut g) = self.0.lock() else {
+                return false;
+            };
+            let dec = &mut g.1;
+            let (ct, tag) = buf.split_at_mut(ct_len);
+            dec.decrypt_init(None, None, Some(nonce)).is_ok()
+                && dec.set_tag(tag).is_ok()
+                && dec.cipher_update(ad, None).is_ok()
+                && dec.cipher_update_inplace(ct, ct_len).is_ok()
+                && dec.cipher_final(&mut []).is_ok()
+        }
+    }
+
     fn cipher(aead: AeadId) -> Cipher {
         match aead {
             AeadId::Aes128Gcm => Cipher::aes_128_gcm(),
@@ -284,6 +352,20 @@ mod stub {
     pub(crate) enum MlKemPrivate {}
     /// No OpenSSL in this build.
     pub(crate) enum X25519Static {}
+    /// No OpenSSL in this build.
+    pub(crate) enum Gcm {}
+
+    pub(crate) fn gcm(_: &[u8; 32]) -> Result<Gcm> {
+        Err(unavailable())
+    }
+    impl Gcm {
+        pub(crate) fn seal_in_place(&self, _: &[u8; 12], _: &[u8], _: &mut Vec<u8>) -> Result<()> {
+            match *self {}
+        }
+        pub(crate) fn open_in_place(&self, _: &[u8; 12], _: &[u8], _: &mut [u8], _: usize) -> bool {
+            match *self {}
+        }
+    }
 
     pub(crate) fn mlkem_public(_: Params, _: &[u8]) -> Result<MlKemPublic> {
         Err(unavailable())

@@ -97,8 +97,8 @@ pub(crate) enum Aead {
     Aws(lc_aead::LessSafeKey),
     /// RustCrypto key schedule (boxed: the expanded AES key is large).
     Rc(Box<aes_gcm::Aes256Gcm>),
-    /// The key for OpenSSL (its context is set up per chunk by `openssl::symm`).
-    Os(Secret32),
+    /// OpenSSL's encryption and decryption contexts, keyed once.
+    Os(Box<crate::ossl::Gcm>),
 }
 
 impl Aead {
@@ -110,8 +110,7 @@ impl Aead {
                     .map_err(|_| Error::Crypto("aes-256-gcm key"))?,
             )),
             Backend::RustCrypto => Aead::Rc(Box::new(aes_gcm::Aes256Gcm::new(key.into()))),
-            Backend::OpenSsl if Backend::OpenSsl.built() => Aead::Os(Zeroizing::new(*key)),
-            Backend::OpenSsl => return Err(crate::ossl::unavailable()),
+            Backend::OpenSsl => Aead::Os(Box::new(crate::ossl::gcm(key)?)),
         })
     }
 
@@ -139,9 +138,7 @@ impl Aead {
                     .map_err(|_| Error::Crypto("aes-256-gcm seal"))?;
                 buf.extend_from_slice(&tag);
             }
-            Aead::Os(key) => {
-                crate::ossl::aead_seal(crate::hpke::AeadId::Aes256Gcm, &key[..], nonce, ad, buf)?;
-            }
+            Aead::Os(gcm) => gcm.seal_in_place(nonce, ad, buf)?,
         }
         Ok(())
     }
@@ -173,21 +170,7 @@ impl Aead {
                 key.decrypt_inout_detached(nonce.into(), ad, ct.into(), &tag)
                     .is_ok()
             }
-            Aead::Os(key) => {
-                match crate::ossl::aead_open(
-                    crate::hpke::AeadId::Aes256Gcm,
-                    &key[..],
-                    nonce,
-                    ad,
-                    buf,
-                ) {
-                    Ok(pt) => {
-                        buf[..ct_len].copy_from_slice(&pt);
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
+            Aead::Os(gcm) => gcm.open_in_place(nonce, ad, buf, ct_len),
         };
         if ok {
             buf.truncate(ct_len);
