@@ -10,22 +10,18 @@ mod common;
 
 use std::path::Path;
 
-use common::{ok, pqbench_in, s};
+use common::{edited_example, ok, pqbench_in, s};
 
 fn short_windows(text: &str) -> String {
-    let mut out = text.to_owned();
-    for (from, to) in [
-        ("  repetitions: 6\n", "  repetitions: 2\n"),
-        ("  warmup: 1s\n", "  warmup: 200ms\n"),
-        ("  measured: 3s\n", "  measured: 600ms\n"),
-    ] {
-        assert!(
-            out.contains(from),
-            "examples/implementations.yaml no longer holds {from:?}"
-        );
-        out = out.replace(from, to);
-    }
-    out
+    edited_example(
+        text,
+        "examples/implementations.yaml",
+        &[
+            ("  repetitions: 6\n", "  repetitions: 2\n"),
+            ("  warmup: 1s\n", "  warmup: 200ms\n"),
+            ("  measured: 3s\n", "  measured: 600ms\n"),
+        ],
+    )
 }
 
 #[test]

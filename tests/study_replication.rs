@@ -10,24 +10,20 @@ mod common;
 
 use std::path::Path;
 
-use common::{ok, pqbench_in, s};
+use common::{edited_example, ok, pqbench_in, s};
 
 /// The example with short windows: each replaced line must be in the file as it ships, so
 /// that a change to the example shows here instead of passing unnoticed.
 fn short_windows(text: &str) -> String {
-    let mut out = text.to_owned();
-    for (from, to) in [
-        ("  repetitions: 5\n", "  repetitions: 2\n"),
-        ("  warmup: 1s\n", "  warmup: 200ms\n"),
-        ("  measured: 3s\n", "  measured: 600ms\n"),
-    ] {
-        assert!(
-            out.contains(from),
-            "examples/study-replication.yaml no longer holds {from:?}"
-        );
-        out = out.replace(from, to);
-    }
-    out
+    edited_example(
+        text,
+        "examples/study-replication.yaml",
+        &[
+            ("  repetitions: 5\n", "  repetitions: 2\n"),
+            ("  warmup: 1s\n", "  warmup: 200ms\n"),
+            ("  measured: 3s\n", "  measured: 600ms\n"),
+        ],
+    )
 }
 
 /// A section of report.md, from its heading to the next, which must exist and hold a

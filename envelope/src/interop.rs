@@ -142,18 +142,22 @@ impl Matrix {
 
     /// One line: "84 of 84 round trips (3 backends, 6 modes, v1 and v2)".
     pub fn headline(&self) -> String {
-        let ok = self.cells.iter().filter(|c| c.ok()).count();
-        let modes: std::collections::BTreeSet<_> = self.cells.iter().map(|c| c.mode).collect();
-        let formats: std::collections::BTreeSet<_> =
-            self.cells.iter().map(|c| c.format.name()).collect();
-        format!(
-            "{ok} of {} round trips interoperate ({} backends, {} modes, {})",
-            self.cells.len(),
-            self.backends.len(),
-            modes.len(),
-            formats.into_iter().collect::<Vec<_>>().join(" and ")
-        )
+        headline(&self.cells, self.backends.len())
     }
+}
+
+/// The headline of `cells` checked over `backends` backends (a matrix's, or a merge of
+/// several runs' matrices).
+pub fn headline(cells: &[Cell], backends: usize) -> String {
+    let ok = cells.iter().filter(|c| c.ok()).count();
+    let modes: std::collections::BTreeSet<_> = cells.iter().map(|c| c.mode).collect();
+    let formats: std::collections::BTreeSet<_> = cells.iter().map(|c| c.format.name()).collect();
+    format!(
+        "{ok} of {} round trips interoperate ({backends} backends, {} modes, {})",
+        cells.len(),
+        modes.len(),
+        formats.into_iter().collect::<Vec<_>>().join(" and ")
+    )
 }
 
 /// The refusal of failed round trips, each named (`Ok` when there are none).

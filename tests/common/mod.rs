@@ -3,6 +3,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// An example's text with each `(from, to)` replaced; every `from` must be in the file as
+/// it ships, so that a change to the example shows in its test instead of passing unnoticed.
+#[allow(dead_code, reason = "not every test binary shortens an example")]
+pub(crate) fn edited_example(text: &str, example: &str, edits: &[(&str, &str)]) -> String {
+    let mut out = text.to_owned();
+    for (from, to) in edits {
+        assert!(out.contains(from), "{example} no longer holds {from:?}");
+        out = out.replace(from, to);
+    }
+    out
+}
+
 /// The stdout of a command that must have succeeded; its stderr in the panic otherwise.
 pub(crate) fn ok(o: &Output, what: &str) -> String {
     assert!(
