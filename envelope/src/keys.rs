@@ -358,6 +358,17 @@ impl SecretKey {
     }
 }
 
+/// The git working tree `path` lies in, if any: the nearest ancestor (of the nearest part
+/// of `path` that exists) holding a `.git` directory or file. Secret keys are never written
+/// there, where `git add -A` would commit them.
+pub fn git_work_tree(path: &Path) -> Option<std::path::PathBuf> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let real = existing.canonicalize().ok()?;
+    real.ancestors()
+        .find(|p| p.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
 /// Writes a public key file (mode 0644). Refuses to overwrite an existing file.
 pub fn write_public_file(pk: &PublicKey, path: &Path) -> Result<()> {
     write_new_file(

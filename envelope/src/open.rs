@@ -1,8 +1,14 @@
 //! The reader side: manifest validation, key recovery, data-key derivation and chunk
 //! opening (study Algorithm 1, GET; FORMAT.md §4–§6). The reader names the mode it expects
 //! and the object it asked for; everything else comes from the manifest and is checked.
+//!
+//! Opening is two steps around the one secret-key operation: [`Receiver::begin`] validates
+//! the manifest and names that operation's public input ([`KeyRequest`]), and
+//! [`Pending::complete`] takes its result. [`Receiver::open`] does both with the reader's
+//! own key; a reader made by [`Receiver::remote`] holds no secret key, and its caller has a
+//! key service perform the operation in between (`kms` crate, issue 41).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
@@ -14,7 +20,8 @@ use crate::seal::ChunkState;
 use crate::session::{CacheStats, RootCache};
 use crate::symmetric::{Aead, TAG_LEN, hkdf_sha256};
 use crate::{
-    Backend, Error, KeyType, Mode, Result, SecretKey, StageTimes, rsa_oaep, x25519, xwing,
+    Backend, Error, KeyType, Mode, PublicKey, Result, SecretKey, StageTimes, rsa_oaep, x25519,
+    xwing,
 };
 
 /// Session roots a receiver keeps (each 32 bytes).
@@ -32,6 +39,33 @@ enum Secret {
         x: x25519::StaticKey,
     },
     XWing(xwing::DecapKey),
+    /// The secret key is in a key service (of this key type).
+    Remote,
+}
+
+/// The modes whose one secret-key operation a key service can perform: ML-KEM
+/// decapsulation (AWS KMS `Decapsulate`) and X25519 (`DeriveSharedSecret`).
+pub const REMOTE_MODES: [Mode; 3] = [Mode::MlKem768, Mode::MlKem1024, Mode::X25519];
+
+/// The public input of the secret-key operation that recovers an object's key (FORMAT.md
+/// §5): what a key service is sent. Its result is the 32-byte shared secret, the `ikm` of
+/// the data key's derivation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRequest<'a> {
+    /// ML-KEM decapsulation of this ciphertext (`C`).
+    Decapsulate(&'a [u8]),
+    /// X25519 with this ephemeral public key (`C`).
+    Agree(&'a [u8; 32]),
+}
+
+impl KeyRequest<'_> {
+    /// The bytes sent: the ciphertext or the ephemeral public key.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            KeyRequest::Decapsulate(c) => c,
+            KeyRequest::Agree(p) => &p[..],
+        }
+    }
 }
 
 /// A reader for one expected mode, backend and recipient key. `Sync`: share it between threads.
@@ -102,6 +136,39 @@ impl Receiver {
         })
     }
 
+    /// A reader whose secret key is in a key service: it validates manifests and derives
+    /// data keys here, and [`Receiver::begin`] names the operation the service must perform.
+    /// Only the [`REMOTE_MODES`]; `public` is the recipient's public key (its key id is the
+    /// one the manifests must name).
+    pub fn remote(expected: Mode, backend: Backend, public: &PublicKey) -> Result<Self> {
+        if !REMOTE_MODES.contains(&expected) {
+            return Err(Error::Key(format!(
+                "mode {expected} cannot have its key in a key service: the remote modes are \
+                 ml-kem-768, ml-kem-1024 and x25519"
+            )));
+        }
+        backend.check_supports(expected)?;
+        let want = expected.key_type();
+        if public.key_type() != want {
+            return Err(Error::Key(format!(
+                "mode {expected} needs a {want} key, not a {} key",
+                public.key_type()
+            )));
+        }
+        Ok(Self {
+            mode: expected,
+            backend,
+            key_id: public.key_id_hex(),
+            secret: Secret::Remote,
+            roots: None,
+        })
+    }
+
+    /// Whether the secret key is in a key service ([`Receiver::remote`]).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.secret, Secret::Remote)
+    }
+
     /// The mode this reader accepts.
     pub fn mode(&self) -> Mode {
         self.mode
@@ -122,10 +189,38 @@ impl Receiver {
         self.roots.as_ref().map(RootCache::stats)
     }
 
+    /// Performs the secret-key operation of `request` with this reader's own key: what a
+    /// key service does for a remote reader (every failure of the operation is the opaque
+    /// [`Error::Decrypt`]; ML-KEM decapsulation of a wrong ciphertext of the right length
+    /// returns a pseudo-random secret, FIPS 203's implicit rejection). Refused for a request
+    /// of another kind than the reader's mode.
+    pub fn perform(&self, request: KeyRequest<'_>) -> Result<Zeroizing<Vec<u8>>> {
+        let v = |s: &[u8]| Zeroizing::new(s.to_vec());
+        match (&self.secret, request) {
+            (Secret::MlKem(sk), KeyRequest::Decapsulate(c)) => Ok(v(sk.decapsulate(c)?.as_ref())),
+            (Secret::X25519(sk), KeyRequest::Agree(epub)) => Ok(v(sk.agree(epub)?.as_ref())),
+            _ => Err(Error::Usage(format!(
+                "a {} reader cannot perform a {} request",
+                self.mode,
+                match request {
+                    KeyRequest::Decapsulate(_) => "decapsulation",
+                    KeyRequest::Agree(_) => "key agreement",
+                }
+            ))),
+        }
+    }
+
     /// Recovers ikm from C (every failure is the opaque [`Error::Decrypt`]).
     fn recover(&self, c: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
         let v = |s: &[u8]| Zeroizing::new(s.to_vec());
         Ok(match &self.secret {
+            Secret::Remote => {
+                return Err(Error::Usage(
+                    "this reader's key is in a key service: use begin, have the service \
+                     perform the key request, then complete"
+                        .into(),
+                ));
+            }
             Secret::None => Zeroizing::new(Vec::new()),
             Secret::Psk(k) => k.clone(),
             Secret::Rsa(sk) => v(sk.decrypt(c)?.as_ref()),
@@ -164,6 +259,30 @@ impl Receiver {
     /// checks that it names `id`, this reader's mode and this reader's key, recovers the
     /// key and derives the data key. Then feed `data.enc` to [`Opener::open_chunk`].
     pub fn open(&self, id: &ObjectId, manifest: &[u8]) -> Result<Opener> {
+        let pending = self.begin(id, manifest)?;
+        let t1 = Instant::now();
+        let ikm = match &self.roots {
+            Some(cache) => {
+                let mut key = [0u8; 32];
+                hex::decode_to_slice(&pending.manifest.ctx.c_sha256, &mut key)
+                    .map_err(|_| Error::Decrypt)?;
+                let root = cache.get_or_recover(&key, || {
+                    let ikm = self.recover(&pending.manifest.c)?;
+                    let mut r = Zeroizing::new([0u8; 32]);
+                    r.copy_from_slice(&ikm);
+                    Ok(r)
+                })?;
+                Zeroizing::new(root.to_vec())
+            }
+            None => self.recover(&pending.manifest.c)?,
+        };
+        pending.derive(&ikm, t1.elapsed())
+    }
+
+    /// The first step of opening the object `id`: validates the manifest and checks that
+    /// it names `id`, this reader's mode and this reader's key, as [`Receiver::open`] does,
+    /// and stops before the secret-key operation ([`Pending::key_request`]).
+    pub fn begin(&self, id: &ObjectId, manifest: &[u8]) -> Result<Pending<'_>> {
         let mut times = StageTimes::default();
         let t0 = Instant::now();
         let m = Manifest::parse_with(manifest, self.mode, self.backend)?;
@@ -185,32 +304,81 @@ impl Receiver {
             prefix.copy_from_slice(&m.nonce_prefix);
         }
         times.manifest = t0.elapsed();
+        Ok(Pending {
+            receiver: self,
+            manifest: m,
+            ctx_bytes,
+            prefix,
+            times,
+        })
+    }
+}
 
-        let t1 = Instant::now();
-        let ikm = match &self.roots {
-            Some(cache) => {
-                let mut key = [0u8; 32];
-                hex::decode_to_slice(&m.ctx.c_sha256, &mut key).map_err(|_| Error::Decrypt)?;
-                let root = cache.get_or_recover(&key, || {
-                    let ikm = self.recover(&m.c)?;
-                    let mut r = Zeroizing::new([0u8; 32]);
-                    r.copy_from_slice(&ikm);
-                    Ok(r)
-                })?;
-                Zeroizing::new(root.to_vec())
-            }
-            None => self.recover(&m.c)?,
-        };
-        times.key_establishment = t1.elapsed();
+/// An object whose manifest is validated and whose key is not recovered yet: the state
+/// between [`Receiver::begin`] and [`Pending::complete`].
+pub struct Pending<'r> {
+    receiver: &'r Receiver,
+    manifest: Manifest,
+    ctx_bytes: Vec<u8>,
+    prefix: [u8; 4],
+    times: StageTimes,
+}
 
+impl Pending<'_> {
+    /// The secret-key operation that recovers the object's key, for the key service. A
+    /// `C` of the wrong length for the mode is the opaque [`Error::Decrypt`] (an ML-KEM
+    /// ciphertext of the wrong length is sent as it is: the service refuses it).
+    pub fn key_request(&self) -> Result<KeyRequest<'_>> {
+        let c = &self.manifest.c;
+        match self.receiver.mode {
+            Mode::MlKem768 | Mode::MlKem1024 => Ok(KeyRequest::Decapsulate(c)),
+            Mode::X25519 => c
+                .as_slice()
+                .try_into()
+                .map(KeyRequest::Agree)
+                .map_err(|_| Error::Decrypt),
+            other => Err(Error::Usage(format!(
+                "mode {other} has no key request: its key cannot be in a key service"
+            ))),
+        }
+    }
+
+    /// The validated manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Completes opening with the key service's result: `shared` is the shared secret the
+    /// service returned for [`Pending::key_request`] and `took` the time it took (the key
+    /// establishment stage). A secret that is not 32 bytes, or an all-zero X25519 result,
+    /// is the opaque [`Error::Decrypt`], as a wrong one is when the first chunk fails.
+    pub fn complete(self, shared: &[u8], took: Duration) -> Result<Opener> {
+        if shared.len() != 32 {
+            return Err(Error::Decrypt);
+        }
+        if self.receiver.mode == Mode::X25519 && bool::from(shared.ct_eq(&[0u8; 32])) {
+            return Err(Error::Decrypt);
+        }
+        self.derive(shared, took)
+    }
+
+    /// Derives the data key from `ikm` and makes the opener.
+    fn derive(self, ikm: &[u8], key_establishment: Duration) -> Result<Opener> {
+        let Pending {
+            receiver,
+            manifest: m,
+            ctx_bytes,
+            prefix,
+            mut times,
+        } = self;
+        times.key_establishment = key_establishment;
         let t2 = Instant::now();
-        let aead = if self.mode.encrypts() {
-            let key = hkdf_sha256(self.backend, &m.salt, &ikm, &ctx_bytes)?;
-            Some(Aead::new(self.backend, &key)?)
+        let aead = if receiver.mode.encrypts() {
+            let key = hkdf_sha256(receiver.backend, &m.salt, ikm, &ctx_bytes)?;
+            Some(Aead::new(receiver.backend, &key)?)
         } else {
             None
         };
-        drop(ikm);
         times.key_derivation = t2.elapsed();
 
         Ok(Opener {
