@@ -220,6 +220,27 @@ impl ReceiverArgs {
         }
     }
 
+    /// The mode and backend of a reader whose key is in a key service (`--kms`): format v1
+    /// and one of the modes a key service can perform.
+    pub(crate) fn remote_mode(&self) -> Result<(Mode, Backend)> {
+        if self.format != Format::V1 {
+            bail!("--kms reads format v1 objects; drop --format v2");
+        }
+        let mode = self
+            .expect_mode
+            .context("format v1 needs --expect-mode (the mode the object must be in)")?;
+        if !envelope::REMOTE_MODES.contains(&mode) {
+            bail!(
+                "--kms with --expect-mode {mode}: a key service performs ML-KEM decapsulation \
+                 or X25519 agreement, so the remote modes are ml-kem-768, ml-kem-1024 and x25519"
+            );
+        }
+        if self.require_pq && !mode.post_quantum() {
+            bail!("--require-pq with --expect-mode {mode}: {mode} is not post-quantum");
+        }
+        Ok((mode, self.backend))
+    }
+
     fn receiver(&self) -> Result<Receiver> {
         let mode = self
             .expect_mode

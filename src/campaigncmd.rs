@@ -378,19 +378,9 @@ fn keys_dir(arg: Option<&Path>, plan: &Plan) -> Result<PathBuf> {
         .join(format!("{}-{}", plan.campaign, &plan.prereg_hash[..12])))
 }
 
-/// The git working tree `path` lies in, if any: the nearest ancestor (of the nearest part
-/// of `path` that exists) holding a `.git` directory or file.
-fn git_work_tree(path: &Path) -> Option<PathBuf> {
-    let existing = path.ancestors().find(|p| p.exists())?;
-    let real = existing.canonicalize().ok()?;
-    real.ancestors()
-        .find(|p| p.join(".git").exists())
-        .map(Path::to_path_buf)
-}
-
 /// Refuses a keys directory inside a git working tree: `git add -A` would commit the keys.
 fn refuse_in_git_tree(keys: &Path) -> Result<()> {
-    if let Some(top) = git_work_tree(keys) {
+    if let Some(top) = envelope::keys::git_work_tree(keys) {
         bail!(
             "refusing to write secret keys to {}: it is inside the git working tree {}, where \
              `git add` would pick them up; give them a directory outside any repository with \
@@ -559,7 +549,11 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             &keys.join("s3.env"),
             server_cpus.as_deref(),
         )?;
+        // One key service per added round trip of the remote arms, on the server's CPUs,
+        // serving the campaign's keys; they live as long as the S3 server.
+        let kms = crate::serverproc::spawn_kms_services(&plan, &keys, server_cpus.as_deref())?;
         let env = Environment {
+            kms: kms.iter().map(|k| (k.rtt, k.target.clone())).collect(),
             s3: S3Target {
                 endpoint: endpoint.clone(),
                 region: a.region.clone(),
@@ -567,7 +561,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 credentials,
                 client: Default::default(),
             },
-            keys: KeyRef::Dir(keys),
+            keys: KeyRef::Dir(keys.clone()),
             output: Output::Dir(runs_dir.clone()),
             telemetry: Telemetry {
                 local_server_pid: local_pid,
@@ -614,6 +608,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             scratch: scratch.path(),
         };
         let finished = local.carry_out(&mut given_up);
+        drop(kms);
         drop(server);
         if INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(interrupted(&a.file, &plan, &runs_dir, processes));

@@ -49,6 +49,10 @@ enum Command {
     Gc(s3cmd::GcArgs),
     /// Run the embedded S3 server (s3s-fs) in the foreground; prints endpoint and credentials.
     ServeS3(s3cmd::ServeArgs),
+    /// Run the embedded key service (the AWS KMS JSON subset: CreateKey, GetPublicKey,
+    /// Decapsulate, DeriveSharedSecret; SigV4) in the foreground; prints endpoint and
+    /// credentials.
+    ServeKms(crate::kmscmd::ServeKmsArgs),
     /// Client CPU per request of PUT/GET against a local S3 server in a separate process.
     BenchStore(crate::bench::BenchArgs),
     /// Run one run (warm-up, measured window, records, summary) against a local S3 server
@@ -94,6 +98,7 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Rm(a) => s3cmd::rm(a),
         Command::Gc(a) => s3cmd::gc(a),
         Command::ServeS3(a) => s3cmd::serve(a),
+        Command::ServeKms(a) => crate::kmscmd::serve(a),
         Command::BenchStore(a) => crate::bench::run(a),
         Command::RunOne(a) => crate::runcmd::run_one(a),
         Command::Validate(a) => crate::runcmd::validate(a),

@@ -118,6 +118,16 @@ pub(crate) struct GetArgs {
     version: Option<String>,
     #[command(flatten)]
     receiver: ReceiverArgs,
+    /// Recover the object's key in a key service instead of with --secret (format v1,
+    /// modes ml-kem-768, ml-kem-1024, x25519): a file of the service's endpoint and
+    /// credentials as `pqbench serve-kms --env-file` writes it (AWS_ENDPOINT_URL_KMS,
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; mode 0600).
+    #[arg(long, requires = "kms_key", conflicts_with = "secret")]
+    kms: Option<PathBuf>,
+    /// The recipient key in the key service: its key id or key ARN (its public key is
+    /// fetched with GetPublicKey).
+    #[arg(long, requires = "kms")]
+    kms_key: Option<String>,
     /// Plaintext output file (created only when every chunk authenticated).
     #[arg(long)]
     out: PathBuf,
@@ -323,9 +333,16 @@ fn no_such_bucket(e: &anyhow::Error) -> bool {
 
 pub(crate) fn get(a: GetArgs) -> Result<()> {
     let settings = a.s3.settings("get")?;
-    let reader = a.receiver.reader()?;
+    let rt = runtime()?;
+    let reader = match (&a.kms, &a.kms_key) {
+        (Some(file), Some(key)) => {
+            let (mode, backend) = a.receiver.remote_mode()?;
+            rt.block_on(crate::kmscmd::remote_reader(file, key, mode, backend))?
+        }
+        _ => a.receiver.reader()?,
+    };
     let store = Store::new(&settings, &a.object.bucket, &a.object.tenant)?;
-    runtime()?.block_on(async {
+    rt.block_on(async {
         let version = match a.version {
             Some(v) => v,
             None => {
@@ -534,7 +551,8 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
         server.create_bucket(b)?;
     }
     if let Some(p) = &a.env_file {
-        write_env_file(p, &server)?;
+        crate::serverproc::write_new_private(p, &exports(&server))
+            .with_context(|| format!("--env-file {}", p.display()))?;
     }
     print_server(&server, &a.buckets, &a.dir, !a.credentials_from_env);
     runtime()?.block_on(async {
@@ -558,24 +576,6 @@ fn exports(server: &EmbeddedS3) -> String {
         server.access_key(),
         server.secret_key()
     )
-}
-
-/// Writes the exports to a new 0600 file (it holds the secret key).
-fn write_env_file(p: &Path, server: &EmbeddedS3) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(p)
-        .with_context(|| {
-            format!(
-                "cannot create --env-file {} (it must not exist)",
-                p.display()
-            )
-        })?;
-    f.write_all(exports(server).as_bytes())
-        .with_context(|| format!("cannot write {}", p.display()))
 }
 
 /// Prints where the server is; the credentials too when it generated them (the caller

@@ -105,6 +105,20 @@ pub(crate) fn local_or_embedded(
     Ok((None, ep.to_owned(), Credentials::default(), None))
 }
 
+/// Writes a new file readable by its owner only (0600); refuses an existing one (an
+/// `--env-file` holds a secret key, and a file someone else made could be readable).
+pub(crate) fn write_new_private(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o
+        .open(path)
+        .with_context(|| format!("cannot create {} (it must not exist)", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Writes a new file readable by its owner only (0600), replacing an old one (a resumed
 /// campaign writes its server's fresh credentials again).
 pub(crate) fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
@@ -123,4 +137,101 @@ pub(crate) fn write_private(path: &std::path::Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot create {}", path.display()))?;
     f.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A running `pqbench serve-kms` child (a remote arm's key service); killed when dropped.
+pub(crate) struct KmsChild {
+    child: Child,
+    /// The round trip it adds.
+    pub(crate) rtt: campaign::units::Dur,
+    /// Where it is, for the run specs (credentials in a 0600 file).
+    pub(crate) target: run::runspec::KmsTarget,
+}
+
+impl KmsChild {
+    /// The child's process id.
+    #[allow(dead_code, reason = "sampled with the server in a later change")]
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for KmsChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts one `pqbench serve-kms` per distinct added round trip of the plan's remote arms,
+/// serving the campaign's keys directory `keys`, confined to `cpus` (the server's) when
+/// given; each one's credentials go to `keys/kms-<rtt>.env` (0600).
+pub(crate) fn spawn_kms_services(
+    plan: &campaign::Plan,
+    keys: &std::path::Path,
+    cpus: Option<&str>,
+) -> Result<Vec<KmsChild>> {
+    let mut rtts: Vec<campaign::units::Dur> = plan
+        .arms
+        .iter()
+        .filter_map(|a| a.kms.as_ref().map(|k| k.rtt))
+        .collect();
+    rtts.sort();
+    rtts.dedup();
+    let mut out = Vec::new();
+    for rtt in rtts {
+        let shown = campaign::units::format_duration(rtt.0);
+        let exe = std::env::current_exe().context("own executable")?;
+        let mut cmd = Command::new(exe);
+        cmd.args(["serve-kms", "--port", "0", "--rtt", &shown, "--keys"])
+            .arg(keys);
+        if let Some(c) = cpus {
+            cmd.args(["--cpus", c]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("cannot start `pqbench serve-kms`")?;
+        let stdout = child.stdout.take().context("key service stdout")?;
+        let (mut ep, mut ak, mut sk) = (None, None, None);
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("reading the key service's output")?;
+            if let Some(v) = line.strip_prefix("export AWS_ENDPOINT_URL_KMS=") {
+                ep = Some(v.to_owned());
+            } else if let Some(v) = line.strip_prefix("export AWS_ACCESS_KEY_ID=") {
+                ak = Some(v.to_owned());
+            } else if let Some(v) = line.strip_prefix("export AWS_SECRET_ACCESS_KEY=") {
+                sk = Some(zeroize::Zeroizing::new(v.to_owned()));
+                break;
+            }
+        }
+        let (Some(ep), Some(ak), Some(sk)) = (ep, ak, sk) else {
+            let status = child.try_wait().ok().flatten();
+            let _ = child.kill();
+            bail!(
+                "`pqbench serve-kms` did not print its endpoint and credentials (exit: {status:?})"
+            );
+        };
+        let creds = keys.join(format!("kms-{shown}.env"));
+        write_private(
+            &creds,
+            &format!(
+                "AWS_ACCESS_KEY_ID={ak}\nAWS_SECRET_ACCESS_KEY={}\n",
+                sk.as_str()
+            ),
+        )?;
+        eprintln!("key service (rtt {shown}) on {ep}");
+        out.push(KmsChild {
+            child,
+            rtt,
+            target: run::runspec::KmsTarget {
+                endpoint: ep,
+                region: "us-east-1".into(),
+                credentials: Credentials::File(creds),
+            },
+        });
+    }
+    Ok(out)
 }

@@ -136,6 +136,10 @@ pub enum Error {
         /// The builder's message.
         detail: String,
     },
+    /// A key-service call failed (a remote reader's key recovery, issue 41). Never retried:
+    /// a failure is returned and counted, under `kms_<class>`.
+    #[error(transparent)]
+    KeyService(#[from] kms::Error),
     /// The embedded S3 server could not start or stop.
     #[error("embedded S3 server: {0}")]
     Server(String),
@@ -171,6 +175,16 @@ impl Error {
             Self::Request { .. } => "request",
             Self::Server(_) => "server",
             Self::TooLarge { .. } => "too_large",
+            Self::KeyService(e) => match e.class() {
+                kms::KmsClass::Throttled => "kms_throttled",
+                kms::KmsClass::NotFound => "kms_not_found",
+                kms::KmsClass::AccessDenied => "kms_access_denied",
+                kms::KmsClass::Unavailable => "kms_unavailable",
+                kms::KmsClass::Timeout => "kms_timeout",
+                kms::KmsClass::InvalidCiphertext => "kms_invalid_ciphertext",
+                kms::KmsClass::InvalidRequest => "kms_invalid_request",
+                kms::KmsClass::Other => "kms_other",
+            },
         }
     }
 
