@@ -161,6 +161,7 @@ pub(crate) fn run_one(a: RunOneArgs) -> Result<()> {
         arrival,
         format: a.format,
         require_pq: a.require_pq,
+        kms: None,
     };
     let run_id = a.run_id.clone().unwrap_or_else(|| {
         let t = SystemTime::now()

@@ -618,6 +618,7 @@ fn arm_modes(cfg: &Config, rows: &[RunRow]) -> BTreeMap<String, campaign::design
                     client: campaign::spec::S3ClientKind::default(),
                     format: campaign::spec::ObjectFormat::default(),
                     require_pq: false,
+                    kms: None,
                     session: None,
                     control: false,
                 },

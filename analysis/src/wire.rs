@@ -163,6 +163,7 @@ mod tests {
                 client: Default::default(),
                 format,
                 require_pq: false,
+                kms: None,
                 session: None,
                 control: false,
             },

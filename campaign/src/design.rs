@@ -33,7 +33,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::spec::{
-    CampaignSpec, ComparisonSpec, LoopGrid, Manifest, ObjectFormat, Operation, S3ClientKind,
+    CampaignSpec, ComparisonSpec, KmsSpec, LoopGrid, Manifest, ObjectFormat, Operation,
+    S3ClientKind,
 };
 use crate::units::{Dur, Size, format_duration};
 
@@ -90,6 +91,10 @@ pub struct Arm {
     /// Its reader requires post-quantum recipients (`arms[].requirePq`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_pq: bool,
+    /// Its recipient key is in a key service (`backend: remote`, issue 41); `backend` is
+    /// then aws-lc, the backend of its local primitives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<KmsSpec>,
     /// `(maxObjects, maxAge)` for a session arm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<(u64, Dur)>,
@@ -164,17 +169,17 @@ impl Plan {
     }
 }
 
-/// The baseline mode's arm on `on`'s backend, S3 client and format (any when `None`): the
-/// first such arm that is neither a session arm with bounds nor the A/A control.
-fn baseline_arm(
-    arms: &[Arm],
-    baseline: Mode,
-    on: Option<(Backend, S3ClientKind, ObjectFormat)>,
-) -> Option<&Arm> {
+/// Where an arm runs, for finding its baseline: backend, S3 client, format and key service.
+type Setting<'a> = (Backend, S3ClientKind, ObjectFormat, Option<&'a KmsSpec>);
+
+/// The baseline mode's arm on `on`'s backend, S3 client, format and key service (any when
+/// `None`): the first such arm that is neither a session arm with bounds nor the A/A
+/// control.
+fn baseline_arm<'a>(arms: &'a [Arm], baseline: Mode, on: Option<Setting<'_>>) -> Option<&'a Arm> {
     arms.iter().find(|a| {
         a.mode == baseline
             && !a.control
-            && on.is_none_or(|on| (a.backend, a.client, a.format) == on)
+            && on.is_none_or(|on| (a.backend, a.client, a.format, a.kms.as_ref()) == on)
     })
 }
 
@@ -259,6 +264,7 @@ struct ArmDef {
     client: S3ClientKind,
     format: ObjectFormat,
     require_pq: bool,
+    kms: Option<KmsSpec>,
     name: Option<String>,
 }
 
@@ -276,6 +282,7 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
                     client,
                     format: ObjectFormat::V1,
                     require_pq: false,
+                    kms: None,
                     name: None,
                 })
             })
@@ -285,11 +292,20 @@ fn arm_defs(spec: &CampaignSpec) -> Vec<ArmDef> {
             .iter()
             .map(|a| ArmDef {
                 mode: a.mode,
-                backend: a.backend,
+                backend: a.backend.local(),
                 client: a.s3_client.unwrap_or(client),
                 format: a.format,
                 require_pq: a.require_pq,
-                name: a.name.clone(),
+                kms: a
+                    .backend
+                    .is_remote()
+                    .then(|| a.kms.clone().unwrap_or_default()),
+                // A remote arm's default label says so: `ml-kem-768-remote`.
+                name: a.name.clone().or_else(|| {
+                    a.backend
+                        .is_remote()
+                        .then(|| format!("{}-remote", a.mode.name()))
+                }),
             })
             .collect()
     }
@@ -339,6 +355,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
         client,
         format,
         require_pq,
+        kms,
         name,
     } in defs
     {
@@ -362,6 +379,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                             client,
                             format,
                             require_pq,
+                            kms: kms.clone(),
                             session: Some((b, t)),
                             control: false,
                         });
@@ -375,6 +393,7 @@ pub fn arms(spec: &CampaignSpec) -> Vec<Arm> {
                 client,
                 format,
                 require_pq,
+                kms,
                 session: None,
                 control: false,
             }),
@@ -402,7 +421,7 @@ pub fn comparisons(spec: &CampaignSpec, arms: &[Arm]) -> Vec<ComparisonSpec> {
     }
     let mut out = Vec::new();
     for a in arms {
-        let on = (!a.control).then_some((a.backend, a.client, a.format));
+        let on = (!a.control).then_some((a.backend, a.client, a.format, a.kms.as_ref()));
         let Some(base) = baseline_arm(arms, spec.baseline, on) else {
             continue;
         };

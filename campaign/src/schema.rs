@@ -89,11 +89,11 @@ pub(crate) fn backends(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// `arms[].backend`: one backend name.
-pub(crate) fn backend(_: &mut SchemaGenerator) -> Schema {
+/// `arms[].backend`: a crypto backend or `remote`.
+pub(crate) fn arm_backend(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "string",
-        "enum": names(Backend::EVERY.iter().map(|b| b.name())),
+        "enum": names(Backend::EVERY.iter().map(|b| b.name()).chain(["remote"])),
     })
 }
 

@@ -497,10 +497,20 @@ pub struct ArmSpec {
     /// The envelope mode.
     #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::mode"))]
     pub mode: Mode,
-    /// The crypto backend (default `aws-lc`).
-    #[serde(default = "default_backend")]
-    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::backend"))]
-    pub backend: Backend,
+    /// The crypto backend (default `aws-lc`), or `remote`: the recipient's secret key is in
+    /// a key service (the AWS KMS protocol, `kms`), which performs each object's
+    /// decapsulation (ML-KEM) or key agreement (X25519); encapsulation and the data layer
+    /// stay local on aws-lc.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::schema::arm_backend")
+    )]
+    pub backend: ArmBackend,
+    /// The key service of a `backend: remote` arm (default: the embedded one, no added
+    /// round trip, no cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<KmsSpec>,
     /// The arm's label in the plan, run ids and report (default: the mode's name; two arms
     /// of one mode need names). Lower-case letters, digits and '-'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -520,8 +530,85 @@ pub struct ArmSpec {
     pub require_pq: bool,
 }
 
-fn default_backend() -> Backend {
-    Backend::AwsLc
+/// An arm's `backend`: a crypto backend, or `remote` (issue 41).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArmBackend {
+    /// Every primitive on this crypto backend.
+    Local(Backend),
+    /// The recipient's secret-key operation in a key service; the rest on aws-lc.
+    Remote,
+}
+
+impl Default for ArmBackend {
+    fn default() -> Self {
+        ArmBackend::Local(Backend::AwsLc)
+    }
+}
+
+impl ArmBackend {
+    /// The crypto backend of the arm's local primitives (aws-lc for a remote arm).
+    pub const fn local(self) -> Backend {
+        match self {
+            ArmBackend::Local(b) => b,
+            ArmBackend::Remote => Backend::AwsLc,
+        }
+    }
+
+    /// Whether the arm's key is in a key service.
+    pub const fn is_remote(self) -> bool {
+        matches!(self, ArmBackend::Remote)
+    }
+
+    /// `remote` or the backend's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ArmBackend::Local(b) => b.name(),
+            ArmBackend::Remote => "remote",
+        }
+    }
+}
+
+impl std::fmt::Display for ArmBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for ArmBackend {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for ArmBackend {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        if name == "remote" {
+            return Ok(ArmBackend::Remote);
+        }
+        name.parse::<Backend>().map(ArmBackend::Local).map_err(|_| {
+            de::Error::custom(format!(
+                "unknown backend {name:?}: expected aws-lc, rustcrypto, libcrux, openssl or remote"
+            ))
+        })
+    }
+}
+
+/// The key service of a remote arm (`arms[].kms`, issue 41): the embedded service
+/// (`pqbench serve-kms`), which the executor starts on the server's CPUs with the
+/// campaign's keys.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KmsSpec {
+    /// Round-trip time the service adds to every answer (`0ms`, `1ms`, ...): the link to a
+    /// key service elsewhere. Default 0.
+    #[serde(default, skip_serializing_if = "Dur::is_zero")]
+    pub rtt: Dur,
+    /// Keep recovered shared secrets per run process, keyed by ciphertext, so a repeated
+    /// object costs no round trip (the AWS Encryption SDK's caching materials manager).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache: bool,
 }
 
 /// A declared comparison (`analysis.comparisons`): `arm` against `against`, by arm label,

@@ -141,6 +141,13 @@ impl<'de> Deserialize<'de> for Size {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Dur(pub Duration);
 
+impl Dur {
+    /// Whether it is zero (a default that a serialized spec leaves out).
+    pub fn is_zero(&self) -> bool {
+        self.0.is_zero()
+    }
+}
+
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&format_duration(self.0))

@@ -275,11 +275,32 @@ impl CampaignSpec {
             if let Some(why) = a.format.refuses(a.mode) {
                 return Err(format!("arms[{i}].format: {why}"));
             }
-            if !a.backend.implements(a.mode) {
+            if !a.backend.local().implements(a.mode) {
                 return Err(format!(
                     "arms[{i}].backend: {} does not implement {} (libcrux and openssl have no \
                      RSA here); use aws-lc or rustcrypto for this arm",
                     a.backend, a.mode
+                ));
+            }
+            if a.backend.is_remote() {
+                if !envelope::REMOTE_MODES.contains(&a.mode) {
+                    return Err(format!(
+                        "arms[{i}].backend: remote: a key service performs ML-KEM \
+                         decapsulation or X25519 agreement, so a remote arm's mode is \
+                         ml-kem-768, ml-kem-1024 or x25519, not {}",
+                        a.mode
+                    ));
+                }
+                if a.format != ObjectFormat::V1 {
+                    return Err(format!(
+                        "arms[{i}].format: a remote arm reads format v1 objects (v2's HPKE \
+                         decapsulation in a key service is not built yet); drop format"
+                    ));
+                }
+            } else if a.kms.is_some() {
+                return Err(format!(
+                    "arms[{i}].kms: only a `backend: remote` arm has a key service; set \
+                     backend: remote or drop kms"
                 ));
             }
             if a.require_pq && a.format == ObjectFormat::V1 {

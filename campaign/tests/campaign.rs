@@ -10,6 +10,7 @@ use campaign::{CampaignFile, Manifest};
 
 const QUICK: &str = include_str!("../../examples/quick.yaml");
 const STUDY: &str = include_str!("../../examples/study-primary.yaml");
+const REMOTE: &str = include_str!("../../examples/remote-kem.yaml");
 
 #[test]
 fn examples_parse_and_plan() {
@@ -64,6 +65,62 @@ fn examples_parse_and_plan() {
             ("x25519", "aws-lc"),
             ("ml-kem-768", "aws-lc"),
             ("ml-kem-768-rustcrypto", "rustcrypto")
+        ]
+    );
+}
+
+/// Remote arms (issue 41): their local primitives on aws-lc, their key service in the
+/// plan (added round trip, cache), labels as given or `<mode>-remote`, the declared
+/// comparisons kept, and by default a remote arm compared with the baseline's arm on the
+/// same key service.
+#[test]
+fn remote_arms_carry_their_key_service_into_the_plan() {
+    /// Label, backend, and the key service's (round trip in ms, cache).
+    type ArmRow<'a> = (&'a str, &'a str, Option<(u128, bool)>);
+    let p = plan(&Manifest::parse(REMOTE, "remote-kem").unwrap());
+    let arms: Vec<ArmRow<'_>> = p
+        .arms
+        .iter()
+        .map(|a| {
+            (
+                a.label.as_str(),
+                a.backend.name(),
+                a.kms.as_ref().map(|k| (k.rtt.0.as_millis(), k.cache)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        arms,
+        [
+            ("x25519-local", "aws-lc", None),
+            ("mlkem-local", "aws-lc", None),
+            ("x25519-kms-0ms", "aws-lc", Some((0, false))),
+            ("mlkem-kms-0ms", "aws-lc", Some((0, false))),
+            ("x25519-kms-1ms", "aws-lc", Some((1, false))),
+            ("mlkem-kms-1ms", "aws-lc", Some((1, false))),
+            ("mlkem-kms-1ms-cached", "aws-lc", Some((1, true))),
+        ]
+    );
+    assert_eq!(p.comparisons.len(), 6);
+    assert_eq!(p.runs.len(), 7 * 4);
+
+    // Without declared comparisons and names: `<mode>-remote`, compared with the remote
+    // baseline (ML-KEM remote vs X25519 remote), the local one with the local one.
+    let text = "apiVersion: pqbench.io/v1alpha1\nkind: BenchmarkCampaign\nmetadata: {name: r}\n\
+        spec:\n  arms:\n    - {mode: x25519}\n    - {mode: ml-kem-768}\n    - {mode: x25519, backend: remote}\n    \
+        - {mode: ml-kem-768, backend: remote}\n  baseline: x25519\n  cells:\n    - {operation: [get], objectSize: [1KiB], concurrency: [2]}\n  \
+        repetitions: 2\n  seed: 1\n  analysis:\n    primary: [{cell: get-1KiB-c2}]\n";
+    let p = plan(&Manifest::parse(text, "r.yaml").unwrap());
+    let pairs: Vec<(&str, &str)> = p
+        .comparisons
+        .iter()
+        .map(|c| (c.arm.as_str(), c.against.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("ml-kem-768", "x25519"),
+            ("ml-kem-768-remote", "x25519-remote")
         ]
     );
 }
@@ -355,6 +412,33 @@ fn malformed_files_name_the_field() {
             "interleave: {slice: 100ms}",
             "interleave: {slices: 100ms}",
             "unknown field `slices`",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: x-wing, backend: remote}",
+            "spec.arms[1].backend: remote: a key service performs ML-KEM decapsulation or \
+             X25519 agreement, so a remote arm's mode is ml-kem-768, ml-kem-1024 or x25519, \
+             not x-wing",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, format: v2}",
+            "spec.arms[1].format: a remote arm reads format v1 objects",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: aws-lc, kms: {rtt: 1ms}}",
+            "spec.arms[1].kms: only a `backend: remote` arm has a key service",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {rtt: 1ms, endpoint: x}}",
+            "unknown field `endpoint`",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: kms}",
+            "expected aws-lc, rustcrypto, libcrux, openssl or remote",
         ),
     ];
     for (from, to, want) in cases {

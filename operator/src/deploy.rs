@@ -59,6 +59,17 @@ pub fn results_use_identity(spec: &CampaignSpec) -> bool {
 
 /// What the API server's schema cannot check but the operator cannot run.
 pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
+    if let Some((i, _)) = spec
+        .arms
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.backend.is_remote())
+    {
+        return Some(format!(
+            "arms[{i}].backend: remote arms (a key service on the data path) run with \
+             `pqbench run` so far; the operator does not deploy the key service yet"
+        ));
+    }
     let identity = server_uses_identity(spec) || results_use_identity(spec);
     if identity && spec.clients.service_account_name.is_none() {
         return Some(
@@ -261,6 +272,8 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
     };
     run::planner::Environment {
         cpus: None,
+        // Remote arms are refused at admission ([`unsupported`]): no key service here yet.
+        kms: Vec::new(),
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,
@@ -641,5 +654,24 @@ spec:
         );
         assert!(by_arm.contains(&("ml-kem-768".into(), false)), "{by_arm:?}");
         assert!(by_arm.iter().all(|(a, r)| *r == (a == "ml-kem-768-pq")));
+    }
+}
+
+#[cfg(test)]
+mod remote_tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    /// A campaign with a remote arm is refused at admission, by field, until the operator
+    /// deploys the key service; one without is not.
+    #[test]
+    fn remote_arms_are_refused_by_name() {
+        let text = include_str!("../../examples/remote-kem.yaml");
+        let m = campaign::Manifest::parse(text, "remote-kem.yaml").unwrap();
+        let why = super::unsupported(&m.spec).unwrap();
+        assert!(
+            why.starts_with("arms[2].backend: remote arms (a key service on the data path) run with `pqbench run` so far"),
+            "{why}"
+        );
+        assert_eq!(super::unsupported(&crate::fixtures::quick().spec), None);
     }
 }

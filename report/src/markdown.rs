@@ -194,18 +194,28 @@ fn header_section(s: &mut String, r: &Report, h: &Header) {
     );
 }
 
-/// What each arm is: mode, crypto backend, S3 client.
+/// What each arm is: mode, crypto backend (and, for a remote arm, its key service), S3
+/// client.
 fn arms_section(s: &mut String, r: &Report) {
     if !r.config.arm_details.is_empty() {
         s.push_str("## Arms\n\n| arm | mode | crypto backend | S3 client |\n|---|---|---|---|\n");
         for x in &r.config.arm_details {
+            let backend = match &x.kms {
+                None => x.backend.name().to_owned(),
+                Some(k) => format!(
+                    "{}, the key in a key service (+{} round trip{})",
+                    x.backend.name(),
+                    campaign::units::format_duration(k.rtt.0),
+                    if k.cache { ", secrets cached" } else { "" }
+                ),
+            };
             let _ = writeln!(
                 s,
                 "| {}{} | {} | {} | {} |",
                 x.label,
                 if x.control { " (A/A control)" } else { "" },
                 x.mode,
-                x.backend.name(),
+                backend,
                 x.client
             );
         }

@@ -7,7 +7,7 @@ use campaign::placement::{Placement, confine, format_cpu_list};
 use campaign::{Manifest, Plan};
 
 use crate::runspec::{
-    Cell, KeyRef, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry,
+    Cell, KeyRef, KmsTarget, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry,
 };
 use crate::{Error, Result};
 
@@ -27,6 +27,9 @@ pub struct Environment {
     /// This machine's CPU placement, when the executor pins processes itself (`pqbench
     /// run`); absent on Kubernetes, where the pods' CPU requests place them.
     pub cpus: Option<LocalCpus>,
+    /// The key services of the remote arms, by added round trip (`arms[].kms.rtt`): one
+    /// embedded service per distinct value.
+    pub kms: Vec<(crate::units::Dur, KmsTarget)>,
 }
 
 /// The CPUs of one machine and where the server and the clients go on it.
@@ -85,6 +88,23 @@ pub fn run_specs(
         turn: run.position,
     });
     let stretch = |d: crate::units::Dur| crate::units::Dur(turns.map_or(d.0, |t| d.0 * t.of));
+    let kms = match &arm.kms {
+        None => None,
+        Some(k) => Some(
+            env.kms
+                .iter()
+                .find(|(rtt, _)| *rtt == k.rtt)
+                .map(|(_, t)| t.clone())
+                .ok_or_else(|| Error::Plan {
+                    run_id: run.run_id.clone(),
+                    detail: format!(
+                        "arm {} is remote with an added round trip of {}, and no key service \
+                         of that round trip was started",
+                        arm.label, k.rtt
+                    ),
+                })?,
+        ),
+    };
     let mut out = Vec::new();
     for index in 0..count {
         let s = RunSpec {
@@ -102,6 +122,7 @@ pub fn run_specs(
                 },
                 format: arm.format,
                 require_pq: arm.require_pq,
+                kms: arm.kms.clone(),
             },
             block: run.block,
             position: run.position,
@@ -116,6 +137,7 @@ pub fn run_specs(
                 client: arm.client,
                 ..env.s3.clone()
             },
+            kms: kms.clone(),
             recipient_key: (arm.mode != envelope::Mode::Plaintext).then(|| env.keys.clone()),
             fixtures: spec.fixtures,
             session: arm.session.map(|(max_objects, max_age)| Session {

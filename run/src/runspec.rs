@@ -66,6 +66,10 @@ pub struct Cell {
     /// v2: the reader refuses any object with a classical recipient entry (`--require-pq`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_pq: bool,
+    /// The recipient key is in a key service (`backend: remote`, issue 41): its added
+    /// round trip and whether readers cache secrets. The run's `kms` says where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<campaign::spec::KmsSpec>,
 }
 
 fn closed() -> Loop {
@@ -135,6 +139,21 @@ pub struct S3Target {
 
 fn region() -> String {
     "us-east-1".into()
+}
+
+/// The key service of a remote run (`kms/PROTOCOL.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KmsTarget {
+    /// Endpoint URL (`http://host:port`).
+    pub endpoint: String,
+    /// Signing region.
+    #[serde(default = "region")]
+    pub region: String,
+    /// Where the credentials come from (a file of `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY` lines, as `pqbench serve-kms --env-file` writes them, or a
+    /// mounted Secret).
+    pub credentials: Credentials,
 }
 
 /// Where the recipient key comes from.
@@ -389,6 +408,9 @@ pub struct RunSpec {
     pub drain: Dur,
     /// The store under test.
     pub s3: S3Target,
+    /// The key service of a remote run (`cell.kms`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms: Option<KmsTarget>,
     /// The recipient key (absent only for `plaintext`).
     #[serde(default)]
     pub recipient_key: Option<KeyRef>,
@@ -537,6 +559,30 @@ impl RunSpec {
         if let Some(why) = c.format.refuses(c.mode) {
             return Err(Error::Spec(format!("cell.format: {why}")));
         }
+        match (&c.kms, &self.kms) {
+            (Some(_), None) => {
+                return Err(Error::Spec(
+                    "cell.kms: a remote run needs kms (the key service's endpoint and \
+                     credentials)"
+                        .into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(Error::Spec(
+                    "kms: only a remote run (cell.kms) has a key service".into(),
+                ));
+            }
+            (Some(_), Some(_))
+                if !envelope::REMOTE_MODES.contains(&c.mode) || c.format.placement().is_some() =>
+            {
+                return Err(Error::Spec(format!(
+                    "cell.kms: a remote run is format v1 in ml-kem-768, ml-kem-1024 or x25519, \
+                     not {} in {}",
+                    c.mode, c.format
+                )));
+            }
+            _ => {}
+        }
         if c.object_size.0 > envelope::MAX_PLAINTEXT_SIZE {
             return Err(Error::Spec(format!(
                 "cell.objectSize {} exceeds the format's maximum",
@@ -674,6 +720,7 @@ impl RunSpec {
                 credentials: Credentials::default(),
                 client: Default::default(),
             },
+            kms: None,
             recipient_key: None,
             fixtures: fixtures(),
             session: None,

@@ -605,6 +605,9 @@ fn endpoints(
             Reader::V2(reader),
         ));
     }
+    if let Some(k) = &spec.cell.kms {
+        return remote_endpoints(spec, k, pk);
+    }
     if spec.cell.require_pq {
         return Err(Error::Envelope(envelope::Error::Usage(format!(
             "requirePq is a format v2 reader's check; this run's format is {}",
@@ -624,11 +627,38 @@ fn endpoints(
     Ok((Writer::V1(sender), Reader::V1(receiver)))
 }
 
+/// A remote run's writer (local, with the public key) and reader (its key in the key
+/// service of `spec.kms`: one client per reader, its pool sized to the run's concurrency,
+/// and a shared-secret cache when the arm asks for one).
+fn remote_endpoints(
+    spec: &RunSpec,
+    k: &campaign::spec::KmsSpec,
+    pk: Option<&PublicKey>,
+) -> Result<(Writer, Reader)> {
+    let (mode, backend) = (spec.cell.mode, spec.cell.backend);
+    let (Some(pk), Some(target)) = (pk, &spec.kms) else {
+        return Err(Error::RecipientKey(format!(
+            "a remote {mode} run needs the recipient's public key and the key service (kms)"
+        )));
+    };
+    let (ak, sk) = resolve_credentials(&target.credentials).map_err(|e| match e {
+        Error::Credentials(m) => Error::Config(format!("kms.credentials: {m}")),
+        other => other,
+    })?;
+    let mut settings = kms::KmsSettings::new(&target.endpoint, &target.region, &ak, &sk);
+    settings.pool = usize::try_from(spec.cell.concurrency).unwrap_or(1);
+    let client = Arc::new(kms::Client::new(&settings).map_err(s3::Error::from)?);
+    let sender = Sender::new(mode, backend, SealKey::Public(pk))?;
+    let receiver = Receiver::remote(mode, backend, pk)?;
+    let key = kms::RemoteKey::new(client, pk, k.cache).map_err(s3::Error::from)?;
+    Ok((Writer::V1(sender), Reader::Remote { receiver, key }))
+}
+
 /// The session-root cache of a v1 `ml-kem-768-session` receiver (v2 has no sessions).
 fn session_cache_stats(r: &Reader) -> Option<envelope::CacheStats> {
     match r {
         Reader::V1(r) => r.session_cache_stats(),
-        Reader::V2(_) => None,
+        Reader::V2(_) | Reader::Remote { .. } => None,
     }
 }
 

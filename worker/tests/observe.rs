@@ -67,6 +67,7 @@ impl Env {
             arrival: Loop::Closed,
             format: Default::default(),
             require_pq: false,
+            kms: None,
         };
         let mut spec = RunSpec::local(
             run_id,

@@ -90,6 +90,7 @@ impl Env {
             arrival,
             format: Default::default(),
             require_pq: false,
+            kms: None,
         };
         let mut spec = RunSpec::local(run_id, cell, &s.endpoint, BUCKET, &self.out());
         spec.s3.region = s.region.clone();
