@@ -286,3 +286,80 @@ pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every label a request's error can write into the records reads back as itself
+    /// (`run::records` interns the labels it knows; any other reads back as `unknown`).
+    #[test]
+    fn every_error_label_is_known_to_the_records() {
+        let s3 = [
+            S3Class::Connect,
+            S3Class::Timeout,
+            S3Class::Io,
+            S3Class::NotFound,
+            S3Class::NoSuchBucket,
+            S3Class::Denied,
+            S3Class::Service,
+            S3Class::Other,
+        ]
+        .map(|class| Error::S3 {
+            op: "GetObject",
+            bucket: String::new(),
+            target: String::new(),
+            class,
+            status: None,
+            detail: String::new(),
+        });
+        let kms = [
+            kms::KmsClass::Throttled,
+            kms::KmsClass::NotFound,
+            kms::KmsClass::AccessDenied,
+            kms::KmsClass::Unavailable,
+            kms::KmsClass::Timeout,
+            kms::KmsClass::InvalidCiphertext,
+            kms::KmsClass::InvalidRequest,
+            kms::KmsClass::Other,
+        ]
+        .map(|class| {
+            Error::KeyService(kms::Error::Service {
+                op: kms::Op::Decapsulate,
+                class,
+                code: String::new(),
+                status: 400,
+                message: String::new(),
+            })
+        });
+        let others = [
+            Error::Envelope(envelope::Error::Decrypt),
+            Error::Envelope(envelope::Error::Header(String::new())),
+            Error::Envelope(envelope::Error::NotPostQuantum(String::new())),
+            Error::NotCommitted {
+                bucket: String::new(),
+                key: String::new(),
+                version: String::new(),
+                record: "",
+            },
+            Error::Settings(String::new()),
+            Error::Request {
+                op: "",
+                detail: String::new(),
+            },
+            Error::TooLarge {
+                bucket: String::new(),
+                target: String::new(),
+                what: String::new(),
+                limit: String::new(),
+            },
+        ];
+        for e in s3.iter().chain(&kms).chain(&others) {
+            assert!(
+                run::records::KNOWN_ERROR_CLASSES.contains(&e.kind()),
+                "{} is not among the records' error classes",
+                e.kind()
+            );
+        }
+    }
+}

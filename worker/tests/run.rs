@@ -1351,3 +1351,82 @@ fn a_v2_reader_requiring_post_quantum_runs_and_a_classical_one_is_refused() {
         "{e}"
     );
 }
+
+/// A remote run (its key in the embedded key service) whose service throttles, or stops in
+/// the middle of the window: its GETs fail with the key service's class, the run is
+/// invalid, its records are kept, and no request that failed wrote its plaintext (a
+/// request succeeds only when its object authenticated).
+#[test]
+fn a_failing_key_service_makes_a_remote_run_invalid() {
+    let env = Env::new(Kind::Embedded);
+    let keys = env.key_dir(Mode::MlKem768);
+    let start = |rate: Option<u32>| {
+        let store = std::sync::Arc::new(kms::KeyStore::open(&keys).expect("key store"));
+        let options = kms::ServiceOptions {
+            rate,
+            ..kms::ServiceOptions::default()
+        };
+        kms::EmbeddedKms::start(store, &options).expect("key service")
+    };
+    let remote = |service: &kms::EmbeddedKms, run_id: &str| {
+        let creds = env.dir.path().join(format!("{run_id}-kms.env"));
+        std::fs::write(
+            &creds,
+            format!(
+                "AWS_ACCESS_KEY_ID={}\nAWS_SECRET_ACCESS_KEY={}\n",
+                service.access_key(),
+                service.secret_key()
+            ),
+        )
+        .expect("creds");
+        set_mode_600(&creds);
+        let mut spec = env.spec(run_id, Mode::MlKem768, Operation::Get, 4, Loop::Closed);
+        spec.cell.kms = Some(campaign::spec::KmsSpec::default());
+        spec.kms = Some(run::runspec::KmsTarget {
+            endpoint: service.endpoint().to_owned(),
+            region: "us-east-1".into(),
+            credentials: Credentials::File(creds),
+        });
+        spec
+    };
+    let invalid_with = |s: &run::summary::RunSummary, class: &str| {
+        assert!(!s.valid, "{}", run::summary::render(s));
+        assert!(
+            s.failures_by_class.get(class).copied().unwrap_or(0) > 0,
+            "{:?}",
+            s.failures_by_class
+        );
+        assert!(
+            s.failures_by_class.keys().all(|k| k.starts_with("kms_")),
+            "{:?}",
+            s.failures_by_class
+        );
+        assert!(s.counts.ok > 0, "some requests got through");
+    };
+
+    // Twenty answers a second for four workers.
+    let service = start(Some(20));
+    let spec = remote(&service, "kms-throttled");
+    let w = run_to_files(&spec, &RunOptions::default()).expect("the run keeps its records");
+    invalid_with(&w.summary, "kms_throttled");
+    let recs = records(&w.dir);
+    assert!(
+        recs.iter()
+            .any(|r| r.outcome == Some(Outcome::Error) && r.error_class == Some("kms_throttled")),
+        "the records hold the class"
+    );
+    service.stop();
+
+    // A service that goes away about a second into the window.
+    let service = start(None);
+    let mut spec = remote(&service, "kms-stopped");
+    spec.measured = Dur(Duration::from_secs(3));
+    let h = std::thread::spawn(move || run_to_files(&spec, &RunOptions::default()));
+    std::thread::sleep(Duration::from_millis(3500));
+    service.stop();
+    let w = h
+        .join()
+        .expect("thread")
+        .expect("the run keeps its records");
+    invalid_with(&w.summary, "kms_unavailable");
+}
