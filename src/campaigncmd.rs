@@ -189,8 +189,15 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     println!("pre-registration hash {}", plan.prereg_hash);
     println!("arms ({}, every one in every block):", plan.arms.len());
     for x in &plan.arms {
+        let key = x.kms.as_ref().map_or_else(String::new, |k| {
+            format!(
+                ", key in the key service (+{} round trip{})",
+                campaign::units::format_duration(k.rtt.0),
+                if k.cache { ", secrets cached" } else { "" }
+            )
+        });
         println!(
-            "  {:<32} {} on {}, S3 client {}, format {}{}",
+            "  {:<32} {} on {}{key}, S3 client {}, format {}{}",
             x.label,
             x.mode,
             x.backend.name(),

@@ -87,14 +87,7 @@ pub(crate) fn serve(a: ServeKmsArgs) -> Result<()> {
         threads: a.threads,
     };
     let service = if a.credentials_from_env {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .with_context(|| format!("--credentials-from-env: {name} is not set"))
-        };
-        let access = var("AWS_ACCESS_KEY_ID")?;
-        let secret = zeroize::Zeroizing::new(var("AWS_SECRET_ACCESS_KEY")?);
+        let (access, secret) = crate::serverproc::credentials_from_env()?;
         EmbeddedKms::start_with(store.clone(), &options, &access, &secret)?
     } else {
         EmbeddedKms::start(store.clone(), &options)?
@@ -144,20 +137,7 @@ pub(crate) fn serve(a: ServeKmsArgs) -> Result<()> {
         let _ = writeln!(out, "(Ctrl-C or SIGTERM stops it)");
         let _ = out.flush();
     }
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .context("cannot watch SIGTERM")?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-                _ = term.recv() => {}
-            }
-            anyhow::Ok(())
-        })?;
+    crate::serverproc::until_stopped()?;
     let (ok, throttled, refused) = service.counts();
     service.stop();
     let _ = writeln!(

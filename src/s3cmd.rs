@@ -535,14 +535,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
     }
     let addr = std::net::SocketAddr::new(a.host, a.port);
     let server = if a.credentials_from_env {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .with_context(|| format!("--credentials-from-env: {name} is not set"))
-        };
-        let access = var("AWS_ACCESS_KEY_ID")?;
-        let secret = zeroize::Zeroizing::new(var("AWS_SECRET_ACCESS_KEY")?);
+        let (access, secret) = crate::serverproc::credentials_from_env()?;
         EmbeddedS3::start_with(&a.dir, addr, &access, &secret)?
     } else {
         EmbeddedS3::start_generated(&a.dir, addr)?
@@ -555,15 +548,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
             .with_context(|| format!("--env-file {}", p.display()))?;
     }
     print_server(&server, &a.buckets, &a.dir, !a.credentials_from_env);
-    runtime()?.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot watch SIGTERM")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-            _ = term.recv() => {}
-        }
-        anyhow::Ok(())
-    })?;
+    crate::serverproc::until_stopped()?;
     server.stop();
     let _ = writeln!(std::io::stderr(), "pqbench S3 server stopped");
     Ok(())

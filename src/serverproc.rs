@@ -35,10 +35,37 @@ impl Drop for ServerChild {
 /// directory, confined to `cpus` when given, and reads its endpoint and credentials.
 pub(crate) fn spawn_server(bucket: &str, cpus: Option<&str>) -> Result<ServerChild> {
     let dir = tempfile::tempdir().context("temp dir for the server")?;
-    let exe = std::env::current_exe().context("own executable")?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["serve-s3", "--port", "0", "--bucket", bucket, "--dir"])
-        .arg(dir.path());
+    let mut args: Vec<std::ffi::OsString> =
+        ["serve-s3", "--port", "0", "--bucket", bucket, "--dir"]
+            .map(Into::into)
+            .into();
+    args.push(dir.path().into());
+    let (child, p) = spawn_serving(&args, cpus, "AWS_ENDPOINT_URL")?;
+    Ok(ServerChild {
+        child,
+        settings: S3Settings::new(&p.endpoint, &p.access_key, &p.secret_key),
+        _dir: dir,
+    })
+}
+
+/// What a `serve-*` child printed: its endpoint and credentials.
+struct Printed {
+    endpoint: String,
+    access_key: String,
+    secret_key: zeroize::Zeroizing<String>,
+}
+
+/// Starts `pqbench ARGS` (a `serve-s3` or `serve-kms`), confined to `cpus` when given, and
+/// reads the `export` lines it prints: `endpoint_var`, then the access key and the secret
+/// key. Killed again if it does not print them.
+fn spawn_serving(
+    args: &[std::ffi::OsString],
+    cpus: Option<&str>,
+    endpoint_var: &str,
+) -> Result<(Child, Printed)> {
+    let what = format!("`pqbench {}`", args[0].to_string_lossy());
+    let mut cmd = Command::new(std::env::current_exe().context("own executable")?);
+    cmd.args(args);
     if let Some(c) = cpus {
         cmd.args(["--cpus", c]);
     }
@@ -47,30 +74,34 @@ pub(crate) fn spawn_server(bucket: &str, cpus: Option<&str>) -> Result<ServerChi
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .context("cannot start `pqbench serve-s3`")?;
-    let stdout = child.stdout.take().context("server stdout")?;
+        .with_context(|| format!("cannot start {what}"))?;
+    let stdout = child.stdout.take().context("the child's stdout")?;
+    let endpoint_prefix = format!("export {endpoint_var}=");
     let (mut ep, mut ak, mut sk) = (None, None, None);
     for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading the server's output")?;
-        if let Some(v) = line.strip_prefix("export AWS_ENDPOINT_URL=") {
+        let line = line.with_context(|| format!("reading the output of {what}"))?;
+        if let Some(v) = line.strip_prefix(&endpoint_prefix) {
             ep = Some(v.to_owned());
         } else if let Some(v) = line.strip_prefix("export AWS_ACCESS_KEY_ID=") {
             ak = Some(v.to_owned());
         } else if let Some(v) = line.strip_prefix("export AWS_SECRET_ACCESS_KEY=") {
-            sk = Some(v.to_owned());
+            sk = Some(zeroize::Zeroizing::new(v.to_owned()));
             break;
         }
     }
-    let (Some(ep), Some(ak), Some(sk)) = (ep, ak, sk) else {
+    let (Some(endpoint), Some(access_key), Some(secret_key)) = (ep, ak, sk) else {
         let status = child.try_wait().ok().flatten();
         let _ = child.kill();
-        bail!("`pqbench serve-s3` did not print its endpoint and credentials (exit: {status:?})");
+        bail!("{what} did not print its endpoint and credentials (exit: {status:?})");
     };
-    Ok(ServerChild {
+    Ok((
         child,
-        settings: S3Settings::new(&ep, &ak, &sk),
-        _dir: dir,
-    })
+        Printed {
+            endpoint,
+            access_key,
+            secret_key,
+        },
+    ))
 }
 
 /// The S3 server a local run uses: `endpoint` if given (credentials from the environment),
@@ -103,6 +134,39 @@ pub(crate) fn local_or_embedded(
         ));
     };
     Ok((None, ep.to_owned(), Credentials::default(), None))
+}
+
+/// Blocks until Ctrl-C or SIGTERM: how a `serve-*` command runs in the foreground.
+pub(crate) fn until_stopped() -> Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .context("cannot watch SIGTERM")?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
+                _ = term.recv() => {}
+            }
+            anyhow::Ok(())
+        })
+}
+
+/// The credentials a `serve-*` command takes with `--credentials-from-env`: the access key
+/// and the secret key from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (never flags).
+pub(crate) fn credentials_from_env() -> Result<(String, zeroize::Zeroizing<String>)> {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .with_context(|| format!("--credentials-from-env: {name} is not set"))
+    };
+    Ok((
+        var("AWS_ACCESS_KEY_ID")?,
+        zeroize::Zeroizing::new(var("AWS_SECRET_ACCESS_KEY")?),
+    ))
 }
 
 /// Writes a new file readable by its owner only (0600); refuses an existing one (an
@@ -181,39 +245,17 @@ pub(crate) fn spawn_kms_services(
     let mut out = Vec::new();
     for rtt in rtts {
         let shown = campaign::units::format_duration(rtt.0);
-        let exe = std::env::current_exe().context("own executable")?;
-        let mut cmd = Command::new(exe);
-        cmd.args(["serve-kms", "--port", "0", "--rtt", &shown, "--keys"])
-            .arg(keys);
-        if let Some(c) = cpus {
-            cmd.args(["--cpus", c]);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("cannot start `pqbench serve-kms`")?;
-        let stdout = child.stdout.take().context("key service stdout")?;
-        let (mut ep, mut ak, mut sk) = (None, None, None);
-        for line in BufReader::new(stdout).lines() {
-            let line = line.context("reading the key service's output")?;
-            if let Some(v) = line.strip_prefix("export AWS_ENDPOINT_URL_KMS=") {
-                ep = Some(v.to_owned());
-            } else if let Some(v) = line.strip_prefix("export AWS_ACCESS_KEY_ID=") {
-                ak = Some(v.to_owned());
-            } else if let Some(v) = line.strip_prefix("export AWS_SECRET_ACCESS_KEY=") {
-                sk = Some(zeroize::Zeroizing::new(v.to_owned()));
-                break;
-            }
-        }
-        let (Some(ep), Some(ak), Some(sk)) = (ep, ak, sk) else {
-            let status = child.try_wait().ok().flatten();
-            let _ = child.kill();
-            bail!(
-                "`pqbench serve-kms` did not print its endpoint and credentials (exit: {status:?})"
-            );
-        };
+        let args: Vec<std::ffi::OsString> = vec![
+            "serve-kms".into(),
+            "--port".into(),
+            "0".into(),
+            "--rtt".into(),
+            shown.clone().into(),
+            "--keys".into(),
+            keys.into(),
+        ];
+        let (child, p) = spawn_serving(&args, cpus, "AWS_ENDPOINT_URL_KMS")?;
+        let (ep, ak, sk) = (p.endpoint, p.access_key, p.secret_key);
         let creds = keys.join(format!("kms-{shown}.env"));
         write_private(
             &creds,
