@@ -384,12 +384,16 @@ impl RemoteKey {
     /// Performs `request` in the service (or answers it from the cache): `Decapsulate` for
     /// an ML-KEM key, `DeriveSharedSecret` for an X25519 key. The secret must be 32 bytes.
     pub async fn recover(&self, request: KeyRequest<'_>) -> Result<Recovered> {
-        let digest: [u8; 32] = Sha256::digest(request.bytes()).into();
-        if let Some(cache) = &self.cache {
+        // The cache's key: SHA-256 of the request, computed only when there is a cache.
+        let digest: Option<[u8; 32]> = self
+            .cache
+            .as_ref()
+            .map(|_| Sha256::digest(request.bytes()).into());
+        if let (Some(cache), Some(digest)) = (&self.cache, &digest) {
             let mut c = cache
                 .lock()
                 .map_err(|_| Error::Request("the secret cache's lock is poisoned".into()))?;
-            if let Some(s) = c.map.get(&digest).map(|s| Zeroizing::new(s.to_vec())) {
+            if let Some(s) = c.map.get(digest).map(|s| Zeroizing::new(s.to_vec())) {
                 c.hits += 1;
                 return Ok(Recovered {
                     secret: s,
@@ -419,7 +423,7 @@ impl RemoteKey {
             detail: format!("the shared secret is {} bytes, not 32", secret.len()),
         })?;
         let fixed = Zeroizing::new(fixed);
-        if let Some(cache) = &self.cache
+        if let (Some(cache), Some(digest)) = (&self.cache, digest)
             && let Ok(mut c) = cache.lock()
         {
             if c.map.len() >= CACHE_CAPACITY

@@ -437,15 +437,17 @@ async fn answer(state: &State, req: Request<Incoming>) -> Result<Vec<u8>, Refuse
     }
 }
 
-/// The key a `KeyId` member names.
-fn key(state: &State, member: &str) -> Result<Arc<Held>, Refused> {
+/// The key a `KeyId` member names, and its ARN (for the response's `KeyId`).
+fn key(state: &State, member: &str) -> Result<(String, Arc<Held>), Refused> {
     let id = wire::key_id_of(member).map_err(|e| bad("ValidationException", e.to_string()))?;
-    state.store.get(id).ok_or_else(|| {
-        bad(
+    let arn = wire::key_arn(&state.region, id);
+    match state.store.get(id) {
+        Some(held) => Ok((arn, held)),
+        None => Err(bad(
             "NotFoundException",
-            format!("Key '{}' does not exist", wire::key_arn(&state.region, id)),
-        )
-    })
+            format!("Key '{arn}' does not exist"),
+        )),
+    }
 }
 
 fn algorithms(spec: KeySpec) -> (Option<Vec<String>>, Option<Vec<String>>) {
@@ -514,10 +516,10 @@ async fn create_key(state: &State, r: wire::CreateKeyRequest) -> Result<Vec<u8>,
 }
 
 fn get_public_key(state: &State, r: wire::GetPublicKeyRequest) -> Result<Vec<u8>, Refused> {
-    let held = key(state, &r.key_id)?;
+    let (arn, held) = key(state, &r.key_id)?;
     let (encapsulation_algorithms, key_agreement_algorithms) = algorithms(held.spec);
     to_json(&wire::GetPublicKeyResponse {
-        key_id: wire::key_arn(&state.region, &held.public.key_id_hex()),
+        key_id: arn,
         public_key: Zeroizing::new(wire::spki::encode(held.spec, held.public.as_bytes())),
         key_spec: held.spec.name().into(),
         key_usage: held.spec.usage().into(),
@@ -547,7 +549,7 @@ fn usable_for(held: &Held, op: Op) -> Result<(), Refused> {
 }
 
 fn decapsulate(state: &State, r: wire::DecapsulateRequest) -> Result<Vec<u8>, Refused> {
-    let held = key(state, &r.key_id)?;
+    let (arn, held) = key(state, &r.key_id)?;
     usable_for(&held, Op::Decapsulate)?;
     if r.encapsulation_algorithm != wire::ALG_ML_KEM {
         return Err(bad(
@@ -588,7 +590,7 @@ fn decapsulate(state: &State, r: wire::DecapsulateRequest) -> Result<Vec<u8>, Re
             )
         })?;
     to_json(&wire::DecapsulateResponse {
-        key_id: wire::key_arn(&state.region, &held.public.key_id_hex()),
+        key_id: arn,
         shared_secret: shared,
         encapsulation_algorithm: wire::ALG_ML_KEM.into(),
     })
@@ -598,7 +600,7 @@ fn derive_shared_secret(
     state: &State,
     r: wire::DeriveSharedSecretRequest,
 ) -> Result<Vec<u8>, Refused> {
-    let held = key(state, &r.key_id)?;
+    let (arn, held) = key(state, &r.key_id)?;
     usable_for(&held, Op::DeriveSharedSecret)?;
     if r.key_agreement_algorithm != wire::ALG_ECDH {
         return Err(bad(
@@ -628,7 +630,7 @@ fn derive_shared_secret(
         )
     })?;
     to_json(&wire::DeriveSharedSecretResponse {
-        key_id: wire::key_arn(&state.region, &held.public.key_id_hex()),
+        key_id: arn,
         shared_secret: shared,
         key_agreement_algorithm: wire::ALG_ECDH.into(),
         key_origin: "AWS_KMS".into(),
