@@ -138,20 +138,7 @@ pub(crate) fn local_or_embedded(
 
 /// Blocks until Ctrl-C or SIGTERM: how a `serve-*` command runs in the foreground.
 pub(crate) fn until_stopped() -> Result<()> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .context("cannot watch SIGTERM")?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r.context("cannot watch Ctrl-C")?,
-                _ = term.recv() => {}
-            }
-            anyhow::Ok(())
-        })
+    Ok(worker::process::until_stopped()?)
 }
 
 /// The credentials a `serve-*` command takes with `--credentials-from-env`: the access key
@@ -235,15 +222,8 @@ pub(crate) fn spawn_kms_services(
     keys: &std::path::Path,
     cpus: Option<&str>,
 ) -> Result<Vec<KmsChild>> {
-    let mut rtts: Vec<campaign::units::Dur> = plan
-        .arms
-        .iter()
-        .filter_map(|a| a.kms.as_ref().map(|k| k.rtt))
-        .collect();
-    rtts.sort();
-    rtts.dedup();
     let mut out = Vec::new();
-    for rtt in rtts {
+    for rtt in plan.kms_rtts() {
         let shown = campaign::units::format_duration(rtt.0);
         let args: Vec<std::ffi::OsString> = vec![
             "serve-kms".into(),

@@ -146,6 +146,19 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The distinct added round trips of the remote arms' key services
+    /// (`arms[].kms.rtt`), shortest first: one key service per value, on either executor.
+    pub fn kms_rtts(&self) -> Vec<crate::units::Dur> {
+        let mut rtts: Vec<_> = self
+            .arms
+            .iter()
+            .filter_map(|a| a.kms.as_ref().map(|k| k.rtt))
+            .collect();
+        rtts.sort();
+        rtts.dedup();
+        rtts
+    }
+
     /// The cell of a run.
     pub fn cell(&self, id: &str) -> Option<&CellDef> {
         self.cells.iter().find(|c| c.id == id)

@@ -29,6 +29,8 @@ pub struct KeyStore {
     dir: PathBuf,
     keys: RwLock<HashMap<String, Arc<Held>>>,
     skipped: Vec<(PathBuf, String)>,
+    /// A read-only Secret volume ([`KeyStore::open_mounted`]): CreateKey is refused.
+    mounted: bool,
 }
 
 impl std::fmt::Debug for KeyStore {
@@ -55,11 +57,44 @@ fn hold(sk: &SecretKey, spec: KeySpec) -> Result<(String, Held)> {
     ))
 }
 
+/// A key file of a Secret volume: group-readable at most (0440), never by others.
+fn read_mounted(path: &Path) -> Result<SecretKey> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let err = |reason: String| Error::Store {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o027 != 0 {
+        return Err(err(format!(
+            "permissions {mode:04o} let other users read or write the secret key; a Secret \
+             volume's files must be 0440 at most (its defaultMode)"
+        )));
+    }
+    let text = zeroize::Zeroizing::new(
+        std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?,
+    );
+    SecretKey::from_file_json(&text).map_err(|e| err(e.to_string()))
+}
+
 impl KeyStore {
     /// Opens (creating it 0700 if need be) the key directory `dir` and loads every `*.key`
     /// file in it. Refuses a directory inside a git working tree, and a key file that is
     /// group- or world-accessible or malformed (naming it).
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::load(dir, false)
+    }
+
+    /// Opens a directory mounted read-only from a Kubernetes Secret (the operator's key
+    /// service pod): it must exist, and a key file may be readable by its group (the
+    /// kubelet gives a Secret volume's files to the pod's `fsGroup`, mode 0440) but never
+    /// by others nor writable by anyone but its owner. CreateKey is refused.
+    pub fn open_mounted(dir: &Path) -> Result<Self> {
+        Self::load(dir, true)
+    }
+
+    fn load(dir: &Path, mounted: bool) -> Result<Self> {
         let err = |reason: String| Error::Store {
             path: dir.to_path_buf(),
             reason,
@@ -70,6 +105,9 @@ impl KeyStore {
                  keys up; give the service a directory outside any repository",
                 top.display()
             )));
+        }
+        if mounted && !dir.is_dir() {
+            return Err(err("it is not a directory (the keys Secret is not mounted)".into()));
         }
         if !dir.exists() {
             let mut b = std::fs::DirBuilder::new();
@@ -87,7 +125,11 @@ impl KeyStore {
         let mut keys = HashMap::new();
         let mut skipped = Vec::new();
         for path in names {
-            let sk = SecretKey::read_file(&path)?;
+            let sk = if mounted {
+                read_mounted(&path)?
+            } else {
+                SecretKey::read_file(&path)?
+            };
             let Some(spec) = KeySpec::of(sk.key_type()) else {
                 skipped.push((
                     path,
@@ -105,6 +147,7 @@ impl KeyStore {
             dir: dir.to_path_buf(),
             keys: RwLock::new(keys),
             skipped,
+            mounted,
         })
     }
 
@@ -141,6 +184,12 @@ impl KeyStore {
     /// Creates a key of `spec`: generated from the OS's random generator, written to
     /// `<key id>.key` (0600) before the service answers. Returns its key id.
     pub fn create(&self, spec: KeySpec) -> Result<String> {
+        if self.mounted {
+            return Err(Error::Request(format!(
+                "the keys are a read-only Secret volume ({}): the service creates no key",
+                self.dir.display()
+            )));
+        }
         let sk = SecretKey::generate(spec.key_type(), &mut envelope::os_rng())?;
         let (id, held) = hold(&sk, spec)?;
         sk.write_file(&self.dir.join(format!("{id}.key")))?;

@@ -288,6 +288,44 @@ fn a_key_directory_inside_a_git_working_tree_is_refused() {
     assert!(e.is_some_and(|e| e.contains("git working tree")));
 }
 
+/// The operator's key service reads its keys from a Secret volume: files 0440 in a
+/// read-only directory. Such a file is accepted there (and refused by `open`, whose files
+/// are 0600); a file others can read is refused by name; CreateKey is refused.
+#[test]
+fn a_mounted_secret_s_group_readable_keys_are_served_and_none_is_created() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = keys_dir();
+    let path = dir.path().join("ml-kem-768.key");
+    let sk = SecretKey::generate(envelope::KeyType::MlKem768, &mut envelope::os_rng())
+        .unwrap_or_else(|e| panic!("{e}"));
+    sk.write_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let id = sk
+        .public_key()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|p| p.key_id_hex());
+    let chmod = |mode: u32| {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("{e}"));
+    };
+    chmod(0o440);
+    let store = KeyStore::open_mounted(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(Some(store.key_ids()), id.map(|i| vec![i]));
+    let e = store.create(KeySpec::MlKem768).map(|_| ()).unwrap_err();
+    assert!(e.to_string().contains("read-only Secret volume"), "{e}");
+    let e = KeyStore::open(dir.path()).map(|_| ()).unwrap_err();
+    assert!(e.to_string().contains("chmod 600"), "{e}");
+    chmod(0o444);
+    let e = KeyStore::open_mounted(dir.path()).map(|_| ()).unwrap_err();
+    assert!(
+        e.to_string().contains("ml-kem-768.key") && e.to_string().contains("0444"),
+        "{e}"
+    );
+    let e = KeyStore::open_mounted(&dir.path().join("absent"))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("not mounted"), "{e}");
+}
+
 #[test]
 fn https_and_empty_credentials_are_refused_by_name() {
     let s = KmsSettings::new("https://kms.eu-west-1.amazonaws.com", "eu-west-1", "a", "b");

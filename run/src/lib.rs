@@ -19,6 +19,7 @@
 //!   retry or give up, when a run starts, when the campaign is done, and the ETA.
 //! - [`verdicts`]: the analysis Job's spec and outcome, and the compact verdicts.
 //! - [`preflight`]: the operator's pre-flight probe Job's spec (the testbed baselines).
+//! - [`keyservice`]: the operator's key service's spec (remote arms).
 //! - [`turns`]: interleaved arms, the slices a run of an interleaved block may use.
 //! - [`trace`] and [`s3conf`]: the recorded trace and S3 client settings.
 //!
@@ -27,6 +28,7 @@
 
 pub mod checks;
 pub mod digest;
+pub mod keyservice;
 pub mod planner;
 pub mod preflight;
 pub mod records;

@@ -15,6 +15,7 @@
 //! - [`progress`] is the one progress reporter of every long command;
 //! - [`metrics`] (Prometheus) and [`traces`] (OTLP request traces) observe a run while it goes;
 //! - [`testbed`] measures the testbed's ceilings (iperf3, fio, ping) before a campaign;
+//! - [`keyservice`] is the operator's key service pod (remote arms);
 //! - [`process::carry_out`] is one process of one run as both binaries carry it out
 //!   (`pqbench-worker`, and `pqbench run-spec` for `pqbench run`).
 
@@ -24,6 +25,7 @@ pub mod attempts;
 pub mod engine;
 mod error;
 pub mod host;
+pub mod keyservice;
 pub mod metrics;
 pub mod output;
 pub mod process;

@@ -100,3 +100,24 @@ pub fn carry_out(spec: &RunSpec, opts: &RunOptions, report: Report) -> Outcome {
         Outcome::Invalid
     }
 }
+
+/// Waits until the process is told to stop: SIGTERM (a pod's deletion, `kill`) or Ctrl-C.
+/// What a serving process (`pqbench serve-s3`, `serve-kms`, the operator's key service)
+/// blocks on.
+pub fn until_stopped() -> crate::Result<()> {
+    use crate::Error;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?
+        .block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .map_err(Error::Runtime)?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.map_err(Error::Runtime)?,
+                _ = term.recv() => {}
+            }
+            Ok(())
+        })
+}

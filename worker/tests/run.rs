@@ -1430,3 +1430,104 @@ fn a_failing_key_service_makes_a_remote_run_invalid() {
         .expect("the run keeps its records");
     invalid_with(&w.summary, "kms_unavailable");
 }
+
+/// The key service as the operator runs it: `pqbench-worker --serve-kms-env` with its keys
+/// and credentials in directories laid out as mounted Secrets (files 0440), one port per
+/// round trip. A remote run whose spec names those Secrets as the operator's run specs do
+/// (`Mounted`) opens every object through it and is valid; SIGTERM stops the service with
+/// exit 0 and what it answered.
+#[test]
+fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
+    use std::io::BufRead as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new(Kind::Embedded);
+    let mounted = |name: &str, files: &[(&str, &[u8])]| {
+        let d = env.dir.path().join(name);
+        std::fs::create_dir(&d).expect("mkdir");
+        for (file, bytes) in files {
+            let p = d.join(file);
+            std::fs::write(&p, bytes).expect("write");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o440)).expect("chmod");
+        }
+        d
+    };
+    let kt = Mode::MlKem768.key_type();
+    let key_file = env.key_dir(Mode::MlKem768).join(format!("{}.key", kt.name()));
+    let key_json = std::fs::read(&key_file).expect("key file");
+    let keys = mounted("keys-secret", &[("ml-kem-768.key", &key_json)]);
+    let creds = mounted(
+        "kms-credentials",
+        &[
+            ("AWS_ACCESS_KEY_ID", b"PQKMSTESTKEY"),
+            ("AWS_SECRET_ACCESS_KEY", b"a-secret-of-the-key-service-0123456789"),
+        ],
+    );
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port()
+    };
+    let (p0, p1) = (free_port(), free_port());
+    let ms = |n| Dur(Duration::from_millis(n));
+    let mut service_spec = run::keyservice::KeyServiceSpec::new(
+        keys.clone(),
+        Credentials::Mounted(creds.clone()),
+        &[ms(0), ms(1)],
+    )
+    .expect("key service spec");
+    service_spec.ports[0].port = p0;
+    service_spec.ports[1].port = p1;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pqbench-worker"))
+        .args(["--serve-kms-env", run::keyservice::KEY_SERVICE_SPEC_ENV])
+        .env(
+            run::keyservice::KEY_SERVICE_SPEC_ENV,
+            serde_json::to_string(&service_spec).expect("json"),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pqbench-worker --serve-kms-env");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut said = Vec::new();
+    while said.len() < 3 {
+        said.push(lines.next().expect("a line").expect("stdout"));
+    }
+    assert!(said[0].contains(&format!("port {p0} (rtt 0")), "{said:?}");
+    assert!(said[1].contains(&format!("port {p1} (rtt 1ms")), "{said:?}");
+    assert!(said[2].starts_with("key ") && said[2].ends_with("ML_KEM_768"), "{said:?}");
+
+    let mut spec = env.spec("kms-pod", Mode::MlKem768, Operation::Get, 4, Loop::Closed);
+    spec.recipient_key = Some(KeyRef::Mounted(keys));
+    spec.cell.kms = Some(campaign::spec::KmsSpec {
+        rtt: ms(1),
+        cache: false,
+    });
+    spec.kms = Some(run::runspec::KmsTarget {
+        endpoint: format!("http://127.0.0.1:{p1}"),
+        region: "us-east-1".into(),
+        credentials: Credentials::Mounted(creds),
+    });
+    let w = run_to_files(&spec, &RunOptions::default()).expect("run");
+    assert!(w.summary.valid, "{}", run::summary::render(&w.summary));
+    assert!(w.summary.counts.ok > 0);
+
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    // Every object of the measured window went through the 1 ms port, none through the other.
+    assert!(
+        stderr.contains(&format!("port {p0} stopped (0 answered")),
+        "{stderr}"
+    );
+    let answered: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("pqbench key service on port {p1} stopped (")))
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(answered >= w.summary.counts.ok, "{answered} < {}", w.summary.counts.ok);
+}

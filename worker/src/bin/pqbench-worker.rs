@@ -15,6 +15,10 @@
 //! ([`worker::testbed::preflight`], image `pqbench-probe`). Exit codes: 0 `baselines.json`
 //! written (a probe that could not run is in it as "not measured"); 2 it could not be.
 //!
+//! `pqbench-worker --serve-kms-env VAR`: the operator's key service Deployment
+//! ([`worker::keyservice`]), its spec in VAR; serves until SIGTERM. Exit codes: 0 stopped
+//! by SIGTERM; 2 it could not serve (bad spec, keys or credentials, a port in use).
+//!
 //! `pqbench-worker --disk-probe DIR [--probe-seconds N] [--termination-log FILE]`: MinIO's
 //! `disk-probe` init container ([`worker::testbed::disk_probe`]): the disk probe's JSON on
 //! stdout and in FILE. Exit code 0 even when fio could not run (the JSON says why): the
@@ -38,22 +42,26 @@ struct Args {
     /// The run spec (YAML or JSON); `-` reads it from stdin.
     #[arg(
         long,
-        required_unless_present_any = ["spec_env", "analysis_env", "probe_env", "disk_probe"],
-        conflicts_with_all = ["spec_env", "analysis_env", "probe_env", "disk_probe"]
+        required_unless_present_any = ["spec_env", "analysis_env", "probe_env", "disk_probe", "serve_kms_env"],
+        conflicts_with_all = ["spec_env", "analysis_env", "probe_env", "disk_probe", "serve_kms_env"]
     )]
     spec: Option<PathBuf>,
     /// Read the run spec from this environment variable instead (the operator's worker
     /// Jobs set `PQBENCH_RUN_SPEC`).
-    #[arg(long, value_name = "VAR", conflicts_with_all = ["analysis_env", "probe_env", "disk_probe"])]
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["analysis_env", "probe_env", "disk_probe", "serve_kms_env"])]
     spec_env: Option<String>,
     /// Analyse a campaign's results bucket instead, the analysis spec in this environment
     /// variable (the operator's analysis Job sets `PQBENCH_ANALYSIS_SPEC`).
-    #[arg(long, value_name = "VAR", conflicts_with_all = ["probe_env", "disk_probe"])]
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["probe_env", "disk_probe", "serve_kms_env"])]
     analysis_env: Option<String>,
     /// Take the testbed baselines instead (the operator's pre-flight probe Job), the probe
     /// spec in this environment variable (`PQBENCH_PROBE_SPEC`).
-    #[arg(long, value_name = "VAR", conflicts_with = "disk_probe")]
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["disk_probe", "serve_kms_env"])]
     probe_env: Option<String>,
+    /// Serve the key service instead (the operator's key service Deployment, for remote
+    /// arms), its spec in this environment variable (`PQBENCH_KMS_SPEC`); until SIGTERM.
+    #[arg(long, value_name = "VAR", conflicts_with = "disk_probe")]
+    serve_kms_env: Option<String>,
     /// Measure the disk under DIR with fio instead (MinIO's `disk-probe` init container,
     /// DIR its data volume) and print the result as JSON.
     #[arg(long, value_name = "DIR")]
@@ -85,6 +93,15 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(dir) = &args.disk_probe {
         return disk_probe(dir, args.probe_seconds, args.termination_log.as_deref());
+    }
+    if let Some(var) = &args.serve_kms_env {
+        return match serve_kms(var) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("pqbench-worker: {e:#}");
+                ExitCode::from(2)
+            }
+        };
     }
     if let Some(var) = &args.probe_env {
         return match probe(var) {
@@ -155,6 +172,15 @@ fn spec(args: &Args) -> anyhow::Result<RunSpec> {
         spec.validate()?;
     }
     Ok(spec)
+}
+
+/// The key service Deployment's container: serves until SIGTERM.
+fn serve_kms(var: &str) -> anyhow::Result<()> {
+    let text = std::env::var(var)
+        .with_context(|| format!("environment variable {var} (the key service spec) is not set"))?;
+    let spec = run::keyservice::KeyServiceSpec::parse(&text)
+        .with_context(|| format!("${var}"))?;
+    Ok(worker::keyservice::serve(&spec)?)
 }
 
 /// The analysis Job: whether it analysed (the outcome is in the bucket either way).
