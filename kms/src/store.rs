@@ -107,7 +107,9 @@ impl KeyStore {
             )));
         }
         if mounted && !dir.is_dir() {
-            return Err(err("it is not a directory (the keys Secret is not mounted)".into()));
+            return Err(err(
+                "it is not a directory (the keys Secret is not mounted)".into(),
+            ));
         }
         if !dir.exists() {
             let mut b = std::fs::DirBuilder::new();

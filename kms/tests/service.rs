@@ -310,19 +310,24 @@ fn a_mounted_secret_s_group_readable_keys_are_served_and_none_is_created() {
     chmod(0o440);
     let store = KeyStore::open_mounted(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(Some(store.key_ids()), id.map(|i| vec![i]));
-    let e = store.create(KeySpec::MlKem768).map(|_| ()).unwrap_err();
+    let e = store
+        .create(KeySpec::MlKem768)
+        .map(|_| ())
+        .expect_err("refused");
     assert!(e.to_string().contains("read-only Secret volume"), "{e}");
-    let e = KeyStore::open(dir.path()).map(|_| ()).unwrap_err();
+    let e = KeyStore::open(dir.path()).map(|_| ()).expect_err("refused");
     assert!(e.to_string().contains("chmod 600"), "{e}");
     chmod(0o444);
-    let e = KeyStore::open_mounted(dir.path()).map(|_| ()).unwrap_err();
+    let e = KeyStore::open_mounted(dir.path())
+        .map(|_| ())
+        .expect_err("refused");
     assert!(
         e.to_string().contains("ml-kem-768.key") && e.to_string().contains("0444"),
         "{e}"
     );
     let e = KeyStore::open_mounted(&dir.path().join("absent"))
         .map(|_| ())
-        .unwrap_err();
+        .expect_err("refused");
     assert!(e.to_string().contains("not mounted"), "{e}");
 }
 

@@ -2,10 +2,12 @@
 //! bucket are, which run specs the worker pods get, which keys they need (DESIGN.md
 //! "Operator"; the plan itself is `campaign::design`). Pure: names and plain data only.
 
+use campaign::units::Dur;
 use campaign::{CampaignSpec, Manifest, Plan};
 use envelope::KeyType;
+use run::keyservice::KeyServiceSpec;
 use run::runspec::{
-    Credentials, KeyRef, Output, PromSource, RunSpec, S3Target, StartGate, Telemetry,
+    Credentials, KeyRef, KmsTarget, Output, PromSource, RunSpec, S3Target, StartGate, Telemetry,
 };
 
 use crate::api::{BenchmarkCampaign, ResultsLocation};
@@ -22,6 +24,9 @@ pub const KEYS_DIR: &str = "/var/run/pqbench/keys";
 pub const S3_CREDENTIALS_DIR: &str = "/var/run/pqbench/s3";
 /// Where worker and analysis pods mount the results store's own credentials Secret.
 pub const RESULTS_CREDENTIALS_DIR: &str = "/var/run/pqbench/results";
+/// Where worker pods of a campaign with remote arms, and its key service's pod, mount the
+/// key service's credentials Secret.
+pub const KMS_CREDENTIALS_DIR: &str = "/var/run/pqbench/kms";
 
 /// The manifest of a campaign object (what `pqbench plan` would read).
 pub fn manifest(c: &BenchmarkCampaign) -> Manifest {
@@ -59,17 +64,6 @@ pub fn results_use_identity(spec: &CampaignSpec) -> bool {
 
 /// What the API server's schema cannot check but the operator cannot run.
 pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
-    if let Some((i, _)) = spec
-        .arms
-        .iter()
-        .enumerate()
-        .find(|(_, a)| a.backend.is_remote())
-    {
-        return Some(format!(
-            "arms[{i}].backend: remote arms (a key service on the data path) run with \
-             `pqbench run` so far; the operator does not deploy the key service yet"
-        ));
-    }
     let identity = server_uses_identity(spec) || results_use_identity(spec);
     if identity && spec.clients.service_account_name.is_none() {
         return Some(
@@ -103,6 +97,8 @@ pub fn plain_http_endpoints(spec: &CampaignSpec) -> Vec<(&'static str, String)> 
 pub enum Egress {
     /// The campaign's own MinIO pods, on the S3 and node-exporter ports.
     Minio,
+    /// The campaign's key service pods (remote arms), on its ports.
+    KeyService,
     /// A host named by a campaign field, on one TCP port.
     Host {
         /// The field naming it (`spec.server.external.endpoint`, ...).
@@ -143,8 +139,58 @@ fn host_of(field: &'static str, url: &str) -> Result<Egress> {
     Ok(Egress::Host { field, ip, port })
 }
 
+/// Whether the campaign has remote arms (`arms[].backend: remote`): the operator then runs
+/// its key service ([`key_service`]).
+pub fn has_remote_arms(spec: &CampaignSpec) -> bool {
+    spec.arms.iter().any(|a| a.backend.is_remote())
+}
+
+/// The key service of a plan with remote arms (`None` without): one port per distinct
+/// round trip, the keys and credentials where its pod mounts them.
+pub fn key_service(plan: &Plan) -> Result<Option<KeyServiceSpec>> {
+    let rtts = plan.kms_rtts();
+    if rtts.is_empty() {
+        return Ok(None);
+    }
+    let spec = KeyServiceSpec::new(
+        KEYS_DIR.into(),
+        Credentials::Mounted(KMS_CREDENTIALS_DIR.into()),
+        &rtts,
+    )?;
+    Ok(Some(spec))
+}
+
+/// The key types of the plan's remote arms (the keys the key service holds).
+pub fn key_service_key_types(plan: &Plan) -> Vec<KeyType> {
+    let mut out: Vec<KeyType> = plan
+        .arms
+        .iter()
+        .filter(|a| a.kms.is_some())
+        .map(|a| a.mode.key_type())
+        .collect();
+    out.sort_by_key(|kt| kt.name());
+    out.dedup();
+    out
+}
+
+/// Where the worker pods of a remote arm reach the key service: its Service's port of each
+/// round trip, with its credentials Secret mounted.
+pub fn kms_targets(owner: &Owner, ks: &KeyServiceSpec) -> Vec<(Dur, KmsTarget)> {
+    ks.ports
+        .iter()
+        .map(|p| {
+            let target = KmsTarget {
+                endpoint: owner.kms_endpoint(p.port),
+                region: ks.region.clone(),
+                credentials: Credentials::Mounted(KMS_CREDENTIALS_DIR.into()),
+            };
+            (p.rtt, target)
+        })
+        .collect()
+}
+
 /// Where a campaign's worker and analysis pods connect besides DNS: the store under test
-/// (its MinIO, or the external endpoint), the results store's own endpoint, the OTLP
+/// (its MinIO, or the external endpoint), the key service of its remote arms, the results store's own endpoint, the OTLP
 /// collector, and STS when they use the pods' identity. An endpoint that is not a URL
 /// with a host is an error naming its field.
 pub fn egress(spec: &CampaignSpec) -> Result<Vec<Egress>> {
@@ -152,6 +198,9 @@ pub fn egress(spec: &CampaignSpec) -> Result<Vec<Egress>> {
     match &spec.server.external {
         Some(e) => out.push(host_of("spec.server.external.endpoint", &e.endpoint)?),
         None => out.push(Egress::Minio),
+    }
+    if has_remote_arms(spec) {
+        out.push(Egress::KeyService);
     }
     if let Some(e) = spec.results.as_ref().and_then(|r| r.endpoint.as_deref()) {
         out.push(host_of("spec.results.endpoint", e)?);
@@ -272,7 +321,7 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
     };
     run::planner::Environment {
         cpus: None,
-        // Remote arms are refused at admission ([`unsupported`]): no key service here yet.
+        // The key service's endpoints come from the plan ([`run_spec`]).
         kms: Vec::new(),
         s3: S3Target {
             endpoint: endpoint.clone(),
@@ -312,12 +361,28 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
     let run = plan.runs.get(index as usize).ok_or(Error::Invalid {
         what: "run index beyond the plan",
     })?;
-    let env = environment(owner, &m.spec);
+    let mut env = environment(owner, &m.spec);
+    if let Some(ks) = key_service(plan)? {
+        env.kms = kms_targets(owner, &ks);
+    }
     let mut specs = run::planner::run_specs(m, plan, run, &env)?;
     let mut s = specs.swap_remove(0);
     s.start_gate = Some(StartGate::default());
     s.validate()?;
     Ok(s)
+}
+
+/// Where the key service runs: the server node group (as `pqbench run` pins it on the
+/// server's CPUs), whether the server is the campaign's MinIO or external.
+pub fn key_service_placement(c: &BenchmarkCampaign) -> Result<Placement> {
+    let sp = &c.spec.server;
+    Placement::new(
+        &sp.node_group,
+        sp.node_selector.as_ref(),
+        &sp.tolerations,
+        sp.affinity.as_ref(),
+        "spec.server.affinity",
+    )
 }
 
 /// MinIO as a campaign on its own MinIO gets it (`None` with an external server): its
@@ -375,6 +440,7 @@ pub fn worker_pods<'a>(
             .as_ref()
             .and_then(|r| r.credentials_secret.clone()),
         key_types,
+        kms_credentials: has_remote_arms(spec_).then(|| owner.kms_credentials_secret()),
         active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
         cpus: cl.cpus.as_ref().and_then(campaign::placement::Cpus::count),
     };
@@ -654,24 +720,5 @@ spec:
         );
         assert!(by_arm.contains(&("ml-kem-768".into(), false)), "{by_arm:?}");
         assert!(by_arm.iter().all(|(a, r)| *r == (a == "ml-kem-768-pq")));
-    }
-}
-
-#[cfg(test)]
-mod remote_tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
-    /// A campaign with a remote arm is refused at admission, by field, until the operator
-    /// deploys the key service; one without is not.
-    #[test]
-    fn remote_arms_are_refused_by_name() {
-        let text = include_str!("../../examples/remote-kem.yaml");
-        let m = campaign::Manifest::parse(text, "remote-kem.yaml").unwrap();
-        let why = super::unsupported(&m.spec).unwrap();
-        assert!(
-            why.starts_with("arms[2].backend: remote arms (a key service on the data path) run with `pqbench run` so far"),
-            "{why}"
-        );
-        assert_eq!(super::unsupported(&crate::fixtures::quick().spec), None);
     }
 }

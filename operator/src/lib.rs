@@ -4,6 +4,7 @@
 //! - [`fieldref`]: the CRD's field reference for the user guide, from its schema;
 //! - [`deploy`]: the campaign placed on a cluster (endpoints, run specs, keys);
 //! - [`resources`]: pure builders of the child objects (Secrets, MinIO, worker Jobs);
+//! - [`keyservice`]: pure builders of the key service of remote arms (Deployment, Service);
 //! - [`step`]: the pure decision (observed facts → new status and actions);
 //! - [`reconcile`]: the executor (observes, writes status, acts) and the controller;
 //! - [`ownership`]: whose an object at a child's name is (never adopt another's);
@@ -16,6 +17,7 @@
 pub mod api;
 pub mod deploy;
 pub mod fieldref;
+pub mod keyservice;
 pub mod lease;
 pub mod metrics;
 pub mod ownership;

@@ -54,16 +54,22 @@ pub const RULES: &[Rule] = &[
         why: "MinIO's one-replica StatefulSet: created, watched until ready, deleted",
     },
     Rule {
+        group: "apps",
+        resources: &["deployments"],
+        verbs: &["get", "create", "delete"],
+        why: "the key service of a campaign's remote arms: created, read until ready, deleted",
+    },
+    Rule {
         group: "",
         resources: &["services"],
         verbs: &["get", "create", "delete"],
-        why: "MinIO's headless Service",
+        why: "MinIO's headless Service and the key service's Service",
     },
     Rule {
         group: "",
         resources: &["secrets"],
         verbs: &["get", "create", "delete"],
-        why: "the campaign's MinIO credentials and recipient keys (created, read, deleted; never listed), and the credentials Secrets a campaign names (their labels first: the tenant-input policy)",
+        why: "the campaign's MinIO and key service credentials and recipient keys (created, read, deleted; never listed), and the credentials Secrets a campaign names (their labels first: the tenant-input policy)",
     },
     Rule {
         group: "",
@@ -81,7 +87,7 @@ pub const RULES: &[Rule] = &[
         group: "networking.k8s.io",
         resources: &["networkpolicies"],
         verbs: &["get", "create", "delete"],
-        why: "the campaign's fences: MinIO's (ingress from the campaign's pods and the operator only) and its workers' (egress to DNS and the stores they use)",
+        why: "the campaign's fences: MinIO's (ingress from the campaign's pods and the operator only), the key service's (ingress from the workers only, no egress) and its workers' (egress to DNS, the stores and the key service they use)",
     },
     Rule {
         group: "events.k8s.io",

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -30,6 +30,7 @@ use tracing::{info, instrument, warn};
 
 use crate::api::{BenchmarkCampaign, Phase};
 use crate::deploy;
+use crate::keyservice;
 use crate::metrics::{ErrorLabel, Metrics, Outcome, PhaseLabel, TraceLabel};
 use crate::ownership::{self, Holder};
 use crate::resources::{self, ACCESS_KEY, CAMPAIGN_LABEL, Owner, SECRET_KEY};
@@ -182,7 +183,40 @@ async fn results_store(
     ResultsStore::new(&settings, &loc.bucket, &loc.prefix)
 }
 
+/// Whether the servers of the campaign answer: its MinIO (unless external) and, with
+/// remote arms, its key service; and why not, when not.
 async fn observe_server(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+) -> Result<(bool, Option<String>)> {
+    let (minio, minio_detail) = observe_minio(ctx, owner, c).await?;
+    if !deploy::has_remote_arms(&c.spec.campaign) {
+        return Ok((minio, minio_detail));
+    }
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &owner.namespace);
+    let (kms, kms_detail) = match find(&deployments, &owner.kms(), owner).await? {
+        Found::Absent => (false, format!("Deployment {} not created yet", owner.kms())),
+        Found::Foreign(what) => (false, what),
+        Found::Ours(d) => {
+            let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+            (
+                ready >= 1,
+                format!(
+                    "Deployment {} (key service): {ready}/1 pods ready",
+                    owner.kms()
+                ),
+            )
+        }
+    };
+    let detail = match minio_detail {
+        Some(m) => format!("{m}; {kms_detail}"),
+        None => kms_detail,
+    };
+    Ok((minio && kms, Some(detail)))
+}
+
+async fn observe_minio(
     ctx: &Context,
     owner: &Owner,
     c: &BenchmarkCampaign,
@@ -574,6 +608,9 @@ async fn act(
                 );
                 create_child(&sets, &set, owner).await?;
             }
+            if let Some(ks) = deploy::key_service(plan)? {
+                provision_key_service(ctx, owner, c, plan, &ks).await?;
+            }
         }
         Action::CreateBuckets => {
             store()?.create_bucket().await?;
@@ -669,8 +706,8 @@ async fn act(
             }
         }
         Action::StopJobs => stop_jobs(ctx, owner).await?,
-        Action::CleanUp => delete_children(ctx, owner).await?,
-        Action::DeleteSecrets { server } => delete_secrets(ctx, owner, server).await?,
+        Action::CleanUp => delete_children(ctx, owner, c).await?,
+        Action::DeleteSecrets { server } => delete_secrets(ctx, owner, c, server).await?,
         Action::Event(e) => {
             if let Some(o) = e.reason.run_outcome() {
                 ctx.metrics
@@ -887,6 +924,24 @@ async fn foreign_children(
     if let Found::Foreign(what) = whose(&nps, &owner.workers_fence(), owner).await? {
         found.push(what);
     }
+    if deploy::has_remote_arms(&c.spec.campaign) {
+        if let Found::Foreign(what) =
+            whose(&secrets, &owner.kms_credentials_secret(), owner).await?
+        {
+            found.push(what);
+        }
+        let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
+        if let Found::Foreign(what) = whose(&deployments, &owner.kms(), owner).await? {
+            found.push(what);
+        }
+        let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+        if let Found::Foreign(what) = whose(&svc, &owner.kms(), owner).await? {
+            found.push(what);
+        }
+        if let Found::Foreign(what) = whose(&nps, &owner.kms(), owner).await? {
+            found.push(what);
+        }
+    }
     if minio {
         let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
         if let Found::Foreign(what) = whose(&svc, &owner.minio(), owner).await? {
@@ -1005,11 +1060,20 @@ async fn stop_jobs(ctx: &Context, owner: &Owner) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the recipient keys Secret and, with `server`, MinIO (its StatefulSet, Service
-/// and NetworkPolicy) and its credentials Secret; each only if it is the campaign's. The
-/// Jobs stay.
-async fn delete_secrets(ctx: &Context, owner: &Owner, server: bool) -> Result<()> {
+/// Deletes the recipient keys Secret with the key service of remote arms that holds them
+/// (its Deployment, Service, NetworkPolicy and credentials Secret) and, with `server`,
+/// MinIO (its StatefulSet, Service and NetworkPolicy) and its credentials Secret; each
+/// only if it is the campaign's. The Jobs stay.
+async fn delete_secrets(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+    server: bool,
+) -> Result<()> {
     let ns = &owner.namespace;
+    if deploy::has_remote_arms(&c.spec.campaign) {
+        delete_key_service(ctx, owner).await?;
+    }
     if server {
         let sets: Api<StatefulSet> = Api::namespaced(ctx.client.clone(), ns);
         delete_ours(&sets, &owner.minio(), owner).await?;
@@ -1025,20 +1089,67 @@ async fn delete_secrets(ctx: &Context, owner: &Owner, server: bool) -> Result<()
     delete_ours(&secrets, &owner.keys_secret(), owner).await
 }
 
-/// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the NetworkPolicies, the credentials
-/// and keys Secrets, each only if it is the campaign's. Owner references would let the
+/// Deletes every child: worker and analysis Jobs, MinIO's StatefulSet and Service, the
+/// key service, the NetworkPolicies, the credentials and keys Secrets, each only if it is the campaign's. Owner references would let the
 /// garbage collector do it; doing it here stops running workers at once and works where no
 /// collector runs.
-async fn delete_children(ctx: &Context, owner: &Owner) -> Result<()> {
+async fn delete_children(ctx: &Context, owner: &Owner, c: &BenchmarkCampaign) -> Result<()> {
     stop_jobs(ctx, owner).await?;
-    delete_secrets(ctx, owner, true).await?;
+    delete_secrets(ctx, owner, c, true).await?;
     let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), &owner.namespace);
     delete_ours(&nps, &owner.workers_fence(), owner).await
 }
 
+/// Creates the key service of remote arms: its credentials Secret (once, generated), its
+/// Service, fence and Deployment.
+async fn provision_key_service(
+    ctx: &Context,
+    owner: &Owner,
+    c: &BenchmarkCampaign,
+    plan: &campaign::Plan,
+    ks: &run::keyservice::KeyServiceSpec,
+) -> Result<()> {
+    let ns = &owner.namespace;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    if absent(&secrets, &owner.kms_credentials_secret(), owner).await? {
+        let access = format!("PQKMS{}", random_token(8).to_uppercase());
+        let s = keyservice::credentials_secret(owner, &access, &random_token(20));
+        create_child(&secrets, &s, owner).await?;
+    }
+    let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+    create_child(&svc, &keyservice::service(owner, ks), owner).await?;
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+    create_child(&nps, &keyservice::network_policy(owner), owner).await?;
+    let key_types = deploy::key_types(plan);
+    let deadline = step::run_deadline(&c.spec.campaign);
+    let (pods, _) = deploy::worker_pods(&ctx.config.worker_image, c, owner, &key_types, deadline)?;
+    let d = keyservice::deployment(
+        owner,
+        &pods,
+        ks,
+        &deploy::key_service_key_types(plan),
+        deploy::key_service_placement(c)?,
+    )?;
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
+    create_child(&deployments, &d, owner).await
+}
+
+/// Deletes the key service, each object only if the campaign's.
+async fn delete_key_service(ctx: &Context, owner: &Owner) -> Result<()> {
+    let ns = &owner.namespace;
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
+    delete_ours(&deployments, &owner.kms(), owner).await?;
+    let svc: Api<Service> = Api::namespaced(ctx.client.clone(), ns);
+    delete_ours(&svc, &owner.kms(), owner).await?;
+    let nps: Api<NetworkPolicy> = Api::namespaced(ctx.client.clone(), ns);
+    delete_ours(&nps, &owner.kms(), owner).await?;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    delete_ours(&secrets, &owner.kms_credentials_secret(), owner).await
+}
+
 async fn cleanup(c: &BenchmarkCampaign, ctx: &Context) -> Result<Requeue> {
     let owner = Owner::of(c)?;
-    delete_children(ctx, &owner).await?;
+    delete_children(ctx, &owner, c).await?;
     ctx.metrics.campaign_phase(&campaign_key(c), None);
     let ev = KEvent {
         type_: EventType::Normal,

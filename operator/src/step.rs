@@ -1542,6 +1542,11 @@ impl Step<'_, '_> {
                     ),
                     (false, _) => format!("deleted the recipient keys Secret {ttl}s after the end"),
                 };
+                let note = if f.spec.arms.iter().any(|a| a.backend.is_remote()) {
+                    format!("{note}; the key service that held them went with them")
+                } else {
+                    note
+                };
                 self.event(false, Reason::SecretsDeleted, note);
             }
         }

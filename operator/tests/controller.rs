@@ -13,6 +13,12 @@
 //!   names. The workers announce themselves ready in the results bucket, the controller
 //!   opens the start gate, the runs upload their files, and the controller analyses them
 //!   and writes the verdicts into status and the report into the results bucket.
+//! - A campaign with remote arms driven to `Succeeded`: the controller makes the key
+//!   service (its credentials Secret, Deployment, Service and fence) and waits for it; the
+//!   test plays its pod as the `pqbench-worker` process the Deployment names, with the
+//!   Secrets it mounts written as files, and the worker pods reach it through its Service's
+//!   address (rewritten to where the process listens, as cluster DNS would take them). The
+//!   remote arms' verdicts reach status; the secrets TTL deletes the key service.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 /// The digest a kubelet reports for the played worker pods' image.
@@ -29,12 +35,14 @@ mod play;
 mod pod_env;
 #[path = "support/recording.rs"]
 mod recording;
+#[path = "support/worker_bin.rs"]
+mod worker_bin;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s::{client_or_skip, install_crd, namespace, wait_for};
-use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -624,5 +632,255 @@ spec:
             .is_empty()
     );
     s3.stop();
+    recording::assert_allowed(&recorded.calls(), &ns);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_with_remote_arms_runs_its_key_service_and_gets_verdicts() {
+    if client_or_skip().is_none() {
+        return;
+    }
+    let client = Client::try_default().await.unwrap();
+    install_crd(&client).await;
+    let ns = namespace("rkem");
+    let dir = tempfile::tempdir().unwrap();
+    let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
+    s3.create_bucket("under-test").unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    secrets
+        .create(
+            &PostParams::default(),
+            &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
+        )
+        .await
+        .unwrap();
+    let recorded = recording::controller(&[&ns]).await;
+    let yaml = format!(
+        r"
+apiVersion: pqbench.io/v1alpha1
+kind: BenchmarkCampaign
+metadata:
+  name: rkem
+spec:
+  arms:
+    - {{mode: x25519, name: x25519-local}}
+    - {{mode: ml-kem-768, name: mlkem-local}}
+    - {{mode: ml-kem-768, backend: remote, name: mlkem-kms-0ms}}
+    - {{mode: ml-kem-768, backend: remote, kms: {{rtt: 1ms}}, name: mlkem-kms-1ms}}
+  baseline: x25519
+  cells:
+    - operation: [get]
+      objectSize: [4KiB]
+      concurrency: [2]
+  repetitions: 2
+  warmup: 1s
+  measured: 2s
+  fixtures: 8
+  seed: 41
+  pause:
+    enabled: false
+  testbed:
+    baselines: false
+  analysis:
+    comparisons:
+      - {{arm: mlkem-kms-0ms, against: mlkem-local}}
+      - {{arm: mlkem-kms-1ms, against: mlkem-kms-0ms}}
+  server:
+    external:
+      endpoint: {}
+      bucket: under-test
+      credentialsSecret: s3-keys
+  clients:
+    processes: 1
+  deadlines:
+    run: 90s
+  secretsTtlSecondsAfterFinished: 3
+",
+        s3.endpoint()
+    );
+    let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
+    let c = api
+        .create(&PostParams::default(), &campaign(&yaml))
+        .await
+        .unwrap();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let all_secrets = async || -> BTreeMap<String, Secret> {
+        secrets
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.name_any(), s))
+            .collect()
+    };
+    let mut kms: Option<play::KeyServicePod> = None;
+    let mut played: BTreeSet<String> = BTreeSet::new();
+    let mut threads = Vec::new();
+    let until = std::time::Instant::now() + Duration::from_secs(300);
+    let last = loop {
+        let now = api.get("rkem").await.unwrap();
+        let status = now.status.as_ref();
+        if matches!(
+            status.map(|s| s.phase),
+            Some(Phase::Succeeded | Phase::Failed)
+        ) {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the campaign did not finish: {:?}",
+            now.status
+        );
+        if kms.is_none()
+            && let Some(d) = deployments.get_opt("rkem-kms").await.unwrap()
+        {
+            // Not ready until its pod is: the operator says what it waits for.
+            let msg = status.and_then(|s| s.message.clone()).unwrap_or_default();
+            assert!(played.is_empty(), "no run before the key service is ready");
+            assert!(owned_by(&d.metadata, &c));
+            let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+            assert_eq!(
+                pod.node_selector
+                    .as_ref()
+                    .unwrap()
+                    .get("eks.amazonaws.com/nodegroup"),
+                Some(&c.spec.server.node_group),
+                "the key service runs on the server node group"
+            );
+            let pod_secrets: Vec<&str> = pod
+                .volumes
+                .iter()
+                .flatten()
+                .filter_map(|v| v.secret.as_ref()?.secret_name.as_deref())
+                .collect();
+            assert_eq!(pod_secrets, ["rkem-keys", "rkem-kms-credentials"]);
+            let all = all_secrets().await;
+            assert!(owned_by(&all["rkem-kms-credentials"].metadata, &c));
+            let worker = worker_bin::worker_binary();
+            kms = Some(play::play_key_service(
+                &d,
+                "rkem-kms",
+                &ns,
+                &all,
+                dir.path(),
+                &worker,
+            ));
+            let ready = serde_json::json!({"status": {"replicas": 1, "readyReplicas": 1,
+                                                       "availableReplicas": 1}});
+            deployments
+                .patch_status(
+                    "rkem-kms",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&ready),
+                )
+                .await
+                .unwrap();
+            eprintln!("key service played; the operator had said: {msg}");
+            let svc: Api<Service> = Api::namespaced(client.clone(), &ns);
+            assert!(owned_by(&svc.get("rkem-kms").await.unwrap().metadata, &c));
+            let nps: Api<NetworkPolicy> = Api::namespaced(client.clone(), &ns);
+            assert!(owned_by(&nps.get("rkem-kms").await.unwrap().metadata, &c));
+        }
+        for job in jobs.list(&Default::default()).await.unwrap() {
+            let name = job.name_any();
+            if played.contains(&name) {
+                continue;
+            }
+            played.insert(name.clone());
+            let all = all_secrets().await;
+            let component = job
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("app.kubernetes.io/component"))
+                .cloned();
+            if component.as_deref() == Some("analysis") {
+                threads.push(play::play_analysis(&job, &all, dir.path()));
+                continue;
+            }
+            assert_eq!(component.as_deref(), Some("worker"), "{name}");
+            let services = &kms
+                .as_ref()
+                .expect("the key service is played first")
+                .services;
+            let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+            let pod_secrets: Vec<&str> = pod
+                .volumes
+                .iter()
+                .flatten()
+                .filter_map(|v| v.secret.as_ref()?.secret_name.as_deref())
+                .collect();
+            assert_eq!(
+                pod_secrets,
+                ["s3-keys", "rkem-keys", "rkem-kms-credentials"],
+                "{name}"
+            );
+            threads.extend(play::play_job_reaching(
+                &job,
+                &all,
+                dir.path(),
+                None,
+                services,
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    for t in threads {
+        t.join().unwrap();
+    }
+    let st = last.status.unwrap();
+    assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
+    assert_eq!(st.progress.as_ref().map(|p| p.done), Some(8));
+    // The remote arms' comparisons are in status, with a verdict each.
+    for arm in ["mlkem-kms-0ms", "mlkem-kms-1ms"] {
+        assert!(
+            st.verdicts.iter().any(|v| v.mode == arm),
+            "no verdict for {arm}: {:?}",
+            st.verdicts
+        );
+    }
+    // Every remote run read through the key service: both ports answered.
+    let kms = kms.expect("the key service was made and played");
+    // The secrets TTL deletes the key service with the keys it holds.
+    wait_for(
+        "the key service deleted after the secrets TTL",
+        60,
+        async || {
+            deployments
+                .get_opt("rkem-kms")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    let all = all_secrets().await;
+    assert!(!all.contains_key("rkem-kms-credentials") && !all.contains_key("rkem-keys"));
+    let svc: Api<Service> = Api::namespaced(client.clone(), &ns);
+    assert!(svc.get_opt("rkem-kms").await.unwrap().is_none());
+    let ev = k8s::event(&client, &ns, "SecretsDeleted").await;
+    assert!(
+        ev.note
+            .as_deref()
+            .is_some_and(|n| n.ends_with("the key service that held them went with them")),
+        "{ev:?}"
+    );
+    let (exit, log) = kms.stop();
+    assert!(exit.success(), "{exit:?}: {log}");
+    let answered: Vec<u64> = log
+        .lines()
+        .filter_map(|l| {
+            l.split(" stopped (")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(answered.len(), 2, "{log}");
+    assert!(answered.iter().all(|n| *n > 0), "{log}");
     recording::assert_allowed(&recorded.calls(), &ns);
 }

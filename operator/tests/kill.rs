@@ -35,6 +35,8 @@ mod job_controller;
 mod k8s;
 #[path = "../../tests/support/pod_env.rs"]
 mod pod_env;
+#[path = "support/worker_bin.rs"]
+mod worker_bin;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
@@ -110,43 +112,6 @@ impl Draw {
     fn millis(&mut self, lo: u64, hi: u64) -> Duration {
         Duration::from_millis(lo + self.next() % (hi - lo))
     }
-}
-
-/// The `pqbench-worker` binary beside this package's `pqbench-operator`, refused when it
-/// is older than the sources it is built from (`cargo test --workspace` builds both).
-fn worker_binary() -> PathBuf {
-    let operator = Path::new(env!("CARGO_BIN_EXE_pqbench-operator"));
-    let worker = operator.with_file_name("pqbench-worker");
-    let how =
-        "build it with `cargo build -p worker --bin pqbench-worker` (cargo test --workspace does)";
-    let built = std::fs::metadata(&worker)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("{}: {e}; {how}", worker.display()));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut stack: Vec<PathBuf> = [
-        "worker", "run", "s3", "envelope", "dataset", "stats", "campaign", "analysis", "report",
-        "obs",
-    ]
-    .iter()
-    .map(|c| root.join(c).join("src"))
-    .collect();
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let changed = std::fs::metadata(&p).unwrap().modified().unwrap();
-                assert!(
-                    changed <= built,
-                    "{} is older than {}: {how}",
-                    worker.display(),
-                    p.display()
-                );
-            }
-        }
-    }
-    worker
 }
 
 /// One replica of the operator: the real binary, its output appended to one log across
@@ -915,7 +880,7 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
     if client_or_skip().is_none() {
         return;
     }
-    let worker = worker_binary();
+    let worker = worker_bin::worker_binary();
     let seed = std::env::var("PQBENCH_KILL_SEED").map_or_else(
         |_| {
             let t = SystemTime::now()

@@ -122,7 +122,9 @@ impl KeyServiceSpec {
             return bad(format!("threads: {} (1 to 64)", self.threads));
         }
         if matches!(self.credentials, Credentials::Identity) {
-            return bad("credentials: identity (the service needs keys to verify signatures)".into());
+            return bad(
+                "credentials: identity (the service needs keys to verify signatures)".into(),
+            );
         }
         Ok(())
     }
@@ -154,16 +156,17 @@ mod tests {
     #[test]
     fn what_cannot_be_served_is_refused_by_field() {
         let creds = Credentials::Mounted("/c".into());
-        let e = KeyServiceSpec::new("/k".into(), creds.clone(), &[]).unwrap_err();
+        let e = KeyServiceSpec::new("/k".into(), creds.clone(), &[]).expect_err("refused");
         assert!(e.to_string().contains("ports: none"), "{e}");
-        let e = KeyServiceSpec::new("/k".into(), Credentials::Identity, &[ms(0)]).unwrap_err();
+        let e =
+            KeyServiceSpec::new("/k".into(), Credentials::Identity, &[ms(0)]).expect_err("refused");
         assert!(e.to_string().contains("credentials: identity"), "{e}");
         let mut s = KeyServiceSpec::new("/k".into(), creds, &[ms(0), ms(1)]).expect("spec");
         s.ports[1].port = s.ports[0].port;
-        let e = s.validate().unwrap_err();
+        let e = s.validate().expect_err("refused");
         assert!(e.to_string().contains("ports[1].port"), "{e}");
         let e = KeyServiceSpec::parse(r#"{"keys":"/k","credentials":"identity","ports":[],"x":1}"#)
-            .unwrap_err();
+            .expect_err("refused");
         assert!(e.to_string().contains("unknown field `x`"), "{e}");
     }
 }

@@ -1452,14 +1452,19 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
         d
     };
     let kt = Mode::MlKem768.key_type();
-    let key_file = env.key_dir(Mode::MlKem768).join(format!("{}.key", kt.name()));
+    let key_file = env
+        .key_dir(Mode::MlKem768)
+        .join(format!("{}.key", kt.name()));
     let key_json = std::fs::read(&key_file).expect("key file");
     let keys = mounted("keys-secret", &[("ml-kem-768.key", &key_json)]);
     let creds = mounted(
         "kms-credentials",
         &[
             ("AWS_ACCESS_KEY_ID", b"PQKMSTESTKEY"),
-            ("AWS_SECRET_ACCESS_KEY", b"a-secret-of-the-key-service-0123456789"),
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                b"a-secret-of-the-key-service-0123456789",
+            ),
         ],
     );
     let free_port = || {
@@ -1495,7 +1500,10 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
     }
     assert!(said[0].contains(&format!("port {p0} (rtt 0")), "{said:?}");
     assert!(said[1].contains(&format!("port {p1} (rtt 1ms")), "{said:?}");
-    assert!(said[2].starts_with("key ") && said[2].ends_with("ML_KEM_768"), "{said:?}");
+    assert!(
+        said[2].starts_with("key ") && said[2].ends_with("ML_KEM_768"),
+        "{said:?}"
+    );
 
     let mut spec = env.spec("kms-pod", Mode::MlKem768, Operation::Get, 4, Loop::Closed);
     spec.recipient_key = Some(KeyRef::Mounted(keys));
@@ -1513,7 +1521,10 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
     assert!(w.summary.counts.ok > 0);
 
     let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
     assert!(killed.success());
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1529,5 +1540,9 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(answered >= w.summary.counts.ok, "{answered} < {}", w.summary.counts.ok);
+    assert!(
+        answered >= w.summary.counts.ok,
+        "{answered} < {}",
+        w.summary.counts.ok
+    );
 }

@@ -21,13 +21,18 @@ const RBAC: &str = "charts/pqbench/files/rbac-rules.yaml";
 /// The user guide's `BenchmarkCampaign` field reference.
 const FIELDS: &str = "docs/src/reference/campaign-fields.md";
 /// The campaigns whose children `--children` writes: one on its own MinIO, one against an
-/// external server with its results elsewhere and telemetry.
-const EXAMPLES: [(&str, &str); 2] = [
+/// external server with its results elsewhere and telemetry, and one with remote arms (the
+/// key service's Deployment, Service and fence).
+const EXAMPLES: [(&str, &str); 3] = [
     (
         "cluster-minio",
         include_str!("../../../examples/cluster-minio.yaml"),
     ),
     ("external", EXTERNAL),
+    (
+        "remote-kem",
+        include_str!("../../../examples/remote-kem.yaml"),
+    ),
 ];
 const EXTERNAL: &str = "apiVersion: pqbench.io/v1alpha1
 kind: BenchmarkCampaign

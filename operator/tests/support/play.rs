@@ -21,6 +21,15 @@ fn mounts(
     pod: &str,
 ) -> Vec<SecretMount> {
     let spec = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    pod_mounts(spec, secrets, dir, pod)
+}
+
+fn pod_mounts(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+    pod: &str,
+) -> Vec<SecretMount> {
     let ctx = PodContext {
         name: pod.to_owned(),
         secrets: secrets.clone(),
@@ -96,13 +105,26 @@ pub(crate) fn play_job(
     dir: &std::path::Path,
     never_quiet: Option<&str>,
 ) -> Vec<std::thread::JoinHandle<()>> {
+    play_job_reaching(job, secrets, dir, never_quiet, &[])
+}
+
+/// [`play_job`] with the cluster's Service addresses the spec names (`from`) replaced by
+/// where they are on this host (`to`), as cluster DNS and the Service's proxy would take
+/// the pod there.
+pub(crate) fn play_job_reaching(
+    job: &Job,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+    never_quiet: Option<&str>,
+    services: &[(String, String)],
+) -> Vec<std::thread::JoinHandle<()>> {
     let spec = job.spec.as_ref().unwrap();
     let mounts = mounts(job, secrets, dir, &job.metadata.name.clone().unwrap());
-    let mut run: RunSpec = serde_json::from_str(&SecretMount::on_host(
-        &mounts,
-        &env_value(job, secrets, "PQBENCH_RUN_SPEC"),
-    ))
-    .unwrap();
+    let text = services.iter().fold(
+        SecretMount::on_host(&mounts, &env_value(job, secrets, "PQBENCH_RUN_SPEC")),
+        |t, (from, to)| t.replace(from, to),
+    );
+    let mut run: RunSpec = serde_json::from_str(&text).unwrap();
     if let Some(url) = never_quiet {
         crate::invalid_run::make_invalid(&mut run, url);
     }
@@ -179,4 +201,92 @@ pub(crate) async fn play_probe(
 
 fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[allow(dead_code, reason = "shared_cluster plays no key service")]
+/// A key service pod played as a process: `pqbench-worker --serve-kms-env` with the
+/// Deployment's spec and Secret volumes, each port of the pod on a free port of this host.
+pub(crate) struct KeyServicePod {
+    child: std::process::Child,
+    /// (the Service's address in the cluster, where it is on this host) per port.
+    pub(crate) services: Vec<(String, String)>,
+    log: std::path::PathBuf,
+}
+
+#[allow(dead_code, reason = "shared_cluster plays no key service")]
+/// Starts the key service Deployment `d`'s pod with `worker` (the `pqbench-worker`
+/// binary), its Service `service` in namespace `ns`, and waits until every port listens.
+pub(crate) fn play_key_service(
+    d: &k8s_openapi::api::apps::v1::Deployment,
+    service: &str,
+    ns: &str,
+    secrets: &BTreeMap<String, Secret>,
+    dir: &std::path::Path,
+    worker: &std::path::Path,
+) -> KeyServicePod {
+    use std::io::BufRead as _;
+    let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let c = &pod.containers[0];
+    assert_eq!(
+        c.args.as_deref().unwrap(),
+        ["--serve-kms-env", run::keyservice::KEY_SERVICE_SPEC_ENV]
+    );
+    let env = c.env.as_deref().unwrap();
+    assert_eq!(env.len(), 1, "the spec is the pod's only variable: {env:?}");
+    let mounts = pod_mounts(pod, secrets, dir, "kms");
+    let mut spec = run::keyservice::KeyServiceSpec::parse(&SecretMount::on_host(
+        &mounts,
+        env[0].value.as_deref().unwrap(),
+    ))
+    .unwrap();
+    let mut services = Vec::new();
+    for p in &mut spec.ports {
+        let host = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        services.push((
+            format!("http://{service}.{ns}.svc:{}", p.port),
+            format!("http://127.0.0.1:{host}"),
+        ));
+        p.port = host;
+    }
+    let log = dir.join("kms.log");
+    let mut child = std::process::Command::new(worker)
+        .args(c.args.as_deref().unwrap())
+        .env(
+            run::keyservice::KEY_SERVICE_SPEC_ENV,
+            serde_json::to_string(&spec).unwrap(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for _ in &spec.ports {
+        let line = lines.next().unwrap().unwrap();
+        assert!(line.starts_with("pqbench key service on port"), "{line}");
+    }
+    // What it prints later (nothing) is not waited for: the pipe's reader goes.
+    std::thread::spawn(move || lines.for_each(drop));
+    KeyServicePod {
+        child,
+        services,
+        log,
+    }
+}
+
+#[allow(dead_code, reason = "shared_cluster plays no key service")]
+impl KeyServicePod {
+    /// SIGTERM, as the Deployment's deletion sends it; its exit status and its log.
+    pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        (status, std::fs::read_to_string(&self.log).unwrap())
+    }
 }

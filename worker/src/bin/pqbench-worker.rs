@@ -178,8 +178,7 @@ fn spec(args: &Args) -> anyhow::Result<RunSpec> {
 fn serve_kms(var: &str) -> anyhow::Result<()> {
     let text = std::env::var(var)
         .with_context(|| format!("environment variable {var} (the key service spec) is not set"))?;
-    let spec = run::keyservice::KeyServiceSpec::parse(&text)
-        .with_context(|| format!("${var}"))?;
+    let spec = run::keyservice::KeyServiceSpec::parse(&text).with_context(|| format!("${var}"))?;
     Ok(worker::keyservice::serve(&spec)?)
 }
 
