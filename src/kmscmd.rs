@@ -85,6 +85,7 @@ pub(crate) fn serve(a: ServeKmsArgs) -> Result<()> {
         rtt: a.rtt,
         rate: a.rate,
         threads: a.threads,
+        metrics: Some(worker::keyservice::metrics_source()),
     };
     let service = if a.credentials_from_env {
         let (access, secret) = crate::serverproc::credentials_from_env()?;

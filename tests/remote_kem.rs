@@ -85,8 +85,12 @@ fn remote_arms_read_through_the_key_service_and_get_their_verdicts() {
                 "{name}: {spec}"
             );
             assert!(spec["cell"]["kms"].is_object(), "{name}");
+            // The key service's CPU, sampled from its /metrics as the S3 server's.
+            let cores = v["server"]["keyServiceCpuCores"].as_f64().unwrap_or(0.0);
+            assert!(cores > 0.0, "{name}: {}", v["server"]);
         } else {
             assert!(spec.get("kms").is_none(), "{name}");
+            assert!(v["server"].get("keyServiceCpuCores").is_none(), "{name}");
         }
     }
     assert_eq!(remote, 2 * 5, "2 blocks × 5 remote arms");

@@ -91,6 +91,11 @@ pub struct ArmResources {
     pub server_rss_growth_mib: Option<MeanInterval>,
     /// Client resident memory growth over the window, MiB.
     pub client_rss_growth_mib: Option<MeanInterval>,
+    /// The key service's CPU per request, µs (remote arms: its cores × 10⁶ ÷ throughput
+    /// per run; `None` for interleaved runs, whose window holds the other remote arms'
+    /// turns on the same service, and for local arms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_service_cpu_per_request_us: Option<MeanInterval>,
     /// Coefficient of variation of throughput across runs (sd ÷ mean).
     pub throughput_cv: Option<f64>,
 }
@@ -214,6 +219,10 @@ pub fn resources(rows: &[RunRow]) -> Vec<ArmResources> {
                         .map(|b| b / MIB)
                 }),
                 client_rss_growth_mib: over(&runs, |r| r.rss_growth_bytes.map(|b| b / MIB)),
+                key_service_cpu_per_request_us: over(&runs, |r| {
+                    let cores = r.key_service_cpu_cores.filter(|_| !r.interleaved)?;
+                    (r.throughput_rps > 0.0).then(|| cores * 1e6 / r.throughput_rps)
+                }),
                 throughput_cv: variation(&tp).ok(),
             }
         })

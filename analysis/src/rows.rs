@@ -90,6 +90,9 @@ pub struct RunRow {
     /// The server host's mean disk queue depth (I/Os in flight) over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_disk_queue_depth: Option<f64>,
+    /// The key service's CPU in cores over the window (remote arms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_service_cpu_cores: Option<f64>,
     /// Mean stage times, µs, in the order of [`STAGES`] (second endpoint at one worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages_us: Option<[f64; 5]>,
@@ -167,7 +170,7 @@ pub const CSV_COLUMNS: [&str; 9] = [
 ];
 
 /// Optional CSV columns, read when present.
-pub const CSV_OPTIONAL: [&str; 28] = [
+pub const CSV_OPTIONAL: [&str; 29] = [
     "operation",
     "object_size",
     "concurrency",
@@ -196,6 +199,7 @@ pub const CSV_OPTIONAL: [&str; 28] = [
     "server_disk_write_mib_s",
     "server_disk_write_latency_ms",
     "server_disk_queue_depth",
+    "key_service_cpu_cores",
 ];
 
 /// Parses run rows from CSV text (comma-separated, a header row, no quoting needed for
@@ -338,6 +342,7 @@ pub fn rows_from_csv(text: &str, origin: &str) -> Result<Vec<RunRow>> {
             server_disk_write_mib_s: opt_num("server_disk_write_mib_s")?,
             server_disk_write_latency_ms: opt_num("server_disk_write_latency_ms")?,
             server_disk_queue_depth: opt_num("server_disk_queue_depth")?,
+            key_service_cpu_cores: opt_num("key_service_cpu_cores")?,
             drift_bins: None,
             session: None,
         });
@@ -388,6 +393,7 @@ pub fn rows_to_csv(rows: &[RunRow]) -> String {
         f.push(o(r.server_disk_write_mib_s));
         f.push(o(r.server_disk_write_latency_ms));
         f.push(o(r.server_disk_queue_depth));
+        f.push(o(r.key_service_cpu_cores));
         s.push_str(&f.join(","));
         s.push('\n');
     }

@@ -30,7 +30,7 @@ pub mod wire;
 use std::path::PathBuf;
 
 pub use client::{CacheCounts, Client, KmsSettings, Recovered, RemoteKey};
-pub use server::{EmbeddedKms, ServiceOptions};
+pub use server::{EmbeddedKms, MetricsSource, ServiceOptions};
 pub use store::KeyStore;
 pub use wire::{KeySpec, Op};
 

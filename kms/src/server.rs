@@ -47,6 +47,20 @@ pub struct ServiceOptions {
     pub rate: Option<u32>,
     /// Worker threads of its runtime.
     pub threads: usize,
+    /// What `GET /metrics` answers (Prometheus text: the serving process's CPU and
+    /// memory, which the run's sampler reads as it reads the S3 server's); `None`: 404.
+    pub metrics: Option<MetricsSource>,
+}
+
+/// The text of the service's `GET /metrics`, made by its caller at each scrape (the
+/// process's own figures are the caller's to read: `worker::keyservice`).
+#[derive(Clone)]
+pub struct MetricsSource(pub Arc<dyn Fn() -> String + Send + Sync>);
+
+impl std::fmt::Debug for MetricsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsSource")
+    }
 }
 
 impl Default for ServiceOptions {
@@ -57,6 +71,7 @@ impl Default for ServiceOptions {
             rtt: Duration::ZERO,
             rate: None,
             threads: 2,
+            metrics: None,
         }
     }
 }
@@ -98,6 +113,7 @@ struct State {
     access_key: String,
     secret_key: Zeroizing<String>,
     counters: Counters,
+    metrics: Option<MetricsSource>,
 }
 
 /// A running embedded key service. Stops when [`EmbeddedKms::stop`] is called or it is
@@ -163,6 +179,7 @@ impl EmbeddedKms {
             access_key: access_key.into(),
             secret_key: Zeroizing::new(secret_key.into()),
             counters: Counters::default(),
+            metrics: options.metrics.clone(),
         });
         let (ready_tx, ready_rx) = mpsc::channel::<Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -333,6 +350,10 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
 }
 
 async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() == http::Method::GET && req.uri().path() == "/metrics" {
+        // Not a key operation: unsigned, no added round trip, not counted.
+        return metrics_response(state.metrics.as_ref());
+    }
     let started = tokio::time::Instant::now();
     let answer = answer(state, req).await;
     let counter = match &answer {
@@ -354,6 +375,20 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     };
     tokio::time::sleep_until(started + state.rtt).await;
     response
+}
+
+fn metrics_response(m: Option<&MetricsSource>) -> Response<Full<Bytes>> {
+    let (status, body) = match m {
+        Some(m) => (StatusCode::OK, (m.0)()),
+        None => (StatusCode::NOT_FOUND, "no metrics\n".to_owned()),
+    };
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<Vec<u8>, Refused> {

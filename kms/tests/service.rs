@@ -331,6 +331,55 @@ fn a_mounted_secret_s_group_readable_keys_are_served_and_none_is_created() {
     assert!(e.to_string().contains("not mounted"), "{e}");
 }
 
+/// `GET /metrics` answers what the service's caller makes of it, unsigned and at once
+/// (no added round trip); a service given none answers 404. The key operations still need
+/// a signature.
+#[test]
+fn metrics_are_served_unsigned_without_the_added_round_trip() {
+    use std::io::{Read as _, Write as _};
+    let get = |endpoint: &str, path: &str| {
+        let addr = endpoint.trim_start_matches("http://");
+        let mut s = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap_or_else(|e| panic!("{e}"));
+        out
+    };
+    let dir = keys_dir();
+    let store = Arc::new(KeyStore::open(dir.path()).unwrap_or_else(|e| panic!("{e}")));
+    let options = ServiceOptions {
+        rtt: Duration::from_millis(300),
+        metrics: Some(kms::MetricsSource(Arc::new(|| {
+            "process_cpu_seconds_total 1.5\n".to_owned()
+        }))),
+        ..ServiceOptions::default()
+    };
+    let service = EmbeddedKms::start(store.clone(), &options).unwrap_or_else(|e| panic!("{e}"));
+    let t = Instant::now();
+    let answer = get(service.endpoint(), "/metrics");
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer.ends_with("\r\n\r\nprocess_cpu_seconds_total 1.5\n"),
+        "{answer}"
+    );
+    let other = get(service.endpoint(), "/");
+    assert!(other.starts_with("HTTP/1.1 400"), "{other}");
+    assert_eq!(service.counts(), (0, 0, 1), "a scrape is not a request");
+    service.stop();
+    let bare =
+        EmbeddedKms::start(store, &ServiceOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(get(bare.endpoint(), "/metrics").starts_with("HTTP/1.1 404"));
+}
+
 #[test]
 fn https_and_empty_credentials_are_refused_by_name() {
     let s = KmsSettings::new("https://kms.eu-west-1.amazonaws.com", "eu-west-1", "a", "b");

@@ -840,6 +840,26 @@ spec:
             st.verdicts
         );
     }
+    // The report gives each remote arm the key service's CPU per request, sampled from
+    // its /metrics through its Service, and no local arm one.
+    let loc = st.results.clone().unwrap();
+    let report = s3
+        .settings()
+        .client()
+        .unwrap()
+        .get_object()
+        .bucket(&loc.bucket)
+        .key(format!("{}report.json", loc.prefix))
+        .send()
+        .await
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&report.body.collect().await.unwrap().into_bytes()).unwrap();
+    for r in report["resources"].as_array().unwrap() {
+        let remote = r["arm"].as_str().unwrap().contains("-kms-");
+        let kms_cpu = r["key_service_cpu_per_request_us"]["mean"].as_f64();
+        assert_eq!(kms_cpu.is_some_and(|us| us > 0.0), remote, "{r}");
+    }
     // Every remote run read through the key service: both ports answered.
     let kms = kms.expect("the key service was made and played");
     // The secrets TTL deletes the key service with the keys it holds.

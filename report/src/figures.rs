@@ -115,6 +115,31 @@ pub(crate) fn resources_section(s: &mut String, r: &Report) {
     }
 }
 
+/// The key service's CPU per request of each remote arm (issue 41), beside the client's:
+/// what a decapsulation in the key service costs it. Only arms whose runs measured it.
+pub(crate) fn key_service_section(s: &mut String, r: &Report) {
+    let rows: Vec<_> = r
+        .resources
+        .iter()
+        .filter(|x| x.key_service_cpu_per_request_us.is_some())
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("\n## The key service (remote arms)\n\nPer cell and remote arm (closed loop), means over runs with 95 % t intervals: the key service process's CPU per request (its cores, sampled from its `/metrics` each second as the S3 server's, ÷ throughput), beside the client's. Interleaved runs are left out: their window holds the other remote arms' turns on the same service.\n\n| cell | arm | runs | key service CPU µs/request | client CPU µs/request |\n|---|---|---:|---|---|\n");
+    for x in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            x.cell,
+            x.arm,
+            x.runs,
+            opt_mean_ci(x.key_service_cpu_per_request_us.as_ref()),
+            opt_mean_ci(x.client_cpu_per_request_us.as_ref()),
+        );
+    }
+}
+
 /// The testbed's ceilings and what bounds each cell (`analysis::testbed`).
 pub(crate) fn bottleneck_section(s: &mut String, r: &Report) {
     use analysis::testbed::{REACHED, Resource};

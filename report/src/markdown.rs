@@ -146,6 +146,7 @@ pub fn markdown(r: &Report, h: &Header) -> String {
     sessions_section(&mut s, r);
     per_cell_section(&mut s, r);
     crate::figures::resources_section(&mut s, r);
+    crate::figures::key_service_section(&mut s, r);
     crate::figures::bottleneck_section(&mut s, r);
     crate::figures::implementations_section(&mut s, r);
     attempts_section(&mut s, r);

@@ -26,6 +26,16 @@ pub const BASE_PORT: u16 = 9500;
 /// The most ports (round trips) one key service serves.
 pub const MAX_PORTS: usize = 16;
 
+/// The path of the key service's metrics page (`GET`, unsigned), on every port.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// Its counter of the service process's CPU seconds (the Prometheus client libraries'
+/// standard process metric).
+pub const CPU_METRIC: &str = "process_cpu_seconds_total";
+
+/// Its gauge of the service process's resident memory, bytes.
+pub const RSS_METRIC: &str = "process_resident_memory_bytes";
+
 /// One listening port of the key service and the round trip added to its answers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -478,6 +478,10 @@ pub struct Sample {
     pub server_iowait_s: Option<f64>,
     /// Server host CPU time in all modes, seconds, cumulative.
     pub server_cpu_total_s: Option<f64>,
+    /// The key service's process CPU, seconds, cumulative (remote runs: its `/metrics`).
+    pub kms_cpu_s: Option<f64>,
+    /// The key service's process resident memory, bytes.
+    pub kms_rss_bytes: Option<f64>,
 }
 
 /// The samples schema (`samples.parquet`).
@@ -500,6 +504,8 @@ pub const SAMPLE_SCHEMA: &[ColumnSpec] = &[
     col_added("server_disk_writes", Kind::Double, "issue 39"),
     col_added("server_disk_write_s", Kind::Double, "issue 39"),
     col_added("server_disk_weighted_io_s", Kind::Double, "issue 39"),
+    col_added("kms_cpu_s", Kind::Double, "issue 41"),
+    col_added("kms_rss_bytes", Kind::Double, "issue 41"),
 ];
 
 /// Builds the samples table.
@@ -526,6 +532,8 @@ pub fn samples_table(samples: &[Sample]) -> Table {
             f(&|s| s.server_disk_writes),
             f(&|s| s.server_disk_write_s),
             f(&|s| s.server_disk_weighted_io_s),
+            f(&|s| s.kms_cpu_s),
+            f(&|s| s.kms_rss_bytes),
         ],
     }
 }
@@ -554,6 +562,8 @@ pub fn samples_from_table(t: &Table) -> Vec<Sample> {
             server_disk_writes: f("server_disk_writes", i),
             server_disk_write_s: f("server_disk_write_s", i),
             server_disk_weighted_io_s: f("server_disk_weighted_io_s", i),
+            kms_cpu_s: f("kms_cpu_s", i),
+            kms_rss_bytes: f("kms_rss_bytes", i),
         })
         .collect()
 }

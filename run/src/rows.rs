@@ -109,6 +109,7 @@ pub fn row(s: &RunSummary) -> RunRow {
         server_disk_write_mib_s: s.server.disk_write_mib_s,
         server_disk_write_latency_ms: s.server.disk_write_latency_ms,
         server_disk_queue_depth: s.server.disk_queue_depth,
+        key_service_cpu_cores: s.server.key_service_cpu_cores,
         operation: Some(s.spec.cell.operation),
         object_size: Some(s.spec.cell.object_size.0),
         concurrency: Some(s.spec.cell.concurrency),

@@ -252,6 +252,13 @@ pub struct ServerFigures {
     /// rate of their weighted I/O seconds; absent from older summaries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_queue_depth: Option<f64>,
+    /// The key service's process CPU in cores over the window (remote runs, from its
+    /// `/metrics`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_service_cpu_cores: Option<f64>,
+    /// The key service's peak resident memory over the window, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_service_max_rss_bytes: Option<f64>,
     /// Scrape errors.
     pub errors: Vec<String>,
 }
@@ -1009,6 +1016,8 @@ pub fn summarize(spec: &RunSpec, parts: &[ProcessData]) -> RunSummary {
                 .and_then(|(b, w)| (w > 0.0).then(|| b / w * 1e3))
         },
         disk_queue_depth: counter_rate(s0, from, to, |s| s.server_disk_weighted_io_s),
+        key_service_cpu_cores: counter_rate(s0, from, to, |s| s.kms_cpu_s),
+        key_service_max_rss_bytes: gauge_max(s0, from, to, |s| s.kms_rss_bytes),
         errors: parts
             .iter()
             .flat_map(|p| p.info.sampler_errors.iter().cloned())

@@ -1054,7 +1054,12 @@ pub async fn execute(
         )
     });
     let host: HostInfo = host_info();
-    let sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
+    let mut sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
+    if let Some(k) = &spec.kms {
+        sources = sources
+            .with_key_service(&k.endpoint)
+            .map_err(|e| Error::Telemetry(format!("kms.endpoint: {e}")))?;
+    }
     let pause = match &spec.pause {
         Some(rule) => Some(crate::sampler::pause(&sources, rule).await),
         None => None,

@@ -14,6 +14,38 @@ use run::keyservice::KeyServiceSpec;
 
 use crate::{Error, Result};
 
+/// The key service's `GET /metrics`: this process's CPU seconds and resident memory under
+/// the Prometheus client libraries' standard names ([`run::keyservice::CPU_METRIC`],
+/// [`run::keyservice::RSS_METRIC`]), which a remote run's sampler reads each second.
+pub fn metrics_source() -> kms::MetricsSource {
+    kms::MetricsSource(Arc::new(|| {
+        let cpu = cpu_time::ProcessTime::try_now()
+            .ok()
+            .map(|t| t.as_duration().as_secs_f64());
+        let mut out = String::new();
+        let mut metric = |name: &str, kind: &str, help: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                out.push_str(&format!(
+                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+                ));
+            }
+        };
+        metric(
+            run::keyservice::CPU_METRIC,
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+            cpu,
+        );
+        metric(
+            run::keyservice::RSS_METRIC,
+            "gauge",
+            "Resident memory size in bytes.",
+            crate::host::own_rss(),
+        );
+        out
+    }))
+}
+
 /// Serves `spec` until SIGTERM or Ctrl-C; then prints what each port answered.
 pub fn serve(spec: &KeyServiceSpec) -> Result<()> {
     spec.validate()?;
@@ -33,6 +65,7 @@ pub fn serve(spec: &KeyServiceSpec) -> Result<()> {
             rtt: p.rtt.0,
             rate: None,
             threads: spec.threads,
+            metrics: Some(metrics_source()),
         };
         let service = EmbeddedKms::start_with(store.clone(), &options, &access, &secret)
             .map_err(s3::Error::from)?;

@@ -210,6 +210,10 @@ pub struct ServerReading {
     pub iowait_s: Option<f64>,
     /// Server host CPU seconds, all modes.
     pub cpu_total_s: Option<f64>,
+    /// The key service's process CPU seconds (remote runs).
+    pub kms_cpu_s: Option<f64>,
+    /// The key service's process resident bytes.
+    pub kms_rss: Option<f64>,
 }
 
 /// The configured sources of server figures.
@@ -219,6 +223,7 @@ pub struct Sources {
     names: ServerMetricNames,
     node: Option<Prom>,
     local_pid: Option<u32>,
+    kms: Option<Prom>,
     /// The last scrape error per source, for the summary (`None`: all answered).
     errors: Arc<std::sync::Mutex<Vec<String>>>,
 }
@@ -231,8 +236,25 @@ impl Sources {
             names: t.server_metric_names.clone(),
             node: t.node_exporter.as_ref().map(Prom::new).transpose()?,
             local_pid: t.local_server_pid,
+            kms: None,
             errors: Arc::default(),
         })
+    }
+
+    /// Also reads the key service at `endpoint` (a remote run's `kms.endpoint`): its
+    /// `/metrics` page ([`run::keyservice::METRICS_PATH`]), as the S3 server's.
+    pub fn with_key_service(mut self, endpoint: &str) -> Result<Self, String> {
+        let url = format!(
+            "{}{}",
+            endpoint.trim_end_matches('/'),
+            run::keyservice::METRICS_PATH
+        );
+        self.kms = Some(Prom::new(&PromSource {
+            url,
+            bearer_token_env: None,
+            bearer_token_file: None,
+        })?);
+        Ok(self)
     }
 
     /// Whether any source can tell the server host's dirty memory and disk writes.
@@ -270,6 +292,7 @@ impl Sources {
                 disk_weighted_io_s: h.disk.map(|d| d.weighted_io_s),
                 iowait_s: h.cpu_iowait_s,
                 cpu_total_s: h.cpu_total_s,
+                ..ServerReading::default()
             };
         }
         if let Some(p) = &self.server {
@@ -295,6 +318,15 @@ impl Sources {
                     r.cpu_total_s = select(&s, NODE_CPU).or(r.cpu_total_s);
                 }
                 Err(e) => self.note("node exporter", e),
+            }
+        }
+        if let Some(p) = &self.kms {
+            match p.scrape().await {
+                Ok(s) => {
+                    r.kms_cpu_s = select(&s, run::keyservice::CPU_METRIC);
+                    r.kms_rss = select(&s, run::keyservice::RSS_METRIC);
+                }
+                Err(e) => self.note("key service metrics", e),
             }
         }
         r
@@ -333,6 +365,8 @@ pub async fn sample(sources: &Sources, origin: Instant, origin_unix_ns: i64) -> 
         server_disk_weighted_io_s: s.disk_weighted_io_s,
         server_iowait_s: s.iowait_s,
         server_cpu_total_s: s.cpu_total_s,
+        kms_cpu_s: s.kms_cpu_s,
+        kms_rss_bytes: s.kms_rss,
     }
 }
 

@@ -1519,6 +1519,16 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     assert!(w.summary.valid, "{}", run::summary::render(&w.summary));
     assert!(w.summary.counts.ok > 0);
+    // The service's CPU and memory, read each second from its /metrics.
+    let kms = &w.summary.server;
+    assert!(
+        kms.key_service_cpu_cores.is_some_and(|c| c > 0.0),
+        "{kms:?}"
+    );
+    assert!(
+        kms.key_service_max_rss_bytes.is_some_and(|b| b > 1e6),
+        "{kms:?}"
+    );
 
     let pid = child.id().to_string();
     let killed = Command::new("kill")
