@@ -220,11 +220,15 @@ impl ReceiverArgs {
         }
     }
 
-    /// The mode and backend of a reader whose key is in a key service (`--kms`): format v1
-    /// and one of the modes a key service can perform.
-    pub(crate) fn remote_mode(&self) -> Result<(Mode, Backend)> {
+    /// How a reader whose key is in a key service (`--kms`) reads: format v2 (the key's
+    /// KEM, from the service), or format v1 in one of the modes a key service can perform.
+    pub(crate) fn remote_read(&self) -> Result<RemoteRead> {
         if self.format != Format::V1 {
-            bail!("--kms reads format v1 objects; drop --format v2");
+            return Ok(RemoteRead {
+                mode: None,
+                backend: self.backend,
+                require_pq: self.require_pq,
+            });
         }
         let mode = self
             .expect_mode
@@ -238,7 +242,11 @@ impl ReceiverArgs {
         if self.require_pq && !mode.post_quantum() {
             bail!("--require-pq with --expect-mode {mode}: {mode} is not post-quantum");
         }
-        Ok((mode, self.backend))
+        Ok(RemoteRead {
+            mode: Some(mode),
+            backend: self.backend,
+            require_pq: false,
+        })
     }
 
     fn receiver(&self) -> Result<Receiver> {
@@ -356,6 +364,16 @@ impl TraceArgs {
             sample_ratio: self.trace_sample_ratio,
         })
     }
+}
+
+/// How `get --kms` reads ([`ReceiverArgs::remote_read`]).
+pub(crate) struct RemoteRead {
+    /// The v1 mode the object must be in; `None`: format v2 (the key's KEM).
+    pub(crate) mode: Option<Mode>,
+    /// The backend of the local steps.
+    pub(crate) backend: Backend,
+    /// A v2 reader refusing classical entries.
+    pub(crate) require_pq: bool,
 }
 
 #[cfg(test)]

@@ -220,7 +220,9 @@ pub(crate) fn open(a: OpenArgs) -> Result<()> {
     let dir = dirstore::version_dir(&a.input, &id.key, &id.version)?;
     let receiver = match reader {
         Reader::V1(r) => r,
-        Reader::Remote { .. } => bail!("`pqbench open` reads with a local key (--secret)"),
+        Reader::Remote { .. } | Reader::RemoteV2 { .. } => {
+            bail!("`pqbench open` reads with a local key (--secret)")
+        }
         Reader::V2(r) => {
             let path = dir.join(OBJECT_V2);
             let file = fs::File::open(&path).with_context(|| {

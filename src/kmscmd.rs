@@ -196,14 +196,13 @@ pub(crate) fn read_env_file(path: &std::path::Path) -> Result<kms::KmsSettings> 
     ))
 }
 
-/// A v1 reader whose key is `key` (id or ARN) in the key service of `env_file`: its public
-/// key fetched with GetPublicKey, no cache (one object). The signing region is the ARN's,
-/// else us-east-1.
+/// A reader whose key is `key` (id or ARN) in the key service of `env_file`, in the
+/// format and mode `how` says: its public key fetched with GetPublicKey, no cache (one
+/// object). The signing region is the ARN's, else us-east-1.
 pub(crate) async fn remote_reader(
     env_file: &std::path::Path,
     key: &str,
-    mode: envelope::Mode,
-    backend: envelope::Backend,
+    how: &crate::args::RemoteRead,
 ) -> Result<s3::Reader> {
     let mut settings = read_env_file(env_file)?;
     if let Some(region) = key.strip_prefix("arn:").and_then(|r| r.split(':').nth(2)) {
@@ -214,8 +213,24 @@ pub(crate) async fn remote_reader(
         .get_public_key(key)
         .await
         .with_context(|| format!("--kms-key {key}"))?;
-    let receiver = envelope::Receiver::remote(mode, backend, &pk)
+    let remote = kms::RemoteKey::new(client, &pk, false)?;
+    let Some(mode) = how.mode else {
+        let receiver = envelope::v2::RemoteReceiver::new(how.backend, &pk)
+            .with_context(|| format!("--kms-key {key} (format v2)"))?;
+        let receiver = if how.require_pq {
+            receiver.requiring_pq()?
+        } else {
+            receiver
+        };
+        return Ok(s3::Reader::RemoteV2 {
+            receiver,
+            key: remote,
+        });
+    };
+    let receiver = envelope::Receiver::remote(mode, how.backend, &pk)
         .with_context(|| format!("--kms-key {key} with --expect-mode {mode}"))?;
-    let key = kms::RemoteKey::new(client, &pk, false)?;
-    Ok(s3::Reader::Remote { receiver, key })
+    Ok(s3::Reader::Remote {
+        receiver,
+        key: remote,
+    })
 }

@@ -118,8 +118,8 @@ pub(crate) struct GetArgs {
     version: Option<String>,
     #[command(flatten)]
     receiver: ReceiverArgs,
-    /// Recover the object's key in a key service instead of with --secret (format v1,
-    /// modes ml-kem-768, ml-kem-1024, x25519): a file of the service's endpoint and
+    /// Recover the object's key in a key service instead of with --secret (format v1 in
+    /// modes ml-kem-768, ml-kem-1024, x25519, or format v2 to such a key): a file of the service's endpoint and
     /// credentials as `pqbench serve-kms --env-file` writes it (AWS_ENDPOINT_URL_KMS,
     /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; mode 0600).
     #[arg(long, requires = "kms_key", conflicts_with = "secret")]
@@ -336,8 +336,8 @@ pub(crate) fn get(a: GetArgs) -> Result<()> {
     let rt = runtime()?;
     let reader = match (&a.kms, &a.kms_key) {
         (Some(file), Some(key)) => {
-            let (mode, backend) = a.receiver.remote_mode()?;
-            rt.block_on(crate::kmscmd::remote_reader(file, key, mode, backend))?
+            let how = a.receiver.remote_read()?;
+            rt.block_on(crate::kmscmd::remote_reader(file, key, &how))?
         }
         _ => a.receiver.reader()?,
     };

@@ -174,6 +174,45 @@ fn objects_open_through_the_key_service_and_with_the_key_file_alike() {
             "{mode}"
         );
 
+        // Format v2 to the same key: HPKE's decapsulation (or DH) in the service, the key
+        // schedule and the chunks here.
+        let key_v2 = format!("obj-{dir}-v2");
+        let put = ok(
+            &pqbench()
+                .arg("put")
+                .args(object_args(&key_v2))
+                .args([
+                    "--format",
+                    "v2",
+                    "--recipient",
+                    s(&kdir.join("recipient.pub")),
+                ])
+                .args(["--in", s(&data)])
+                .envs(s3_env(&server))
+                .output()
+                .expect("put v2"),
+            "put --format v2",
+        );
+        let version_v2 = put.lines().next().expect("version").trim().to_owned();
+        let v2_out = t.path().join(format!("{dir}.v2.remote"));
+        ok(
+            &pqbench()
+                .arg("get")
+                .args(object_args(&key_v2))
+                .args(["--version", &version_v2, "--format", "v2"])
+                .args(["--kms", s(&service.env_file), "--kms-key", &key_id])
+                .args(["--out", s(&v2_out)])
+                .envs(s3_env(&server))
+                .output()
+                .expect("get --format v2 --kms"),
+            "get --format v2 --kms",
+        );
+        assert_eq!(
+            std::fs::read(&v2_out).expect("v2 out"),
+            plaintext,
+            "{mode} v2"
+        );
+
         // With the key file, on another backend.
         let local_out = t.path().join(format!("{dir}.local"));
         ok(

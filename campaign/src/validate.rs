@@ -291,12 +291,6 @@ impl CampaignSpec {
                         a.mode
                     ));
                 }
-                if a.format != ObjectFormat::V1 {
-                    return Err(format!(
-                        "arms[{i}].format: a remote arm reads format v1 objects (v2's HPKE \
-                         decapsulation in a key service is not built yet); drop format"
-                    ));
-                }
             } else if a.kms.is_some() {
                 return Err(format!(
                     "arms[{i}].kms: only a `backend: remote` arm has a key service; set \

@@ -422,11 +422,6 @@ fn malformed_files_name_the_field() {
         ),
         (
             "{mode: ml-kem-768, backend: aws-lc}",
-            "{mode: ml-kem-768, backend: remote, format: v2}",
-            "spec.arms[1].format: a remote arm reads format v1 objects",
-        ),
-        (
-            "{mode: ml-kem-768, backend: aws-lc}",
             "{mode: ml-kem-768, backend: aws-lc, kms: {rtt: 1ms}}",
             "spec.arms[1].kms: only a `backend: remote` arm has a key service",
         ),

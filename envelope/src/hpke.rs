@@ -409,7 +409,12 @@ pub enum Randomness<'a, R: CryptoRng + ?Sized> {
 }
 
 /// DHKEM(X25519)'s `ExtractAndExpand(dh, enc ‖ pkR)` (RFC 9180 §4.1).
-fn dhkem_shared(backend: Backend, dh: &[u8], enc: &[u8], pk_r: &[u8]) -> Result<Secret32> {
+pub(crate) fn dhkem_shared(
+    backend: Backend,
+    dh: &[u8],
+    enc: &[u8],
+    pk_r: &[u8],
+) -> Result<Secret32> {
     let sid = KemId::X25519.suite_id();
     let kdf = KdfId::HkdfSha256;
     let prk = labeled_extract(backend, kdf, &sid, b"", b"eae_prk", dh)?;
@@ -632,6 +637,17 @@ pub fn setup_base_s<R: CryptoRng + ?Sized>(
 ) -> Result<(Vec<u8>, Context)> {
     let (enc, ss) = encap(backend, suite.kem, pk_r, randomness)?;
     Ok((enc, key_schedule(backend, suite, &ss[..], info)?))
+}
+
+/// `SetupBaseR` once the KEM's shared secret is known (its `Decap` done elsewhere: a key
+/// service): the key schedule alone.
+pub(crate) fn setup_base_r_shared(
+    backend: Backend,
+    suite: Suite,
+    shared_secret: &[u8],
+    info: &[u8],
+) -> Result<Context> {
+    key_schedule(backend, suite, shared_secret, info)
 }
 
 /// `SetupBaseR(enc, skR, info)`.

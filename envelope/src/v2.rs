@@ -22,7 +22,7 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::ctx::{MAX_PLAINTEXT_SIZE, ObjectId};
 use crate::hpke::{self, AeadId, KdfId, KemId, PrivateKey, Randomness, Suite};
 use crate::symmetric::{Aead, NONCE_LEN, TAG_LEN, sha256};
-use crate::{Backend, Error, KeyType, PublicKey, Result, SecretKey, StageTimes};
+use crate::{Backend, Error, KeyRequest, KeyType, PublicKey, Result, SecretKey, StageTimes};
 
 /// `magic`: ASCII `PQB2`.
 pub const MAGIC: [u8; 4] = *b"PQB2";
@@ -526,6 +526,135 @@ impl Receiver {
     }
 }
 
+/// A reader of v2 objects whose private key is in a key service (issue 41): it holds the
+/// recipient's public key only. Opening is in two steps: [`RemoteReceiver::begin`] checks
+/// the header and names the one private-key operation ([`Pending::key_request`]: ML-KEM's
+/// `Decap(enc)`, or X25519 with the entry's ephemeral key, DHKEM's `DH(skR, pkE)`), done by
+/// the service; [`Pending::complete`] takes its answer and finishes HPKE's `SetupBaseR`
+/// (for DHKEM, `ExtractAndExpand` over the DH output and `enc ‖ pkR`) and §5 locally.
+pub struct RemoteReceiver {
+    backend: Backend,
+    kem: KemId,
+    public: Vec<u8>,
+    key_id: [u8; 32],
+    require_pq: bool,
+}
+
+impl RemoteReceiver {
+    /// A reader for the recipient `public` (ML-KEM-768, ML-KEM-1024 or X25519: the KEMs a
+    /// key service decapsulates or agrees with) on `backend`.
+    pub fn new(backend: Backend, public: &PublicKey) -> Result<Self> {
+        if !backend.built() {
+            return Err(crate::ossl::unavailable());
+        }
+        let kem = v2_kem(public.key_type())?;
+        if !matches!(kem, KemId::MlKem768 | KemId::MlKem1024 | KemId::X25519) {
+            return Err(Error::Key(format!(
+                "a {:?} key cannot be in a key service: the remote KEMs are ML-KEM-768, \
+                 ML-KEM-1024 and X25519",
+                kem
+            )));
+        }
+        let public = public.as_bytes().to_vec();
+        Ok(Self {
+            backend,
+            kem,
+            key_id: sha256(backend, &public),
+            public,
+            require_pq: false,
+        })
+    }
+
+    /// This reader, refusing any object with a classical recipient entry (as
+    /// [`Receiver::requiring_pq`]).
+    pub fn requiring_pq(mut self) -> Result<Self> {
+        if !self.kem.post_quantum() {
+            return Err(Error::Usage(format!(
+                "--require-pq with a {:?} key: its entry in any object is classical",
+                self.kem
+            )));
+        }
+        self.require_pq = true;
+        Ok(self)
+    }
+
+    /// Checks version `id`'s header as found in `found` (§4) and finds the reader's entry.
+    pub fn begin<'h>(
+        &self,
+        id: &ObjectId,
+        header: &'h [u8],
+        found: Placement,
+    ) -> Result<Pending<'_, 'h>> {
+        let (h, entry, times) =
+            check_header(id, &self.key_id, self.kem, header, found, self.require_pq)?;
+        Ok(Pending {
+            receiver: self,
+            header,
+            h,
+            entry,
+            times,
+        })
+    }
+}
+
+/// A v2 object whose header checked, waiting for its key request's answer
+/// ([`RemoteReceiver::begin`]).
+pub struct Pending<'r, 'h> {
+    receiver: &'r RemoteReceiver,
+    header: &'h [u8],
+    h: Header,
+    entry: usize,
+    times: StageTimes,
+}
+
+impl Pending<'_, '_> {
+    /// What the key service must do: decapsulate the entry's `enc` (ML-KEM) or agree with
+    /// it as the ephemeral public key (X25519).
+    pub fn key_request(&self) -> Result<KeyRequest<'_>> {
+        let enc = &self.h.recipients[self.entry].enc;
+        match self.receiver.kem {
+            KemId::X25519 => enc
+                .as_slice()
+                .try_into()
+                .map(KeyRequest::Agree)
+                .map_err(|_| Error::Decrypt),
+            _ => Ok(KeyRequest::Decapsulate(enc)),
+        }
+    }
+
+    /// Finishes opening with the service's answer `shared` (the ML-KEM shared secret, or
+    /// the X25519 output), `took` long: a secret that is not 32 bytes, an all-zero X25519
+    /// output, or a wrong one is the opaque [`Error::Decrypt`].
+    pub fn complete(self, shared: &[u8], took: std::time::Duration) -> Result<Opener> {
+        let r = self.receiver;
+        if shared.len() != 32 {
+            return Err(Error::Decrypt);
+        }
+        let mut times = self.times;
+        let t = Instant::now();
+        let ss = match r.kem {
+            KemId::X25519 => {
+                if bool::from(shared.ct_eq(&[0u8; 32])) {
+                    return Err(Error::Decrypt);
+                }
+                let enc = &self.h.recipients[self.entry].enc;
+                Zeroizing::new(hpke::dhkem_shared(r.backend, shared, enc, &r.public)?.to_vec())
+            }
+            _ => Zeroizing::new(shared.to_vec()),
+        };
+        times.key_establishment += took + t.elapsed();
+        Opener::unwrap(
+            self.header,
+            self.h,
+            self.entry,
+            &r.key_id,
+            r.backend,
+            &ss,
+            times,
+        )
+    }
+}
+
 /// Why a header is not post-quantum only: its first classical recipient entry. (A header
 /// with the mixed-strength flag has one: check 5 refuses the flag without it.)
 fn not_post_quantum(h: &Header) -> Option<String> {
@@ -591,6 +720,55 @@ fn check_recipients(
         return Err(too_big_for_metadata(len));
     }
     Ok(Checked { key_ids, mixed })
+}
+
+/// §4's checks of `header` as found in `found`, for the reader of key id `key_id` and KEM
+/// `kem` asking for identity `id`: the structure ([`Error::Header`]), post-quantum entries
+/// only with `require_pq` ([`Error::NotPostQuantum`]), the identity and the reader's entry
+/// (the opaque [`Error::Decrypt`]). The header, the index of the reader's entry, and the
+/// time taken as manifest handling.
+fn check_header(
+    id: &ObjectId,
+    key_id: &[u8; 32],
+    kem: KemId,
+    header: &[u8],
+    found: Placement,
+    require_pq: bool,
+) -> Result<(Header, usize, StageTimes)> {
+    let t = Instant::now();
+
+    let (h, len) = Header::parse(header)?;
+    if len != header.len() {
+        return Err(bad("bytes follow the header where only the header belongs"));
+    }
+    if h.placement != found {
+        return Err(bad(
+            "the header's placement flag does not say where it was found",
+        ));
+    }
+    if found == Placement::Metadata && len > MAX_METADATA_HEADER {
+        return Err(bad(&format!(
+            "a header in metadata is at most {MAX_METADATA_HEADER} bytes; this one is {len}"
+        )));
+    }
+    if require_pq && let Some(why) = not_post_quantum(&h) {
+        return Err(Error::NotPostQuantum(why));
+    }
+    if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
+        return Err(Error::Decrypt);
+    }
+    // The reader's entry: its key id and its key's KEM (§4); an entry with its key id
+    // but another KEM is not the reader's.
+    let entry = h
+        .recipients
+        .iter()
+        .position(|e| e.key_id == *key_id && e.kem == kem)
+        .ok_or(Error::Decrypt)?;
+    let times = StageTimes {
+        manifest: t.elapsed(),
+        ..StageTimes::default()
+    };
+    Ok((h, entry, times))
 }
 
 /// The length of the header whose first 8 bytes (`magic ‖ header_len`) are `start`: how
@@ -867,49 +1045,36 @@ impl Opener {
         found: Placement,
         require_pq: bool,
     ) -> Result<Self> {
+        let (h, entry, mut times) = check_header(id, key_id, key.kem(), header, found, require_pq)?;
         let t = Instant::now();
-        let (h, len) = Header::parse(header)?;
-        if len != header.len() {
-            return Err(bad("bytes follow the header where only the header belongs"));
-        }
-        if h.placement != found {
-            return Err(bad(
-                "the header's placement flag does not say where it was found",
-            ));
-        }
-        if found == Placement::Metadata && len > MAX_METADATA_HEADER {
-            return Err(bad(&format!(
-                "a header in metadata is at most {MAX_METADATA_HEADER} bytes; this one is {len}"
-            )));
-        }
-        if require_pq && let Some(why) = not_post_quantum(&h) {
-            return Err(Error::NotPostQuantum(why));
-        }
-        let backend = key.backend();
-        if !bool::from(h.identity_hash.ct_eq(&identity_hash(id))) {
-            return Err(Error::Decrypt);
-        }
-        // The reader's entry: its key id and its key's KEM (§4); an entry with its key id
-        // but another KEM is not the reader's.
-        let entry = h
-            .recipients
-            .iter()
-            .find(|e| e.key_id == *key_id && e.kem == key.kem())
-            .ok_or(Error::Decrypt)?;
-        let aad = h.fixed_hash();
-        let mut times = StageTimes {
-            manifest: t.elapsed(),
-            ..StageTimes::default()
-        };
+        let ss = key.decap(&h.recipients[entry].enc)?;
+        times.key_establishment += t.elapsed();
+        Self::unwrap(header, h, entry, key_id, key.backend(), &ss[..], times)
+    }
 
+    /// The data key unwrapped with the reader's entry's HPKE context from the KEM's
+    /// shared secret `ss`, the commitment checked (§5), the chunks ready. `times` holds the
+    /// key establishment so far; the unwrap adds to it.
+    fn unwrap(
+        header: &[u8],
+        h: Header,
+        entry: usize,
+        key_id: &[u8; 32],
+        backend: Backend,
+        ss: &[u8],
+        mut times: StageTimes,
+    ) -> Result<Self> {
         let t = Instant::now();
+        let e = &h.recipients[entry];
         let suite = Suite {
-            kem: entry.kem,
+            kem: e.kem,
             kdf: KDF,
             aead: AEAD,
         };
-        let mut ctx = hpke::setup_base_r(suite, &entry.enc, key, &info(&h.identity_hash, key_id))?;
-        let dk_bytes = ctx.open(&aad, &entry.wrapped)?;
+        let aad = h.fixed_hash();
+        let mut ctx =
+            hpke::setup_base_r_shared(backend, suite, ss, &info(&h.identity_hash, key_id))?;
+        let dk_bytes = ctx.open(&aad, &e.wrapped)?;
         times.key_establishment += t.elapsed();
 
         let t = Instant::now();

@@ -572,13 +572,10 @@ impl RunSpec {
                     "kms: only a remote run (cell.kms) has a key service".into(),
                 ));
             }
-            (Some(_), Some(_))
-                if !envelope::REMOTE_MODES.contains(&c.mode) || c.format.placement().is_some() =>
-            {
+            (Some(_), Some(_)) if !envelope::REMOTE_MODES.contains(&c.mode) => {
                 return Err(Error::Spec(format!(
-                    "cell.kms: a remote run is format v1 in ml-kem-768, ml-kem-1024 or x25519, \
-                     not {} in {}",
-                    c.mode, c.format
+                    "cell.kms: a remote run is in ml-kem-768, ml-kem-1024 or x25519, not {}",
+                    c.mode
                 )));
             }
             _ => {}

@@ -637,6 +637,42 @@ impl Store {
         receiver: &v2::Receiver,
         key: &str,
         version: &str,
+        sink: W,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<GetOutcome>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
+        self.get_v2_keyed(V2Key::Local(receiver), key, version, sink, on)
+            .await
+    }
+
+    /// [`Store::get_v2`] for a reader whose key is in a key service
+    /// ([`v2::RemoteReceiver`]): between the header's checks and HPKE's key schedule, the
+    /// key service performs the entry's key request (none on a cache hit); its wait is the
+    /// key-establishment stage. A key-service failure is [`Error::KeyService`] with its
+    /// class; a wrong secret, the opaque decryption error.
+    pub async fn get_v2_remote<W>(
+        &self,
+        receiver: &v2::RemoteReceiver,
+        remote: &kms::RemoteKey,
+        key: &str,
+        version: &str,
+        sink: W,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<GetOutcome>
+    where
+        W: AsyncWrite + Unpin + Send,
+    {
+        self.get_v2_keyed(V2Key::Remote(receiver, remote), key, version, sink, on)
+            .await
+    }
+
+    async fn get_v2_keyed<W>(
+        &self,
+        reader: V2Key<'_>,
+        key: &str,
+        version: &str,
         mut sink: W,
         on: &mut (dyn FnMut(Event) + Send),
     ) -> Result<GetOutcome>
@@ -662,7 +698,20 @@ impl Store {
         }
         st.storage_lap();
         st.manifest_bytes = len_u64(header.len());
-        let mut opener = cpu(&mut st, Call::Object, || receiver.open(&id, &header, found))?;
+        let mut opener = match reader {
+            V2Key::Local(r) => cpu(&mut st, Call::Object, || r.open(&id, &header, found))?,
+            V2Key::Remote(r, k) => {
+                let pending = cpu(&mut st, Call::Object, || r.begin(&id, &header, found))?;
+                // As in get_keyed: the wait is key establishment, claimed by the next
+                // envelope call's interval.
+                let t = std::time::Instant::now();
+                let got = k.recover(pending.key_request()?).await?;
+                let took = t.elapsed();
+                cpu(&mut st, Call::Object, || {
+                    pending.complete(&got.secret, took)
+                })?
+            }
+        };
         let total = opener.chunks_size();
         let plaintext_size =
             read_chunks(&mut opener, stream, total, &mut st, &mut sink, on).await?;
@@ -1006,6 +1055,20 @@ pub enum Reader {
         /// The key in the service.
         key: kms::RemoteKey,
     },
+    /// Format v2 with the recipient's secret key in a key service
+    /// ([`Store::get_v2_remote`]).
+    RemoteV2 {
+        /// The reader.
+        receiver: v2::RemoteReceiver,
+        /// The key in the service.
+        key: kms::RemoteKey,
+    },
+}
+
+/// The key of a v2 read: local, or in a key service.
+enum V2Key<'a> {
+    Local(&'a v2::Receiver),
+    Remote(&'a v2::RemoteReceiver, &'a kms::RemoteKey),
 }
 
 impl Reader {
@@ -1013,7 +1076,7 @@ impl Reader {
     pub fn format(&self) -> Format {
         match self {
             Self::V1(_) | Self::Remote { .. } => Format::V1,
-            Self::V2(_) => Format::V2,
+            Self::V2(_) | Self::RemoteV2 { .. } => Format::V2,
         }
     }
 }
@@ -1064,6 +1127,10 @@ impl Store {
             Reader::V2(r) => self.get_v2(r, key, version, sink, on).await,
             Reader::Remote { receiver, key: k } => {
                 self.get_remote(receiver, k, key, version, sink, on).await
+            }
+            Reader::RemoteV2 { receiver, key: k } => {
+                self.get_v2_remote(receiver, k, key, version, sink, on)
+                    .await
             }
         }
     }

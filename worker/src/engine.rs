@@ -587,6 +587,9 @@ fn endpoints(
     pk: Option<&PublicKey>,
 ) -> Result<(Writer, Reader)> {
     let (mode, backend): (Mode, Backend) = (spec.cell.mode, spec.cell.backend);
+    if let Some(k) = &spec.cell.kms {
+        return remote_endpoints(spec, k, pk);
+    }
     if let Some(placement) = spec.cell.format.placement() {
         let (Some(sk), Some(pk)) = (sk, pk) else {
             return Err(Error::RecipientKey(format!(
@@ -604,9 +607,6 @@ fn endpoints(
             Writer::V2(v2::Sender::new(backend, &[pk], false, placement)?),
             Reader::V2(reader),
         ));
-    }
-    if let Some(k) = &spec.cell.kms {
-        return remote_endpoints(spec, k, pk);
     }
     if spec.cell.require_pq {
         return Err(Error::Envelope(envelope::Error::Usage(format!(
@@ -627,9 +627,9 @@ fn endpoints(
     Ok((Writer::V1(sender), Reader::V1(receiver)))
 }
 
-/// A remote run's writer (local, with the public key) and reader (its key in the key
-/// service of `spec.kms`: one client per reader, its pool sized to the run's concurrency,
-/// and a shared-secret cache when the arm asks for one).
+/// A remote run's writer (local, with the public key, in the run's format) and reader
+/// (its key in the key service of `spec.kms`: one client per reader, its pool sized to the
+/// run's concurrency, and a shared-secret cache when the arm asks for one).
 fn remote_endpoints(
     spec: &RunSpec,
     k: &campaign::spec::KmsSpec,
@@ -648,9 +648,19 @@ fn remote_endpoints(
     let mut settings = kms::KmsSettings::new(&target.endpoint, &target.region, &ak, &sk);
     settings.pool = usize::try_from(spec.cell.concurrency).unwrap_or(1);
     let client = Arc::new(kms::Client::new(&settings).map_err(s3::Error::from)?);
+    let key = kms::RemoteKey::new(client, pk, k.cache).map_err(s3::Error::from)?;
+    if let Some(placement) = spec.cell.format.placement() {
+        let receiver = v2::RemoteReceiver::new(backend, pk)?;
+        let receiver = if spec.cell.require_pq {
+            receiver.requiring_pq()?
+        } else {
+            receiver
+        };
+        let sender = v2::Sender::new(backend, &[pk], false, placement)?;
+        return Ok((Writer::V2(sender), Reader::RemoteV2 { receiver, key }));
+    }
     let sender = Sender::new(mode, backend, SealKey::Public(pk))?;
     let receiver = Receiver::remote(mode, backend, pk)?;
-    let key = kms::RemoteKey::new(client, pk, k.cache).map_err(s3::Error::from)?;
     Ok((Writer::V1(sender), Reader::Remote { receiver, key }))
 }
 
@@ -658,7 +668,7 @@ fn remote_endpoints(
 fn session_cache_stats(r: &Reader) -> Option<envelope::CacheStats> {
     match r {
         Reader::V1(r) => r.session_cache_stats(),
-        Reader::V2(_) | Reader::Remote { .. } => None,
+        Reader::V2(_) | Reader::Remote { .. } | Reader::RemoteV2 { .. } => None,
     }
 }
 
