@@ -59,11 +59,8 @@ check: fmt clippy
 	cargo nextest run -p envelope -p stats -p campaign -p analysis -p report -p run
 
 # Regenerate the BenchmarkCampaign CRD from the Rust types (operator/src/api.rs, campaign).
-# Built with the workspace's features, as cargo test builds it: no second build of the
-# operator's dependencies (scripts/chart-check.sh runs it the same way).
-CRDGEN := cargo build -q --workspace --bin crdgen && $${CARGO_TARGET_DIR:-target}/debug/crdgen
 crds:
-	$(CRDGEN)
+	cargo run -q -p operator --bin crdgen
 
 # The committed CRD (crds/ and the chart's copy in charts/) must be what the types generate
 # (make test checks the same in operator/tests/crd.rs, without a build of its own).
@@ -151,9 +148,8 @@ docs-check: book
 
 # Regenerate the generated references after changing a command's flags or the CRD's types.
 docs-reference:
-	cargo build -q --workspace --bin pqbench
-	$${CARGO_TARGET_DIR:-target}/debug/pqbench cli-reference docs/src/reference/cli
-	$(CRDGEN)
+	cargo run -q --bin pqbench -- cli-reference docs/src/reference/cli
+	cargo run -q -p operator --bin crdgen
 
 # No pure crate links an I/O crate; the operator links neither the engine, Parquet nor s3s.
 crate-graph:

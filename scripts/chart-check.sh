@@ -509,11 +509,22 @@ say "checkov --framework kubernetes: what the operator makes for a campaign"
 # and analysis Jobs, MinIO's StatefulSet and Service, the campaign's NetworkPolicies.
 CHILDREN=$OUT/children
 rm -rf "$CHILDREN"
-# Built with the features of the whole workspace, as `cargo test --workspace` (and .ci/run)
-# built it: `cargo run -p operator` resolves the operator's features alone and compiled its
-# dependencies a second time (6 of chart-check's 7 minutes in a cold .ci/run on 2 cores).
-cargo build -q --workspace --bin crdgen || die "cargo build --workspace --bin crdgen"
-"${CARGO_TARGET_DIR:-target}/debug/crdgen" --children "$CHILDREN" || die "crdgen --children"
+# The crdgen binary `cargo test --workspace` builds for the operator's tests (a no-op in
+# make test and .ci/run, where it is built): `cargo run -p operator` and `cargo build`
+# resolve features without the dev-dependencies and compiled about 100 crates a second time
+# (6 of chart-check's 7 minutes in a cold .ci/run on 2 cores). Cargo names the binary.
+crdgen=$(cargo test -q --workspace --no-run --message-format=json |
+    "$PY" -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    # The binary itself, not its unit tests (also a "crdgen" artifact, profile.test true).
+    if (m.get("reason") == "compiler-artifact" and m["target"]["name"] == "crdgen"
+            and not m["profile"]["test"] and m.get("executable")):
+        print(m["executable"])
+') || die "cargo test --workspace --no-run (for crdgen)"
+[ -x "$crdgen" ] || die "cargo test --workspace --no-run built no crdgen binary"
+"$crdgen" --children "$CHILDREN" || die "crdgen --children"
 scan "$CHILDREN" operator/CHECKOV.md "$OUT/checkov-children.log"
 children_accepted=${#accepted[@]}
 

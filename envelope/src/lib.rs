@@ -86,7 +86,7 @@ pub use ctx::{
 pub use keys::{PublicKey, SecretKey};
 pub use manifest::{MANIFEST_FORMAT, MAX_MANIFEST_LEN, Manifest};
 pub use mode::{Backend, KeyType, Mode, SessionBounds};
-pub use open::{KeyRequest, Opened, Opener, Pending, REMOTE_MODES, Receiver};
+pub use open::{AwaitingKey, KeyRequest, Opened, Opener, Pending, REMOTE_MODES, Receiver};
 pub use seal::{SealKey, Sealed, Sealer, Sender};
 pub use session::{CacheStats, SessionInfo};
 pub use stream::{open_stream, seal_stream};

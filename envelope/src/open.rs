@@ -324,6 +324,28 @@ pub struct Pending<'r> {
     times: StageTimes,
 }
 
+/// An opening that waits for the answer to its key request from a key service: a v1
+/// [`Pending`] or a v2 [`crate::v2::Pending`]. What a remote reader does with either.
+pub trait AwaitingKey {
+    /// What opening goes on with.
+    type Opener;
+    /// The one private-key operation the service must perform.
+    fn key_request(&self) -> Result<KeyRequest<'_>>;
+    /// Finishes with the service's answer `shared`, `took` long; a wrong answer is the
+    /// opaque [`Error::Decrypt`].
+    fn complete(self, shared: &[u8], took: Duration) -> Result<Self::Opener>;
+}
+
+impl AwaitingKey for Pending<'_> {
+    type Opener = Opener;
+    fn key_request(&self) -> Result<KeyRequest<'_>> {
+        Pending::key_request(self)
+    }
+    fn complete(self, shared: &[u8], took: Duration) -> Result<Opener> {
+        Pending::complete(self, shared, took)
+    }
+}
+
 impl Pending<'_> {
     /// The secret-key operation that recovers the object's key, for the key service. A
     /// `C` of the wrong length for the mode is the opaque [`Error::Decrypt`] (an ML-KEM

@@ -655,6 +655,16 @@ impl Pending<'_, '_> {
     }
 }
 
+impl crate::AwaitingKey for Pending<'_, '_> {
+    type Opener = Opener;
+    fn key_request(&self) -> Result<KeyRequest<'_>> {
+        Pending::key_request(self)
+    }
+    fn complete(self, shared: &[u8], took: std::time::Duration) -> Result<Opener> {
+        Pending::complete(self, shared, took)
+    }
+}
+
 /// Why a header is not post-quantum only: its first classical recipient entry. (A header
 /// with the mixed-strength flag has one: check 5 refuses the flag without it.)
 fn not_post_quantum(h: &Header) -> Option<String> {
@@ -1099,6 +1109,27 @@ impl Opener {
         &self.header
     }
 
+    /// Opens `chunks` (`CT_0 ‖ … ‖ CT_{n−1}`, all in memory) to the plaintext, each chunk
+    /// only after it authenticated; a length that is not the header's is the opaque
+    /// [`Error::Decrypt`].
+    pub fn open_all(mut self, chunks: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
+        if chunks.len() as u64 != self.chunks_size() {
+            return Err(Error::Decrypt);
+        }
+        let mut out = Zeroizing::new(Vec::with_capacity(
+            usize::try_from(self.header.plaintext_size).unwrap_or(0),
+        ));
+        let mut at = 0;
+        while let Some(n) = self.next_chunk_len() {
+            let mut buf = chunks[at..at + n].to_vec();
+            at += n;
+            self.open_chunk(&mut buf)?;
+            out.extend_from_slice(&buf);
+        }
+        self.finish()?;
+        Ok(out)
+    }
+
     /// `CT_0 ‖ … ‖ CT_{n−1}`'s expected length (the body after the header).
     pub fn chunks_size(&self) -> u64 {
         chunks_len(self.header.plaintext_size)
@@ -1194,20 +1225,5 @@ pub fn open(
     if found == Placement::Metadata && len != header.len() {
         return Err(bad("the metadata entry holds bytes after the header"));
     }
-    let mut opener = Opener::new(id, key, &header[..len], found)?;
-    if chunks.len() as u64 != opener.chunks_size() {
-        return Err(Error::Decrypt);
-    }
-    let mut out = Zeroizing::new(Vec::with_capacity(
-        usize::try_from(opener.header.plaintext_size).unwrap_or(0),
-    ));
-    let mut at = 0;
-    while let Some(n) = opener.next_chunk_len() {
-        let mut buf = chunks[at..at + n].to_vec();
-        at += n;
-        opener.open_chunk(&mut buf)?;
-        out.extend_from_slice(&buf);
-    }
-    opener.finish()?;
-    Ok(out)
+    Opener::new(id, key, &header[..len], found)?.open_all(chunks)
 }

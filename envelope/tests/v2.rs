@@ -900,20 +900,6 @@ fn an_x_wing_enc_with_a_small_order_x25519_share_is_refused() {
     }
 }
 
-/// The chunks of `chunks` through `opener`, then its end.
-fn read_all(mut opener: v2::Opener, chunks: &[u8]) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(n) = opener.next_chunk_len() {
-        let mut buf = chunks[at..at + n].to_vec();
-        at += n;
-        opener.open_chunk(&mut buf)?;
-        out.extend_from_slice(&buf);
-    }
-    opener.finish()?;
-    Ok(out)
-}
-
 /// A reader whose key is in a key service (issue 41): it opens with the public key alone,
 /// the service's one operation (ML-KEM's decapsulation of the entry's `enc`, or X25519
 /// with it) done by a v1 reader holding the secret key, as the embedded service does; it
@@ -952,7 +938,7 @@ fn a_remote_reader_opens_with_the_services_answer_what_the_local_reader_opens() 
             )
             .unwrap();
             let opened = local.open(&id(), &s.header, placement).unwrap();
-            assert_eq!(read_all(opened, &s.chunks).unwrap(), pt, "{kt} local");
+            assert_eq!(*opened.open_all(&s.chunks).unwrap(), pt, "{kt} local");
             for backend in [Backend::AwsLc, Backend::RustCrypto] {
                 let remote = v2::RemoteReceiver::new(backend, &pk).unwrap();
                 let answer =
@@ -962,7 +948,7 @@ fn a_remote_reader_opens_with_the_services_answer_what_the_local_reader_opens() 
                 let opener = pending
                     .complete(&shared, std::time::Duration::from_micros(5))
                     .unwrap();
-                assert_eq!(read_all(opener, &s.chunks).unwrap(), pt, "{kt} {backend:?}");
+                assert_eq!(*opener.open_all(&s.chunks).unwrap(), pt, "{kt} {backend:?}");
 
                 let mut wrong = shared.to_vec();
                 wrong[7] ^= 1;

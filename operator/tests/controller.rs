@@ -217,25 +217,54 @@ async fn a_minio_campaign_gets_its_owned_children_and_the_finalizer_deletes_them
     recording::assert_allowed(&recorded.calls(), &ns);
 }
 
+/// A namespace of its own on the test API server, with the embedded S3 server as the
+/// campaign's external server: its bucket `under-test` and its keys in Secret `s3-keys`.
+struct External {
+    client: Client,
+    ns: String,
+    dir: tempfile::TempDir,
+    s3: s3::EmbeddedS3,
+    secrets: Api<Secret>,
+}
+
+impl External {
+    async fn start(name: &str) -> Self {
+        let client = Client::try_default().await.unwrap();
+        install_crd(&client).await;
+        let ns = namespace(name);
+        let dir = tempfile::tempdir().unwrap();
+        let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
+        s3.create_bucket("under-test").unwrap();
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+        secrets
+            .create(
+                &PostParams::default(),
+                &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
+            )
+            .await
+            .unwrap();
+        Self {
+            client,
+            ns,
+            dir,
+            s3,
+            secrets,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_external_server_campaign_runs_to_succeeded_with_verdicts_in_status() {
     if client_or_skip().is_none() {
         return;
     }
-    let client = Client::try_default().await.unwrap();
-    install_crd(&client).await;
-    let ns = namespace("ext");
-    let dir = tempfile::tempdir().unwrap();
-    let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
-    s3.create_bucket("under-test").unwrap();
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    secrets
-        .create(
-            &PostParams::default(),
-            &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
-        )
-        .await
-        .unwrap();
+    let External {
+        client,
+        ns,
+        dir,
+        s3,
+        secrets,
+    } = External::start("ext").await;
     let recorded = recording::controller(&[&ns]).await;
     let yaml = format!(
         r"
@@ -640,20 +669,13 @@ async fn a_campaign_with_remote_arms_runs_its_key_service_and_gets_verdicts() {
     if client_or_skip().is_none() {
         return;
     }
-    let client = Client::try_default().await.unwrap();
-    install_crd(&client).await;
-    let ns = namespace("rkem");
-    let dir = tempfile::tempdir().unwrap();
-    let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
-    s3.create_bucket("under-test").unwrap();
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    secrets
-        .create(
-            &PostParams::default(),
-            &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
-        )
-        .await
-        .unwrap();
+    let External {
+        client,
+        ns,
+        dir,
+        s3,
+        secrets,
+    } = External::start("rkem").await;
     let recorded = recording::controller(&[&ns]).await;
     let yaml = format!(
         r"

@@ -590,15 +590,7 @@ impl Store {
             None => cpu(&mut st, Call::Object, || receiver.open(&id, &manifest))?,
             Some(k) => {
                 let pending = cpu(&mut st, Call::Object, || receiver.begin(&id, &manifest))?;
-                // The wait is claimed by the next envelope call's interval and attributed
-                // to key establishment there (add_envelope subtracts it from the object
-                // calls), as a local key recovery's time is.
-                let t = std::time::Instant::now();
-                let got = k.recover(pending.key_request()?).await?;
-                let took = t.elapsed();
-                cpu(&mut st, Call::Object, || {
-                    pending.complete(&got.secret, took)
-                })?
+                complete_remote(&mut st, k, pending).await?
             }
         };
         let total = opener.ciphertext_size();
@@ -702,14 +694,7 @@ impl Store {
             V2Key::Local(r) => cpu(&mut st, Call::Object, || r.open(&id, &header, found))?,
             V2Key::Remote(r, k) => {
                 let pending = cpu(&mut st, Call::Object, || r.begin(&id, &header, found))?;
-                // As in get_keyed: the wait is key establishment, claimed by the next
-                // envelope call's interval.
-                let t = std::time::Instant::now();
-                let got = k.recover(pending.key_request()?).await?;
-                let took = t.elapsed();
-                cpu(&mut st, Call::Object, || {
-                    pending.complete(&got.secret, took)
-                })?
+                complete_remote(&mut st, k, pending).await?
             }
         };
         let total = opener.chunks_size();
@@ -1240,6 +1225,22 @@ impl Stream {
         self.fill(&mut header, n).await?;
         Ok((header, Placement::Prefix))
     }
+}
+
+/// Has the key service answer `pending`'s key request (none on a cache hit) and completes
+/// the opening with the answer. The wait is claimed by the next envelope call's interval
+/// and attributed to key establishment there (add_envelope subtracts it from the object
+/// calls), as a local key recovery's time is.
+async fn complete_remote<P>(st: &mut OpStats, k: &kms::RemoteKey, pending: P) -> Result<P::Opener>
+where
+    P: envelope::AwaitingKey + Send,
+{
+    let t = std::time::Instant::now();
+    let got = k.recover(pending.key_request()?).await?;
+    let took = t.elapsed();
+    Ok(cpu(st, Call::Object, || {
+        pending.complete(&got.secret, took)
+    })?)
 }
 
 /// Reads, authenticates and writes to `sink` every chunk `opener` expects from `stream`
