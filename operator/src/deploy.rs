@@ -372,9 +372,9 @@ pub fn run_spec(m: &Manifest, plan: &Plan, index: u32, owner: &Owner) -> Result<
     Ok(s)
 }
 
-/// Where the key service runs: the server node group (as `pqbench run` pins it on the
-/// server's CPUs), whether the server is the campaign's MinIO or external.
-pub fn key_service_placement(c: &BenchmarkCampaign) -> Result<Placement> {
+/// The server node group's placement: MinIO's, and the key service's (as `pqbench run`
+/// pins it on the server's CPUs) whether the server is the campaign's MinIO or external.
+pub fn server_placement(c: &BenchmarkCampaign) -> Result<Placement> {
     let sp = &c.spec.server;
     Placement::new(
         &sp.node_group,
@@ -395,13 +395,7 @@ pub fn server_pods(
     if sp.external.is_some() {
         return Ok(None);
     }
-    let placement = Placement::new(
-        &sp.node_group,
-        sp.node_selector.as_ref(),
-        &sp.tolerations,
-        sp.affinity.as_ref(),
-        "spec.server.affinity",
-    )?;
+    let placement = server_placement(c)?;
     let mut minio = sp.minio.clone().unwrap_or_default();
     if let Some(n) = sp.cpus.as_ref().and_then(campaign::placement::Cpus::count) {
         minio.resources = Some(crate::resources::guaranteed(minio.resources.as_ref(), n));

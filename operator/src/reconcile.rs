@@ -1128,7 +1128,7 @@ async fn provision_key_service(
         &pods,
         ks,
         &deploy::key_service_key_types(plan),
-        deploy::key_service_placement(c)?,
+        deploy::server_placement(c)?,
     )?;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), ns);
     create_child(&deployments, &d, owner).await

@@ -451,7 +451,7 @@ pub fn children(
     if let Some(ks) = deploy::key_service(&plan)? {
         use crate::keyservice;
         let kts = deploy::key_service_key_types(&plan);
-        let placement = deploy::key_service_placement(c)?;
+        let placement = deploy::server_placement(c)?;
         let d = keyservice::deployment(&o, &pods, &ks, &kts, placement)?;
         out.push(value(
             "the key service's Deployment",

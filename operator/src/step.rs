@@ -1542,7 +1542,7 @@ impl Step<'_, '_> {
                     ),
                     (false, _) => format!("deleted the recipient keys Secret {ttl}s after the end"),
                 };
-                let note = if f.spec.arms.iter().any(|a| a.backend.is_remote()) {
+                let note = if crate::deploy::has_remote_arms(f.spec) {
                     format!("{note}; the key service that held them went with them")
                 } else {
                     note
