@@ -652,7 +652,23 @@ fn samplers_read_garage_metrics_and_the_server_process() {
     let w = run_to_files(&spec, &RunOptions::default()).expect("run");
     let s = &w.summary;
     assert_valid_but_unaccounted(s);
-    assert!(s.server.errors.is_empty(), "{:?}", s.server.errors);
+    // Samples were taken about once per second over the run.
+    let t = Table::read_parquet(&w.dir.join(files::SAMPLES), run::records::SAMPLE_SCHEMA)
+        .expect("samples");
+    assert!(t.rows() >= 3, "{} samples", t.rows());
+    // A scrape that misses its 900 ms budget on a starved host is a missing reading the
+    // summary names (CI: Garage busy with the run's PUTs on two shared cores), not a wrong
+    // one; anything else (refused, HTTP error, unparsable) fails, and most scrapes answer.
+    assert!(
+        s.server
+            .errors
+            .iter()
+            .all(|e| e == "server metrics: no answer within 900 ms")
+            && 2 * s.server.errors.len() < t.rows(),
+        "{:?} over {} samples",
+        s.server.errors,
+        t.rows()
+    );
     assert!(
         s.server.max_rss_bytes.is_some_and(|b| b > 1e6),
         "disk total via the metrics page"
@@ -667,10 +683,6 @@ fn samplers_read_garage_metrics_and_the_server_process() {
         p.quiet && p.waited_s <= 5.0 && p.last_dirty_bytes.is_some(),
         "{p:?}"
     );
-    // Samples were taken about once per second over the run.
-    let t = Table::read_parquet(&w.dir.join(files::SAMPLES), run::records::SAMPLE_SCHEMA)
-        .expect("samples");
-    assert!(t.rows() >= 3, "{} samples", t.rows());
 
     // A wrong token is an error the summary reports; the run itself stays valid.
     let mut bad = env.spec("sampled-bad", Mode::X25519, Operation::Put, 1, Loop::Closed);
