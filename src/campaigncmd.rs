@@ -37,7 +37,7 @@ use campaign::{CampaignFile, Manifest};
 use clap::Args;
 use envelope::{KeyType, SecretKey};
 use report::Header;
-use run::planner::Environment;
+use run::planner::{Environment, ExternalKmsCredentials};
 use run::runspec::{KeyRef, Output, RunSpec, S3Target, Telemetry};
 use run::schedule::{self, Policy};
 use serde::Serialize;
@@ -190,11 +190,14 @@ pub(crate) fn plan_cmd(a: PlanArgs) -> Result<()> {
     println!("arms ({}, every one in every block):", plan.arms.len());
     for x in &plan.arms {
         let key = x.kms.as_ref().map_or_else(String::new, |k| {
-            format!(
-                ", key in the key service (+{} round trip{})",
-                campaign::units::format_duration(k.rtt.0),
-                if k.cache { ", secrets cached" } else { "" }
-            )
+            let cached = if k.cache { ", secrets cached" } else { "" };
+            match (&k.endpoint, &k.key_id) {
+                (Some(e), Some(id)) => format!(", key {id} in the key service at {e}{cached}"),
+                _ => format!(
+                    ", key in the embedded key service (+{} round trip{cached})",
+                    campaign::units::format_duration(k.rtt.0),
+                ),
+            }
         });
         println!(
             "  {:<32} {} on {}{key}, S3 client {}, format {}{}",
@@ -289,6 +292,11 @@ pub(crate) struct RunArgs {
     /// Node exporter of the server host (for the pause rule with --endpoint).
     #[arg(long)]
     node_exporter: Option<String>,
+    /// Credentials of the key services that remote arms name by endpoint
+    /// (`arms[].kms.endpoint`): a file of AWS_ACCESS_KEY_ID= and AWS_SECRET_ACCESS_KEY=
+    /// lines, readable by you alone, as `pqbench serve-kms --env-file` writes it.
+    #[arg(long)]
+    kms_credentials: Option<PathBuf>,
     #[command(flatten)]
     traces: crate::args::TraceArgs,
 }
@@ -473,6 +481,57 @@ fn local_cpus(m: &Manifest, embedded: bool) -> Result<run::planner::LocalCpus> {
     Ok(run::planner::LocalCpus { allowed, placement })
 }
 
+/// Refuses, before anything is written, a campaign whose arms name key services by
+/// endpoint without `--kms-credentials`, a credentials file the runs could not use, and a
+/// key those services do not hold for the arm's mode (each arm's `GetPublicKey`, as its
+/// writers will call it), so that no run is timed, retried and given up on a configuration
+/// error.
+fn check_key_services(plan: &Plan, file: Option<&Path>) -> Result<()> {
+    let external: Vec<_> = plan
+        .arms
+        .iter()
+        .filter_map(|a| a.kms.as_ref().filter(|k| !k.embedded()).map(|k| (a, k)))
+        .collect();
+    let file = match file {
+        None if external.is_empty() => return Ok(()),
+        None => bail!(
+            "arms {} name a key service by kms.endpoint: pass --kms-credentials FILE (its \
+             AWS_ACCESS_KEY_ID= and AWS_SECRET_ACCESS_KEY= lines, readable by you alone)",
+            external
+                .iter()
+                .map(|(a, _)| a.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Some(f) if external.is_empty() => bail!(
+            "--kms-credentials {}: no arm names a key service by kms.endpoint (the embedded \
+             services make their own credentials); drop it",
+            f.display()
+        ),
+        Some(f) => f,
+    };
+    let credentials = run::runspec::Credentials::File(file.to_owned());
+    worker::engine::resolve_credentials(&credentials)
+        .map_err(|e| anyhow::anyhow!("--kms-credentials: {e}"))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("a runtime for the key services' check")?;
+    for (arm, k) in external {
+        let (Some(endpoint), Some(id)) = (&k.endpoint, &k.key_id) else {
+            continue;
+        };
+        let target = run::runspec::KmsTarget {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            region: k.region().to_owned(),
+            credentials: credentials.clone(),
+        };
+        rt.block_on(worker::engine::service_public_key(&target, id, arm.mode))
+            .map_err(|e| anyhow::anyhow!("arm {}: {e}", arm.label))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let text = campaign::yaml::read_text(&a.file)
         .with_context(|| format!("cannot read campaign file {}", a.file.display()))?;
@@ -481,6 +540,7 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let m = &f.manifest;
     let plan = design::plan(m);
     let dir = a.out.join(&m.metadata.name);
+    check_key_services(&plan, a.kms_credentials.as_deref())?;
     // Keys first: a refused keys directory leaves nothing behind in the results.
     let keys = keys_dir(a.keys_dir.as_deref(), &plan)?;
     prepare_keys(&keys, &plan).with_context(|| format!("keys directory {}", keys.display()))?;
@@ -561,6 +621,10 @@ pub(crate) fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         let kms = crate::serverproc::spawn_kms_services(&plan, &keys, server_cpus.as_deref())?;
         let env = Environment {
             kms: kms.iter().map(|k| (k.rtt, k.target.clone())).collect(),
+            kms_external: a
+                .kms_credentials
+                .clone()
+                .map(|f| ExternalKmsCredentials::All(run::runspec::Credentials::File(f))),
             s3: S3Target {
                 endpoint: endpoint.clone(),
                 region: a.region.clone(),

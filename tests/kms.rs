@@ -9,11 +9,10 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
-use common::{ok, s};
+use common::{KmsService as Service, ok, s};
 
 fn python() -> String {
     std::env::var("PQBENCH_PYTHON").unwrap_or_else(|_| "python3".into())
@@ -21,73 +20,6 @@ fn python() -> String {
 
 fn pqbench() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pqbench"))
-}
-
-/// A running `pqbench serve-kms`; killed when dropped.
-struct Service {
-    child: Child,
-    env_file: PathBuf,
-    /// (key id, key spec) of the keys it printed.
-    keys: Vec<(String, String)>,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Service {
-    fn start(keys: &Path, env_file: PathBuf, extra: &[&str]) -> Self {
-        let mut child = pqbench()
-            .args(["serve-kms", "--keys", s(keys), "--env-file", s(&env_file)])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start pqbench serve-kms");
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut keys_seen = Vec::new();
-        for line in out.lines() {
-            let line = line.expect("serve-kms output");
-            if let Some(rest) = line.strip_prefix("key ") {
-                let mut f = rest.split_whitespace();
-                keys_seen.push((
-                    f.next().expect("id").to_owned(),
-                    f.next().expect("spec").to_owned(),
-                ));
-            }
-            if line.starts_with("(Ctrl-C") {
-                break;
-            }
-        }
-        Self {
-            child,
-            env_file,
-            keys: keys_seen,
-        }
-    }
-
-    fn key(&self, spec: &str) -> &str {
-        &self
-            .keys
-            .iter()
-            .find(|(_, sp)| sp == spec)
-            .unwrap_or_else(|| panic!("no {spec} key in {:?}", self.keys))
-            .0
-    }
-
-    /// The env file's variables.
-    fn env(&self) -> Vec<(String, String)> {
-        std::fs::read_to_string(&self.env_file)
-            .expect("env file")
-            .lines()
-            .filter_map(|l| l.strip_prefix("export "))
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-    }
 }
 
 /// The embedded S3 server's environment for `pqbench put/get`.

@@ -87,6 +87,22 @@ pub struct SecretName {
     pub name: String,
 }
 
+/// Whether `name` is a DNS-1123 subdomain (a Secret's name, a host name): at most 253
+/// characters, dot-separated labels of lower-case letters, digits and '-', each starting and
+/// ending with a letter or digit.
+pub fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
 /// The node selector of a pod in `node_group`: `explicit` if given, else
 /// [`NODE_GROUP_LABEL`]`: node_group`.
 pub fn node_selector(

@@ -146,13 +146,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The distinct added round trips of the remote arms' key services
-    /// (`arms[].kms.rtt`), shortest first: one key service per value, on either executor.
+    /// The distinct added round trips of the remote arms' embedded key services
+    /// (`arms[].kms.rtt`; arms with `kms.endpoint` use a service already running),
+    /// shortest first: one key service per value, on either executor.
     pub fn kms_rtts(&self) -> Vec<crate::units::Dur> {
         let mut rtts: Vec<_> = self
             .arms
             .iter()
-            .filter_map(|a| a.kms.as_ref().map(|k| k.rtt))
+            .filter_map(|a| a.kms.as_ref().filter(|k| k.embedded()).map(|k| k.rtt))
             .collect();
         rtts.sort();
         rtts.dedup();

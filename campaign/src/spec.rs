@@ -594,21 +594,144 @@ impl<'de> Deserialize<'de> for ArmBackend {
     }
 }
 
-/// The key service of a remote arm (`arms[].kms`, issue 41): the embedded service
-/// (`pqbench serve-kms`), which the executor starts on the server's CPUs with the
-/// campaign's keys.
+/// The key service of a remote arm (`arms[].kms`, issue 41): by default the embedded
+/// service (`pqbench serve-kms`), which the executor starts on the server's CPUs with the
+/// campaign's keys; with `endpoint`, a key service already running (AWS KMS, or
+/// `pqbench serve-kms` elsewhere) that holds the arm's key `keyId`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KmsSpec {
-    /// Round-trip time the service adds to every answer (`0ms`, `1ms`, ...): the link to a
-    /// key service elsewhere. Default 0.
+    /// Round-trip time the embedded service adds to every answer (`0ms`, `1ms`, ...): the
+    /// link to a key service elsewhere. Default 0. Not with `endpoint` (a real service's
+    /// round trip is the network's).
     #[serde(default, skip_serializing_if = "Dur::is_zero")]
     pub rtt: Dur,
     /// Keep recovered shared secrets per run process, keyed by ciphertext, so a repeated
     /// object costs no round trip (the AWS Encryption SDK's caching materials manager).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache: bool,
+    /// A key service already running, speaking the AWS KMS JSON protocol with SigV4
+    /// (`kms/PROTOCOL.md`): `https://kms.eu-west-1.amazonaws.com`, or `http://host:port` on
+    /// a private path. The executor starts nothing for the arm. Credentials: `pqbench run
+    /// --kms-credentials FILE` locally, `credentialsSecret` on a cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The arm's key in the service at `endpoint` (a key id or key ARN; required with
+    /// `endpoint`): a key of the arm's mode (`ML_KEM_768`, `ML_KEM_1024`, `ECC_X25519`...).
+    /// Writers take its public key from `GetPublicKey` before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// Signing region of the service at `endpoint` (default `us-east-1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// On a cluster: the Secret (in the campaign's namespace, labelled
+    /// `pqbench.io/credentials: "true"` by its owner) holding `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY` for the service at `endpoint`; required there. `pqbench run`
+    /// takes `--kms-credentials` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret: Option<String>,
+}
+
+impl KmsSpec {
+    /// Whether the executor starts this arm's key service (no `endpoint`).
+    pub const fn embedded(&self) -> bool {
+        self.endpoint.is_none()
+    }
+
+    /// The signing region of the service at `endpoint`.
+    pub fn region(&self) -> &str {
+        self.region.as_deref().unwrap_or("us-east-1")
+    }
+
+    /// Refuses fields that do not fit together; errors name the field under `at`
+    /// (`arms[2].kms`) and say what to do.
+    pub fn check(&self, at: &str) -> Result<(), String> {
+        let Some(endpoint) = &self.endpoint else {
+            for (field, set) in [
+                ("keyId", self.key_id.is_some()),
+                ("region", self.region.is_some()),
+                ("credentialsSecret", self.credentials_secret.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{at}.{field}: belongs to a key service given by endpoint; the embedded \
+                         service holds the campaign's own keys. Set {at}.endpoint or drop {field}"
+                    ));
+                }
+            }
+            return Ok(());
+        };
+        if !is_endpoint(endpoint) {
+            return Err(format!(
+                "{at}.endpoint: {endpoint:?} is not http(s)://host[:port] (a DNS name or IPv4 \
+                 address; no path, query or credentials)"
+            ));
+        }
+        if !self.rtt.is_zero() {
+            return Err(format!(
+                "{at}.rtt: the embedded service adds a round trip; the service at {endpoint} \
+                 has the network's. Drop rtt or drop endpoint"
+            ));
+        }
+        let Some(id) = &self.key_id else {
+            return Err(format!(
+                "{at}.keyId: required with endpoint: the id or ARN of the arm's key in that \
+                 service (`pqbench serve-kms --create` prints one)"
+            ));
+        };
+        if id.is_empty()
+            || id.len() > 2048
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_:/.".contains(&b))
+        {
+            return Err(format!(
+                "{at}.keyId: {id:?} is not a key id or ARN (letters, digits, '-', '_', ':', \
+                 '/', '.')"
+            ));
+        }
+        if let Some(r) = &self.region
+            && (r.is_empty()
+                || r.len() > 64
+                || !r
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+        {
+            return Err(format!(
+                "{at}.region: {r:?} is not a region name (eu-west-1)"
+            ));
+        }
+        if let Some(n) = &self.credentials_secret
+            && !crate::cluster::is_dns_subdomain(n)
+        {
+            return Err(format!(
+                "{at}.credentialsSecret: {n:?} is not a Secret name (lower-case letters, \
+                 digits, '-' and '.', at most 253)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `url` is `http(s)://host[:port]` with an optional trailing `/`, the host a DNS
+/// name or IPv4 address (checked without a URL library: the campaign crate stays free of
+/// HTTP stacks).
+fn is_endpoint(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (host, port) = match rest.split_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (rest, None),
+    };
+    crate::cluster::is_dns_subdomain(host)
+        && port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0))
 }
 
 /// A declared comparison (`analysis.comparisons`): `arm` against `against`, by arm label,
@@ -1192,6 +1315,14 @@ impl CampaignSpec {
                 self.secrets_ttl_seconds_after_finished.is_some(),
             ),
             ("keepOnFailure", self.keep_on_failure),
+            (
+                "arms[].kms.credentialsSecret",
+                self.arms.iter().any(|a| {
+                    a.kms
+                        .as_ref()
+                        .is_some_and(|k| k.credentials_secret.is_some())
+                }),
+            ),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))

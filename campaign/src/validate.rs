@@ -291,6 +291,9 @@ impl CampaignSpec {
                         a.mode
                     ));
                 }
+                if let Some(k) = &a.kms {
+                    k.check(&format!("arms[{i}].kms"))?;
+                }
             } else if a.kms.is_some() {
                 return Err(format!(
                     "arms[{i}].kms: only a `backend: remote` arm has a key service; set \

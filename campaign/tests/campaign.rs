@@ -427,8 +427,44 @@ fn malformed_files_name_the_field() {
         ),
         (
             "{mode: ml-kem-768, backend: aws-lc}",
-            "{mode: ml-kem-768, backend: remote, kms: {rtt: 1ms, endpoint: x}}",
-            "unknown field `endpoint`",
+            "{mode: ml-kem-768, backend: remote, kms: {rtt: 1ms, endpoint: 'http://k:1', keyId: a}}",
+            "spec.arms[1].kms.rtt: the embedded service adds a round trip; the service at \
+             http://k:1 has the network's",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'https://kms.eu-west-1.amazonaws.com'}}",
+            "spec.arms[1].kms.keyId: required with endpoint",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {keyId: a}}",
+            "spec.arms[1].kms.keyId: belongs to a key service given by endpoint",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'https://kms/x?a', keyId: a}}",
+            "spec.arms[1].kms.endpoint: \"https://kms/x?a\" is not http(s)://host[:port]",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'https://u:p@kms', keyId: a}}",
+            "spec.arms[1].kms.endpoint: \"https://u:p@kms\" is not http(s)://host[:port]",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'http://k:1', keyId: 'a b'}}",
+            "spec.arms[1].kms.keyId: \"a b\" is not a key id or ARN",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'http://k:1', keyId: a, credentialsSecret: ../x}}",
+            "spec.arms[1].kms.credentialsSecret: \"../x\" is not a Secret name",
+        ),
+        (
+            "{mode: ml-kem-768, backend: aws-lc}",
+            "{mode: ml-kem-768, backend: remote, kms: {endpoint: 'http://k:1', keyId: a, secret: x}}",
+            "unknown field `secret`",
         ),
         (
             "{mode: ml-kem-768, backend: aws-lc}",

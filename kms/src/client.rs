@@ -74,7 +74,7 @@ impl KmsSettings {
 
 /// A key-service client. Cheap to share (`Arc`), `Send + Sync`.
 pub struct Client {
-    pool: Pool<HttpConnector, Full<Bytes>>,
+    pool: Pool<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     endpoint: String,
     uri: String,
     region: String,
@@ -92,16 +92,25 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for `settings`. Refuses an endpoint that is not `http://host[:port]`.
+    /// A client for `settings`. Refuses an endpoint that is not `http(s)://host[:port]`.
+    /// `https` verifies the service's certificate against the system's roots
+    /// (`SSL_CERT_FILE` and `SSL_CERT_DIR` override them), as AWS KMS needs; plain `http`
+    /// is the embedded service's in-cluster or loopback path, where TLS would be measured
+    /// as well.
     pub fn new(settings: &KmsSettings) -> Result<Self> {
         let ep = &settings.endpoint;
-        let uri: http::Uri = format!("{ep}/")
-            .parse()
-            .map_err(|e| Error::Settings(format!("endpoint {ep:?} is not a URL: {e}")))?;
-        if uri.scheme_str() != Some("http") || uri.host().is_none() || uri.path() != "/" {
+        let uri: http::Uri = format!("{ep}/").parse().map_err(|e| {
+            Error::Settings(format!(
+                "endpoint {ep:?} is not a URL ({e}); the key-service client takes \
+                     http(s)://host[:port]"
+            ))
+        })?;
+        if !matches!(uri.scheme_str(), Some("http" | "https"))
+            || uri.host().is_none()
+            || uri.path() != "/"
+        {
             return Err(Error::Settings(format!(
-                "endpoint {ep:?}: the key-service client takes http://host[:port] (plain HTTP \
-                 on the in-cluster or loopback path; TLS would be measured as well)"
+                "endpoint {ep:?}: the key-service client takes http(s)://host[:port]"
             )));
         }
         if settings.access_key.is_empty() || settings.secret_key.is_empty() {
@@ -115,6 +124,13 @@ impl Client {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(settings.timeout));
+        connector.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| Error::Settings(format!("TLS roots for {ep}: {e}")))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let pool = Pool::builder(TokioExecutor::new())
             .pool_max_idle_per_host(settings.pool.max(1))
             .build(connector);
@@ -360,6 +376,19 @@ impl RemoteKey {
             spec,
             cache: cache.then(|| Mutex::new(Cache::default())),
         })
+    }
+
+    /// The key `key_id` (an id or ARN the service gave it, as AWS KMS's key ids are not
+    /// derived from the key) whose public key is `public`.
+    pub fn with_key_id(
+        client: Arc<Client>,
+        public: &PublicKey,
+        key_id: &str,
+        cache: bool,
+    ) -> Result<Self> {
+        let mut key = Self::new(client, public, cache)?;
+        key_id.clone_into(&mut key.key_id);
+        Ok(key)
     }
 
     /// The key id.

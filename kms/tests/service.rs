@@ -381,13 +381,22 @@ fn metrics_are_served_unsigned_without_the_added_round_trip() {
 }
 
 #[test]
-fn https_and_empty_credentials_are_refused_by_name() {
+fn an_endpoint_with_a_path_or_another_scheme_and_empty_credentials_are_refused_by_name() {
+    for ep in [
+        "ftp://kms.example",
+        "http://127.0.0.1:1/kms",
+        "kms.example:443",
+    ] {
+        let s = KmsSettings::new(ep, "eu-west-1", "a", "b");
+        let e = Client::new(&s)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("http(s)://host[:port]"), "{ep}: {e}");
+    }
+    // https is taken (AWS KMS), its certificate checked at the first call.
     let s = KmsSettings::new("https://kms.eu-west-1.amazonaws.com", "eu-west-1", "a", "b");
-    let e = Client::new(&s)
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(e.contains("http://host[:port]"), "{e}");
+    assert!(Client::new(&s).is_ok());
     let s = KmsSettings::new("http://127.0.0.1:1", "eu-west-1", "", "b");
     assert!(Client::new(&s).is_err());
 }

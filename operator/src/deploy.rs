@@ -2,6 +2,7 @@
 //! bucket are, which run specs the worker pods get, which keys they need (DESIGN.md
 //! "Operator"; the plan itself is `campaign::design`). Pure: names and plain data only.
 
+use campaign::spec::KmsSpec;
 use campaign::units::Dur;
 use campaign::{CampaignSpec, Manifest, Plan};
 use envelope::KeyType;
@@ -27,6 +28,9 @@ pub const RESULTS_CREDENTIALS_DIR: &str = "/var/run/pqbench/results";
 /// Where worker pods of a campaign with remote arms, and its key service's pod, mount the
 /// key service's credentials Secret.
 pub const KMS_CREDENTIALS_DIR: &str = "/var/run/pqbench/kms";
+/// Where worker pods mount the credentials Secret of each key service given by endpoint
+/// (`<dir>/<Secret name>`).
+pub const KMS_EXTERNAL_DIR: &str = "/var/run/pqbench/kms-external";
 
 /// The manifest of a campaign object (what `pqbench plan` would read).
 pub fn manifest(c: &BenchmarkCampaign) -> Manifest {
@@ -71,6 +75,12 @@ pub fn unsupported(spec: &CampaignSpec) -> Option<String> {
                 .into(),
         );
     }
+    if let Some((i, _)) = external_kms(spec).find(|(_, k)| k.credentials_secret.is_none()) {
+        return Some(format!(
+            "arms[{i}].kms.credentialsSecret: the key service at kms.endpoint is reached with a credentials Secret (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) labelled {}=true; the pods' identity is not used for a key service",
+            crate::policy::CREDENTIALS_LABEL
+        ));
+    }
     egress(spec).err().map(|e| e.to_string())
 }
 
@@ -83,6 +93,11 @@ pub fn plain_http_endpoints(spec: &CampaignSpec) -> Vec<(&'static str, String)> 
     }
     if let Some(e) = spec.results.as_ref().and_then(|r| r.endpoint.clone()) {
         out.push(("spec.results.endpoint", e));
+    }
+    for (_, k) in external_kms(spec) {
+        if let Some(e) = &k.endpoint {
+            out.push(("spec.arms[].kms.endpoint", e.clone()));
+        }
     }
     out.retain(|(_, url)| {
         url.get(..7)
@@ -139,10 +154,35 @@ fn host_of(field: &'static str, url: &str) -> Result<Egress> {
     Ok(Egress::Host { field, ip, port })
 }
 
-/// Whether the campaign has remote arms (`arms[].backend: remote`): the operator then runs
-/// its key service ([`key_service`]).
+/// Whether the campaign has remote arms on the embedded key service (`arms[].backend:
+/// remote` without `kms.endpoint`): the operator then runs its key service
+/// ([`key_service`]).
 pub fn has_remote_arms(spec: &CampaignSpec) -> bool {
-    spec.arms.iter().any(|a| a.backend.is_remote())
+    spec.arms
+        .iter()
+        .any(|a| a.backend.is_remote() && a.kms.as_ref().is_none_or(KmsSpec::embedded))
+}
+
+/// The remote arms that name a key service by endpoint (`arms[i].kms.endpoint`), with
+/// their index: the operator deploys nothing for them, and their workers reach the
+/// endpoint with the Secret `kms.credentialsSecret`.
+pub fn external_kms(spec: &CampaignSpec) -> impl Iterator<Item = (usize, &KmsSpec)> {
+    spec.arms
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.backend.is_remote())
+        .filter_map(|(i, a)| a.kms.as_ref().filter(|k| !k.embedded()).map(|k| (i, k)))
+}
+
+/// The credentials Secrets of the key services given by endpoint, each once, sorted: the
+/// worker pods mount each at [`KMS_EXTERNAL_DIR`]`/<name>`.
+pub fn external_kms_secrets(spec: &CampaignSpec) -> Vec<String> {
+    let mut out: Vec<String> = external_kms(spec)
+        .filter_map(|(_, k)| k.credentials_secret.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The key service of a plan with remote arms (`None` without): one port per distinct
@@ -160,12 +200,13 @@ pub fn key_service(plan: &Plan) -> Result<Option<KeyServiceSpec>> {
     Ok(Some(spec))
 }
 
-/// The key types of the plan's remote arms (the keys the key service holds).
+/// The key types of the plan's remote arms on the embedded key service (the keys it
+/// holds).
 pub fn key_service_key_types(plan: &Plan) -> Vec<KeyType> {
     let mut out: Vec<KeyType> = plan
         .arms
         .iter()
-        .filter(|a| a.kms.is_some())
+        .filter(|a| a.kms.as_ref().is_some_and(KmsSpec::embedded))
         .map(|a| a.mode.key_type())
         .collect();
     out.sort_by_key(|kt| kt.name());
@@ -201,6 +242,11 @@ pub fn egress(spec: &CampaignSpec) -> Result<Vec<Egress>> {
     }
     if has_remote_arms(spec) {
         out.push(Egress::KeyService);
+    }
+    for (_, k) in external_kms(spec) {
+        if let Some(e) = &k.endpoint {
+            out.push(host_of("spec.arms[].kms.endpoint", e)?);
+        }
     }
     if let Some(e) = spec.results.as_ref().and_then(|r| r.endpoint.as_deref()) {
         out.push(host_of("spec.results.endpoint", e)?);
@@ -323,6 +369,9 @@ pub fn environment(owner: &Owner, spec: &CampaignSpec) -> run::planner::Environm
         cpus: None,
         // The key service's endpoints come from the plan ([`run_spec`]).
         kms: Vec::new(),
+        kms_external: Some(run::planner::ExternalKmsCredentials::MountedUnder(
+            KMS_EXTERNAL_DIR.into(),
+        )),
         s3: S3Target {
             endpoint: endpoint.clone(),
             region,
@@ -435,6 +484,7 @@ pub fn worker_pods<'a>(
             .and_then(|r| r.credentials_secret.clone()),
         key_types,
         kms_credentials: has_remote_arms(spec_).then(|| owner.kms_credentials_secret()),
+        kms_external: external_kms_secrets(spec_),
         active_deadline_seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
         cpus: cl.cpus.as_ref().and_then(campaign::placement::Cpus::count),
     };

@@ -439,4 +439,110 @@ mod tests {
         let worker = of(&quick, "Job", "worker");
         assert!(!worker.to_string().contains("kms-credentials"));
     }
+
+    /// `examples/kms-endpoint.yaml` as applied: its arm with `kms.endpoint` gets no key
+    /// service (the embedded arm's holds only its own key type); its run specs name the
+    /// endpoint, its region and key id, the labelled Secret's mount and no recipient key;
+    /// the worker pods mount that Secret read-only and may reach the endpoint's port; the
+    /// policy looks at the Secret's label; without a Secret the campaign is refused by
+    /// the field.
+    #[test]
+    fn an_arm_with_a_key_service_by_endpoint_reaches_it_with_its_secret() {
+        let mut c: BenchmarkCampaign =
+            serde_yaml_ng::from_str(include_str!("../../examples/kms-endpoint.yaml")).unwrap();
+        c.metadata.namespace = Some("team-a".into());
+        c.metadata.uid = Some("u1".into());
+        let owner = Owner::of(&c).unwrap();
+        let m = deploy::manifest(&c);
+        let plan = campaign::design::plan(&m);
+        assert_eq!(deploy::unsupported(&m.spec), None);
+        assert_eq!(
+            deploy::key_service_key_types(&plan),
+            [envelope::KeyType::MlKem768]
+        );
+        assert_eq!(
+            plan.kms_rtts(),
+            [ms(0)],
+            "one embedded service, for the other arm"
+        );
+        let mounted = format!("{}/kms-bench-credentials", deploy::KMS_EXTERNAL_DIR);
+        let mut seen = 0;
+        for (i, r) in plan.runs.iter().enumerate() {
+            let spec = deploy::run_spec(&m, &plan, u32::try_from(i).unwrap(), &owner).unwrap();
+            if r.arm != "mlkem-kms-endpoint" {
+                continue;
+            }
+            seen += 1;
+            let k = spec.kms.unwrap();
+            assert_eq!(k.endpoint, "https://kms.eu-west-1.amazonaws.com");
+            assert_eq!(k.region, "eu-west-1");
+            assert_eq!(k.credentials, Credentials::Mounted(mounted.clone().into()));
+            assert!(
+                spec.cell
+                    .kms
+                    .unwrap()
+                    .key_id
+                    .unwrap()
+                    .starts_with("arn:aws:kms:eu-west-1:")
+            );
+            assert_eq!(spec.recipient_key, None);
+        }
+        assert_eq!(seen, 4, "4 blocks");
+
+        let kids = children(&c);
+        let worker = of(&kids, "Job", "worker");
+        let pod = &worker["spec"]["template"]["spec"];
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["secret"]["secretName"] == "kms-bench-credentials")
+            .unwrap_or_else(|| panic!("no volume of the Secret: {pod}"));
+        assert_eq!(volume["secret"]["defaultMode"], 0o440);
+        let mount = pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == volume["name"])
+            .unwrap();
+        assert_eq!(mount["mountPath"], mounted.as_str());
+        assert_eq!(mount["readOnly"], true);
+        let fence = of(&kids, "NetworkPolicy", "worker");
+        assert!(
+            fence["spec"]["egress"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["ports"] == json!([{"port": 443, "protocol": "TCP"}])),
+            "no egress to the endpoint's port: {fence}"
+        );
+        let named = crate::policy::secrets(&m.spec);
+        assert!(
+            named
+                .iter()
+                .any(|n| n.field == "spec.arms[3].kms.credentialsSecret"
+                    && n.name == "kms-bench-credentials"),
+            "{named:?}"
+        );
+
+        // Without its Secret (the pods' identity is not used for a key service).
+        let text = include_str!("../../examples/kms-endpoint.yaml")
+            .replace("        credentialsSecret: kms-bench-credentials\n", "");
+        let bare: BenchmarkCampaign = serde_yaml_ng::from_str(&text).unwrap();
+        let why = deploy::unsupported(&deploy::manifest(&bare).spec).unwrap_or_default();
+        assert!(why.starts_with("arms[3].kms.credentialsSecret: "), "{why}");
+        // Over plain HTTP, said as for the other external endpoints.
+        let plain: BenchmarkCampaign = serde_yaml_ng::from_str(&text.replace(
+            "https://kms.eu-west-1.amazonaws.com",
+            "http://kms.team-b.svc:9500",
+        ))
+        .unwrap();
+        assert_eq!(
+            deploy::plain_http_endpoints(&deploy::manifest(&plain).spec),
+            [(
+                "spec.arms[].kms.endpoint",
+                "http://kms.team-b.svc:9500".to_owned()
+            )]
+        );
+    }
 }

@@ -10,7 +10,8 @@
 //!   either a whole reference (`repo@sha256:…`, `repo:tag`) or a prefix ending in `/`
 //!   (`registry.example.com/pqbench/`);
 //! - **Secrets a campaign names** (`server.external.credentialsSecret`,
-//!   `results.credentialsSecret`, `clients.imagePullSecrets[]`): only those the namespace's
+//!   `results.credentialsSecret`, `arms[].kms.credentialsSecret`,
+//!   `clients.imagePullSecrets[]`): only those the namespace's
 //!   owner labelled [`CREDENTIALS_LABEL`]` = "true"`. The operator reads a Secret's
 //!   metadata to see the label, and its data only once the label is there;
 //! - **the workers' ServiceAccount** (`clients.serviceAccountName`, whose cloud role the
@@ -87,6 +88,14 @@ pub fn secrets(spec: &CampaignSpec) -> Vec<Named> {
             field: "spec.results.credentialsSecret".into(),
             name,
         });
+    }
+    for (i, k) in crate::deploy::external_kms(spec) {
+        if let Some(name) = &k.credentials_secret {
+            out.push(Named {
+                field: format!("spec.arms[{i}].kms.credentialsSecret"),
+                name: name.clone(),
+            });
+        }
     }
     for (i, s) in spec.clients.image_pull_secrets.iter().enumerate() {
         out.push(Named {

@@ -844,6 +844,9 @@ pub struct WorkerPods<'a> {
     pub key_types: &'a [KeyType],
     /// The key service's credentials Secret, when the campaign has remote arms.
     pub kms_credentials: Option<String>,
+    /// The credentials Secrets of the key services remote arms name by endpoint, each
+    /// mounted at [`crate::deploy::KMS_EXTERNAL_DIR`]`/<name>`.
+    pub kms_external: Vec<String>,
     /// Seconds the Job may run before Kubernetes stops it.
     pub active_deadline_seconds: i64,
     /// Whole CPUs per pod from `clients.cpus` (requests = limits), if placed.
@@ -940,6 +943,14 @@ fn secret_mounts(owner: &Owner, pods: &WorkerPods<'_>, keys: bool) -> Vec<Mount>
     }
     if let Some(secret) = &pods.kms_credentials {
         out.push(kms_credentials_mount(secret));
+    }
+    for (i, secret) in pods.kms_external.iter().enumerate() {
+        out.push(secret_volume(
+            &format!("kms-external-{i}"),
+            secret,
+            &format!("{}/{secret}", crate::deploy::KMS_EXTERNAL_DIR),
+            credentials(),
+        ));
     }
     out
 }
@@ -1974,6 +1985,7 @@ pub(crate) mod tests {
             service_account_name: None,
             key_types: &kts,
             kms_credentials: None,
+            kms_external: Vec::new(),
             active_deadline_seconds: 600,
             cpus: Some(4),
         };
@@ -2030,6 +2042,7 @@ pub(crate) mod tests {
             service_account_name: None,
             key_types: &[],
             kms_credentials: None,
+            kms_external: Vec::new(),
             active_deadline_seconds: 600,
             cpus: None,
         };
@@ -2089,6 +2102,7 @@ pub(crate) mod tests {
             service_account_name: None,
             key_types: &kts,
             kms_credentials: None,
+            kms_external: Vec::new(),
             active_deadline_seconds: 600,
             cpus: None,
         };

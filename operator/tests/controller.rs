@@ -676,6 +676,19 @@ async fn a_campaign_with_remote_arms_runs_its_key_service_and_gets_verdicts() {
         s3,
         secrets,
     } = External::start("rkem").await;
+    // Another team's key service, named by endpoint, with a key of its own and its
+    // credentials in a Secret the namespace's owner labelled.
+    let other_keys = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(kms::KeyStore::open(&other_keys.path().join("k")).unwrap());
+    let other_key = store.create(kms::KeySpec::MlKem768).unwrap();
+    let other = kms::EmbeddedKms::start(store, &kms::ServiceOptions::default()).unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &k8s::credentials_secret("other-kms", other.access_key(), other.secret_key()),
+        )
+        .await
+        .unwrap();
     let recorded = recording::controller(&[&ns]).await;
     let yaml = format!(
         r"
@@ -689,6 +702,10 @@ spec:
     - {{mode: ml-kem-768, name: mlkem-local}}
     - {{mode: ml-kem-768, backend: remote, name: mlkem-kms-0ms}}
     - {{mode: ml-kem-768, backend: remote, kms: {{rtt: 1ms}}, name: mlkem-kms-1ms}}
+    - mode: ml-kem-768
+      backend: remote
+      name: mlkem-kms-endpoint
+      kms: {{endpoint: '{}', keyId: {}, credentialsSecret: other-kms}}
   baseline: x25519
   cells:
     - operation: [get]
@@ -707,6 +724,7 @@ spec:
     comparisons:
       - {{arm: mlkem-kms-0ms, against: mlkem-local}}
       - {{arm: mlkem-kms-1ms, against: mlkem-kms-0ms}}
+      - {{arm: mlkem-kms-endpoint, against: mlkem-local}}
   server:
     external:
       endpoint: {}
@@ -718,6 +736,8 @@ spec:
     run: 90s
   secretsTtlSecondsAfterFinished: 3
 ",
+        other.endpoint(),
+        other_key,
         s3.endpoint()
     );
     let api: Api<BenchmarkCampaign> = Api::namespaced(client.clone(), &ns);
@@ -835,7 +855,7 @@ spec:
                 .collect();
             assert_eq!(
                 pod_secrets,
-                ["s3-keys", "rkem-keys", "rkem-kms-credentials"],
+                ["s3-keys", "rkem-keys", "rkem-kms-credentials", "other-kms"],
                 "{name}"
             );
             threads.extend(play::play_job_reaching(
@@ -853,9 +873,9 @@ spec:
     }
     let st = last.status.unwrap();
     assert_eq!(st.phase, Phase::Succeeded, "{:?}", st.message);
-    assert_eq!(st.progress.as_ref().map(|p| p.done), Some(8));
+    assert_eq!(st.progress.as_ref().map(|p| p.done), Some(10));
     // The remote arms' comparisons are in status, with a verdict each.
-    for arm in ["mlkem-kms-0ms", "mlkem-kms-1ms"] {
+    for arm in ["mlkem-kms-0ms", "mlkem-kms-1ms", "mlkem-kms-endpoint"] {
         assert!(
             st.verdicts.iter().any(|v| v.mode == arm),
             "no verdict for {arm}: {:?}",
@@ -878,7 +898,8 @@ spec:
     let report: serde_json::Value =
         serde_json::from_slice(&report.body.collect().await.unwrap().into_bytes()).unwrap();
     for r in report["resources"].as_array().unwrap() {
-        let remote = r["arm"].as_str().unwrap().contains("-kms-");
+        let arm = r["arm"].as_str().unwrap();
+        let remote = arm.contains("-kms-") && arm != "mlkem-kms-endpoint";
         let kms_cpu = r["key_service_cpu_per_request_us"]["mean"].as_f64();
         assert_eq!(kms_cpu.is_some_and(|us| us > 0.0), remote, "{r}");
     }
@@ -900,6 +921,13 @@ spec:
     .await;
     let all = all_secrets().await;
     assert!(!all.contains_key("rkem-kms-credentials") && !all.contains_key("rkem-keys"));
+    // The other team's Secret is not the campaign's to delete; its service decapsulated
+    // every object the endpoint arm read (its readers held no key).
+    assert!(all.contains_key("other-kms"));
+    let (answered_ok, _, refused) = other.counts();
+    assert!(answered_ok > 2, "{answered_ok} requests answered");
+    assert_eq!(refused, 0);
+    other.stop();
     let svc: Api<Service> = Api::namespaced(client.clone(), &ns);
     assert!(svc.get_opt("rkem-kms").await.unwrap().is_none());
     let ev = k8s::event(&client, &ns, "SecretsDeleted").await;

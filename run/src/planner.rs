@@ -7,7 +7,8 @@ use campaign::placement::{Placement, confine, format_cpu_list};
 use campaign::{Manifest, Plan};
 
 use crate::runspec::{
-    Cell, KeyRef, KmsTarget, Loop, Output, Processes, RunSpec, S3Target, Session, Telemetry,
+    Cell, Credentials, KeyRef, KmsTarget, Loop, Output, Processes, RunSpec, S3Target, Session,
+    Telemetry,
 };
 use crate::{Error, Result};
 
@@ -30,6 +31,37 @@ pub struct Environment {
     /// The key services of the remote arms, by added round trip (`arms[].kms.rtt`): one
     /// embedded service per distinct value.
     pub kms: Vec<(crate::units::Dur, KmsTarget)>,
+    /// The credentials of the key services given by endpoint (`arms[].kms.endpoint`);
+    /// `None`: the executor has none, and a campaign with such an arm is refused.
+    pub kms_external: Option<ExternalKmsCredentials>,
+}
+
+/// Where a run of an arm with `kms.endpoint` finds the service's credentials.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExternalKmsCredentials {
+    /// One set for every such service (`pqbench run --kms-credentials FILE`).
+    All(Credentials),
+    /// Each arm's `kms.credentialsSecret`, mounted at `<dir>/<secret name>` (the operator's
+    /// worker pods).
+    MountedUnder(std::path::PathBuf),
+}
+
+impl ExternalKmsCredentials {
+    /// The credentials of `kms`'s service, or why there are none.
+    pub fn of(&self, kms: &campaign::spec::KmsSpec) -> std::result::Result<Credentials, String> {
+        match self {
+            ExternalKmsCredentials::All(c) => Ok(c.clone()),
+            ExternalKmsCredentials::MountedUnder(dir) => kms
+                .credentials_secret
+                .as_ref()
+                .map(|n| Credentials::Mounted(dir.join(n)))
+                .ok_or_else(|| {
+                    "kms.credentialsSecret: a key service given by endpoint needs the Secret \
+                     of its credentials on a cluster"
+                        .to_owned()
+                }),
+        }
+    }
 }
 
 /// The CPUs of one machine and where the server and the clients go on it.
@@ -88,23 +120,22 @@ pub fn run_specs(
         turn: run.position,
     });
     let stretch = |d: crate::units::Dur| crate::units::Dur(turns.map_or(d.0, |t| d.0 * t.of));
-    let kms = match &arm.kms {
-        None => None,
-        Some(k) => Some(
-            env.kms
-                .iter()
-                .find(|(rtt, _)| *rtt == k.rtt)
-                .map(|(_, t)| t.clone())
-                .ok_or_else(|| Error::Plan {
-                    run_id: run.run_id.clone(),
-                    detail: format!(
-                        "arm {} is remote with an added round trip of {}, and no key service \
-                         of that round trip was started",
-                        arm.label, k.rtt
-                    ),
-                })?,
-        ),
-    };
+    let kms = arm
+        .kms
+        .as_ref()
+        .map(|k| kms_target(k, env))
+        .transpose()
+        .map_err(|detail| Error::Plan {
+            run_id: run.run_id.clone(),
+            detail: format!("arm {}: {detail}", arm.label),
+        })?;
+    // The recipient key of an arm whose key is in a service given by endpoint is that
+    // service's (`GetPublicKey`), not the campaign's.
+    let own_key = arm.mode != envelope::Mode::Plaintext
+        && arm
+            .kms
+            .as_ref()
+            .is_none_or(campaign::spec::KmsSpec::embedded);
     let mut out = Vec::new();
     for index in 0..count {
         let s = RunSpec {
@@ -138,7 +169,7 @@ pub fn run_specs(
                 ..env.s3.clone()
             },
             kms: kms.clone(),
-            recipient_key: (arm.mode != envelope::Mode::Plaintext).then(|| env.keys.clone()),
+            recipient_key: own_key.then(|| env.keys.clone()),
             fixtures: spec.fixtures,
             session: arm.session.map(|(max_objects, max_age)| Session {
                 max_objects,
@@ -161,4 +192,40 @@ pub fn run_specs(
         out.push(s);
     }
     Ok(out)
+}
+
+/// The key service of a remote arm: the embedded one of its round trip, or the one it
+/// names by endpoint with the executor's credentials for it.
+fn kms_target(
+    k: &campaign::spec::KmsSpec,
+    env: &Environment,
+) -> std::result::Result<KmsTarget, String> {
+    if let Some(endpoint) = &k.endpoint {
+        let credentials = env
+            .kms_external
+            .as_ref()
+            .ok_or_else(|| {
+                format!(
+                    "kms.endpoint {endpoint}: no credentials for a key service given by \
+                     endpoint (pqbench run: --kms-credentials FILE)"
+                )
+            })?
+            .of(k)?;
+        return Ok(KmsTarget {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            region: k.region().to_owned(),
+            credentials,
+        });
+    }
+    env.kms
+        .iter()
+        .find(|(rtt, _)| *rtt == k.rtt)
+        .map(|(_, t)| t.clone())
+        .ok_or_else(|| {
+            format!(
+                "remote with an added round trip of {}, and no key service of that round trip \
+                 was started",
+                k.rtt
+            )
+        })
 }

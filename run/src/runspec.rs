@@ -411,7 +411,8 @@ pub struct RunSpec {
     /// The key service of a remote run (`cell.kms`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kms: Option<KmsTarget>,
-    /// The recipient key (absent only for `plaintext`).
+    /// The recipient key (absent only for `plaintext`, and for a remote run whose key is in
+    /// the service at `cell.kms.endpoint`: `cell.kms.keyId`).
     #[serde(default)]
     pub recipient_key: Option<KeyRef>,
     /// Fixture objects written before a GET run (per process); workers read them round
@@ -578,6 +579,17 @@ impl RunSpec {
                     c.mode
                 )));
             }
+            (Some(k), Some(t)) => {
+                k.check("cell.kms").map_err(Error::Spec)?;
+                if let Some(e) = &k.endpoint
+                    && e.trim_end_matches('/') != t.endpoint
+                {
+                    return Err(Error::Spec(format!(
+                        "kms.endpoint: {} is not the arm's key service {e} (cell.kms.endpoint)",
+                        t.endpoint
+                    )));
+                }
+            }
             _ => {}
         }
         if c.object_size.0 > envelope::MAX_PLAINTEXT_SIZE {
@@ -623,9 +635,11 @@ impl RunSpec {
                 "fixtures must be at least 1 for a GET run".into(),
             ));
         }
-        if c.mode != Mode::Plaintext && self.recipient_key.is_none() {
+        let key_in_service = c.kms.as_ref().is_some_and(|k| k.key_id.is_some());
+        if c.mode != Mode::Plaintext && self.recipient_key.is_none() && !key_in_service {
             return Err(Error::Spec(format!(
-                "recipientKey is required for mode {} (a key file or a key directory)",
+                "recipientKey is required for mode {} (a key file or a key directory; or \
+                 cell.kms.keyId, a key in the service at cell.kms.endpoint)",
                 c.mode
             )));
         }

@@ -1,7 +1,8 @@
 //! Helpers shared by the test binaries that run `pqbench` as a process.
 
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Child, Output, Stdio};
 
 /// An example's text with each `(from, to)` replaced; every `from` must be in the file as
 /// it ships, so that a change to the example shows in its test instead of passing unnoticed.
@@ -73,4 +74,73 @@ pub(crate) fn run_complete(run: &Path) -> bool {
         })
         .collect();
     !ps.is_empty() && ps.iter().all(|p| p.join("SHA256SUMS").exists())
+}
+
+/// A running `pqbench serve-kms`; killed when dropped.
+#[allow(dead_code, reason = "not every test binary runs a key service")]
+pub(crate) struct KmsService {
+    pub(crate) child: Child,
+    pub(crate) env_file: PathBuf,
+    /// (key id, key spec) of the keys it printed.
+    pub(crate) keys: Vec<(String, String)>,
+}
+
+impl Drop for KmsService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[allow(dead_code, reason = "not every test binary uses every helper")]
+impl KmsService {
+    pub(crate) fn start(keys: &Path, env_file: PathBuf, extra: &[&str]) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pqbench"))
+            .args(["serve-kms", "--keys", s(keys), "--env-file", s(&env_file)])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start pqbench serve-kms");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut keys_seen = Vec::new();
+        for line in out.lines() {
+            let line = line.expect("serve-kms output");
+            if let Some(rest) = line.strip_prefix("key ") {
+                let mut f = rest.split_whitespace();
+                keys_seen.push((
+                    f.next().expect("id").to_owned(),
+                    f.next().expect("spec").to_owned(),
+                ));
+            }
+            if line.starts_with("(Ctrl-C") {
+                break;
+            }
+        }
+        Self {
+            child,
+            env_file,
+            keys: keys_seen,
+        }
+    }
+
+    pub(crate) fn key(&self, spec: &str) -> &str {
+        &self
+            .keys
+            .iter()
+            .find(|(_, sp)| sp == spec)
+            .unwrap_or_else(|| panic!("no {spec} key in {:?}", self.keys))
+            .0
+    }
+
+    /// The env file's variables.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(&self.env_file)
+            .expect("env file")
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
 }

@@ -75,9 +75,13 @@ pub(crate) struct SecretMount {
 
 impl SecretMount {
     /// `value` with every path under a mount translated to this host's directory (for a pod
-    /// played without a mount namespace).
+    /// played without a mount namespace). Longest mount path first, as in a pod the deepest
+    /// mount holds a path: `/var/run/pqbench/kms` must not rewrite the start of
+    /// `/var/run/pqbench/kms-external/x`.
     pub(crate) fn on_host(mounts: &[Self], value: &str) -> String {
-        mounts.iter().fold(value.to_owned(), |v, m| {
+        let mut by_depth: Vec<&Self> = mounts.iter().collect();
+        by_depth.sort_by_key(|m| std::cmp::Reverse(m.path.len()));
+        by_depth.into_iter().fold(value.to_owned(), |v, m| {
             v.replace(&m.path, &m.dir.display().to_string())
         })
     }

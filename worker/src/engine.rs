@@ -41,8 +41,9 @@ use crate::sampler::{Sampler, Sources};
 use crate::spool::{Spool, SpoolSender};
 use crate::traces::{RunAttributes, TraceConfig, Traces};
 use crate::{Error, Result};
+use campaign::spec::KmsSpec;
 use run::records::{Outcome, Record, RequestPhase};
-use run::runspec::{Credentials, KeyRef, Loop, Operation, RunSpec};
+use run::runspec::{Credentials, KeyRef, KmsTarget, Loop, Operation, RunSpec};
 use run::summary::HostInfo;
 use run::summary::{ProcessData, ProcessInfo};
 use s3::{OpStats, S3Settings, Store};
@@ -641,14 +642,12 @@ fn remote_endpoints(
             "a remote {mode} run needs the recipient's public key and the key service (kms)"
         )));
     };
-    let (ak, sk) = resolve_credentials(&target.credentials).map_err(|e| match e {
-        Error::Credentials(m) => Error::Config(format!("kms.credentials: {m}")),
-        other => other,
-    })?;
-    let mut settings = kms::KmsSettings::new(&target.endpoint, &target.region, &ak, &sk);
-    settings.pool = usize::try_from(spec.cell.concurrency).unwrap_or(1);
-    let client = Arc::new(kms::Client::new(&settings).map_err(s3::Error::from)?);
-    let key = kms::RemoteKey::new(client, pk, k.cache).map_err(s3::Error::from)?;
+    let client = kms_client(spec, target)?;
+    let key = match &k.key_id {
+        Some(id) => kms::RemoteKey::with_key_id(client, pk, id, k.cache),
+        None => kms::RemoteKey::new(client, pk, k.cache),
+    }
+    .map_err(s3::Error::from)?;
     if let Some(placement) = spec.cell.format.placement() {
         let receiver = v2::RemoteReceiver::new(backend, pk)?;
         let receiver = if spec.cell.require_pq {
@@ -662,6 +661,56 @@ fn remote_endpoints(
     let sender = Sender::new(mode, backend, SealKey::Public(pk))?;
     let receiver = Receiver::remote(mode, backend, pk)?;
     Ok((Writer::V1(sender), Reader::Remote { receiver, key }))
+}
+
+/// A client of the run's key service, its pool sized to the run's concurrency.
+fn kms_client(spec: &RunSpec, target: &KmsTarget) -> Result<Arc<kms::Client>> {
+    kms_client_of(target, usize::try_from(spec.cell.concurrency).unwrap_or(1))
+}
+
+fn kms_client_of(target: &KmsTarget, pool: usize) -> Result<Arc<kms::Client>> {
+    let (ak, sk) = resolve_credentials(&target.credentials).map_err(|e| match e {
+        Error::Credentials(m) => Error::Config(format!("kms.credentials: {m}")),
+        other => other,
+    })?;
+    let mut settings = kms::KmsSettings::new(&target.endpoint, &target.region, &ak, &sk);
+    settings.pool = pool;
+    Ok(Arc::new(
+        kms::Client::new(&settings).map_err(s3::Error::from)?,
+    ))
+}
+
+/// The public key of `key_id` in the service of `target`, from its `GetPublicKey`, checked
+/// to be of `mode`'s key type and of valid size: how a writer seals to a key held by a key
+/// service given by endpoint, and `pqbench run`'s check of such an arm before anything is
+/// written.
+pub async fn service_public_key(target: &KmsTarget, key_id: &str, mode: Mode) -> Result<PublicKey> {
+    let at = &target.endpoint;
+    let pk = kms_client_of(target, 1)?
+        .get_public_key(key_id)
+        .await
+        .map_err(|e| Error::RecipientKey(format!("kms.keyId {key_id} at {at}: {e}")))?;
+    if pk.key_type() != mode.key_type() {
+        return Err(Error::RecipientKey(format!(
+            "kms.keyId {key_id} at {at} is a {} key; mode {mode} needs a {} key",
+            pk.key_type(),
+            mode.key_type()
+        )));
+    }
+    envelope::gate::check_key_sizes(mode.key_type(), Some(&pk), None)?;
+    Ok(pk)
+}
+
+/// The public key of a remote run whose key is in a service given by endpoint
+/// (`cell.kms.keyId`); `None` for every other run.
+async fn run_service_key(spec: &RunSpec) -> Result<Option<PublicKey>> {
+    match (&spec.cell.kms, &spec.kms) {
+        (Some(k), Some(target)) => match &k.key_id {
+            Some(id) => Ok(Some(service_public_key(target, id, spec.cell.mode).await?)),
+            None => Ok(None),
+        },
+        _ => Ok(None),
+    }
 }
 
 /// The session-root cache of a v1 `ml-kem-768-session` receiver (v2 has no sessions).
@@ -1065,7 +1114,12 @@ pub async fn execute(
     });
     let host: HostInfo = host_info();
     let mut sources = Sources::new(&spec.telemetry).map_err(|e| Error::Telemetry(e.to_string()))?;
-    if let Some(k) = &spec.kms {
+    // The embedded key service's /metrics (a service given by endpoint has its own).
+    if let Some(k) = spec
+        .kms
+        .as_ref()
+        .filter(|_| spec.cell.kms.as_ref().is_some_and(KmsSpec::embedded))
+    {
         sources = sources
             .with_key_service(&k.endpoint)
             .map_err(|e| Error::Telemetry(format!("kms.endpoint: {e}")))?;
@@ -1076,8 +1130,16 @@ pub async fn execute(
     };
 
     let prepare_from = Instant::now();
-    let (sk, pk) = load_key(&spec)?;
-    let keys = Keys { sk, pk };
+    let keys = match run_service_key(&spec).await? {
+        Some(pk) => Keys {
+            sk: None,
+            pk: Some(pk),
+        },
+        None => {
+            let (sk, pk) = load_key(&spec)?;
+            Keys { sk, pk }
+        }
+    };
     let (gate, interop) = known_answer_gate(&spec).await?;
     let body = payload(&spec)?;
     warm_up_round_trip(&spec, &store, &keys, &body).await?;

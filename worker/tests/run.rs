@@ -1521,7 +1521,7 @@ fn the_key_service_pod_serves_a_remote_run_from_mounted_secrets() {
     spec.recipient_key = Some(KeyRef::Mounted(keys));
     spec.cell.kms = Some(campaign::spec::KmsSpec {
         rtt: ms(1),
-        cache: false,
+        ..campaign::spec::KmsSpec::default()
     });
     spec.kms = Some(run::runspec::KmsTarget {
         endpoint: format!("http://127.0.0.1:{p1}"),

@@ -22,8 +22,9 @@ const RBAC: &str = "charts/pqbench/files/rbac-rules.yaml";
 const FIELDS: &str = "docs/src/reference/campaign-fields.md";
 /// The campaigns whose children `--children` writes: one on its own MinIO, one against an
 /// external server with its results elsewhere and telemetry, and one with remote arms (the
-/// key service's Deployment, Service and fence).
-const EXAMPLES: [(&str, &str); 3] = [
+/// key service's Deployment, Service and fence), and one whose remote arm names a key
+/// service by endpoint (its credentials Secret mounted in the workers, their egress to it).
+const EXAMPLES: [(&str, &str); 4] = [
     (
         "cluster-minio",
         include_str!("../../../examples/cluster-minio.yaml"),
@@ -32,6 +33,10 @@ const EXAMPLES: [(&str, &str); 3] = [
     (
         "remote-kem",
         include_str!("../../../examples/remote-kem.yaml"),
+    ),
+    (
+        "kms-endpoint",
+        include_str!("../../../examples/kms-endpoint.yaml"),
     ),
 ];
 const EXTERNAL: &str = "apiVersion: pqbench.io/v1alpha1
