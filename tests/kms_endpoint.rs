@@ -229,19 +229,21 @@ fn an_arm_reads_through_a_key_service_named_by_endpoint_over_tls() {
     );
     assert!(!out.exists(), "a refused campaign wrote {}", out.display());
 
-    let o = pqbench(
-        &state,
-        &front.ca,
-        &[
-            "run",
-            s(&file),
-            "--out",
-            s(&out),
-            "--kms-credentials",
-            s(&creds),
-        ],
-    );
-    ok(&o, "pqbench run kms-endpoint.yaml");
+    let run_to = |out: &Path| {
+        pqbench(
+            &state,
+            &front.ca,
+            &[
+                "run",
+                s(&file),
+                "--out",
+                s(out),
+                "--kms-credentials",
+                s(&creds),
+            ],
+        )
+    };
+    ok(&run_to(&out), "pqbench run kms-endpoint.yaml");
     assert!(
         front.accepted.load(Ordering::SeqCst) > 0,
         "no TLS connection reached the service"
@@ -318,18 +320,7 @@ fn an_arm_reads_through_a_key_service_named_by_endpoint_over_tls() {
         (&"0".repeat(64)[..], "NotFoundException".to_owned()),
     ] {
         std::fs::write(&file, campaign(key_id)).expect("write");
-        let o = pqbench(
-            &state,
-            &front.ca,
-            &[
-                "run",
-                s(&file),
-                "--out",
-                s(&wrong),
-                "--kms-credentials",
-                s(&creds),
-            ],
-        );
+        let o = run_to(&wrong);
         assert!(!o.status.success());
         let log = String::from_utf8_lossy(&o.stderr);
         assert!(

@@ -356,6 +356,37 @@ impl SecretKey {
             Zeroizing::new(fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?);
         Self::from_file_json(&text).map_err(|e| err(e.to_string()))
     }
+
+    /// Reads a secret key file of a Secret volume (see [`read_mounted_secret`]).
+    pub fn read_mounted(path: &Path) -> Result<Self> {
+        let text = read_mounted_secret(path)?;
+        Self::from_file_json(&text).map_err(|e| Error::KeyFile {
+            path: path.into(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// Reads a file of a Kubernetes Secret volume (a key file, a credential): the kubelet gives
+/// such files to the pod's `fsGroup` and makes them group-readable (mode 0440), so a
+/// non-root pod can read them. It may be readable by its group, but never by others and
+/// never writable by anyone but its owner; anything wider is refused by name.
+pub fn read_mounted_secret(path: &Path) -> Result<Zeroizing<String>> {
+    let err = |reason: String| Error::KeyFile {
+        path: path.into(),
+        reason,
+    };
+    let meta = fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o027 != 0 {
+        return Err(err(format!(
+            "permissions {mode:04o} let other users read or write it; a Secret volume's files \
+             must be 0440 at most (its defaultMode)"
+        )));
+    }
+    fs::read_to_string(path)
+        .map(Zeroizing::new)
+        .map_err(|e| err(format!("cannot read: {e}")))
 }
 
 /// The git working tree `path` lies in, if any: the nearest ancestor (of the nearest part

@@ -57,27 +57,6 @@ fn hold(sk: &SecretKey, spec: KeySpec) -> Result<(String, Held)> {
     ))
 }
 
-/// A key file of a Secret volume: group-readable at most (0440), never by others.
-fn read_mounted(path: &Path) -> Result<SecretKey> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let err = |reason: String| Error::Store {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read: {e}")))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o027 != 0 {
-        return Err(err(format!(
-            "permissions {mode:04o} let other users read or write the secret key; a Secret \
-             volume's files must be 0440 at most (its defaultMode)"
-        )));
-    }
-    let text = zeroize::Zeroizing::new(
-        std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?,
-    );
-    SecretKey::from_file_json(&text).map_err(|e| err(e.to_string()))
-}
-
 impl KeyStore {
     /// Opens (creating it 0700 if need be) the key directory `dir` and loads every `*.key`
     /// file in it. Refuses a directory inside a git working tree, and a key file that is
@@ -128,7 +107,7 @@ impl KeyStore {
         let mut skipped = Vec::new();
         for path in names {
             let sk = if mounted {
-                read_mounted(&path)?
+                SecretKey::read_mounted(&path)?
             } else {
                 SecretKey::read_file(&path)?
             };

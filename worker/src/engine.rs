@@ -151,23 +151,10 @@ pub fn resolve_credentials(c: &Credentials) -> Result<(String, String)> {
     }
 }
 
-/// Reads a file of a Secret volume ([`KeyRef::Mounted`], [`Credentials::Mounted`]): it may
-/// be readable by its group (the kubelet gives a Secret volume's files to the pod's
-/// `fsGroup`, mode 0440), never by others, and writable by its owner alone.
+/// Reads a file of a Secret volume ([`KeyRef::Mounted`], [`Credentials::Mounted`]):
+/// [`envelope::keys::read_mounted_secret`]'s rule (0440 at most).
 fn read_mounted(path: &Path) -> std::result::Result<zeroize::Zeroizing<String>, String> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o027 != 0 {
-        return Err(format!(
-            "{}: permissions {mode:04o} let other users read or write it; a Secret volume's \
-             files must be 0440 at most (its defaultMode)",
-            path.display()
-        ));
-    }
-    std::fs::read_to_string(path)
-        .map(zeroize::Zeroizing::new)
-        .map_err(|e| format!("{}: {e}", path.display()))
+    envelope::keys::read_mounted_secret(path).map_err(|e| e.to_string())
 }
 
 /// The S3 settings of a spec for `workers` concurrent workers.
@@ -1137,6 +1124,9 @@ pub async fn execute(
         },
         None => {
             let (sk, pk) = load_key(&spec)?;
+            // A remote run's reader holds no secret key (the key service has it): the key
+            // file gives the public key, and the secret is dropped (zeroized) here.
+            let sk = sk.filter(|_| spec.cell.kms.is_none());
             Keys { sk, pk }
         }
     };
