@@ -73,6 +73,11 @@ pub(crate) fn serve(a: ServeKmsArgs) -> Result<()> {
     if let Some(cpus) = &a.cpus {
         worker::affinity::confine(cpus).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?;
     }
+    // Refused credentials stop it before any key is created.
+    let credentials = a
+        .credentials_from_env
+        .then(crate::serverproc::credentials_from_env)
+        .transpose()?;
     let store = Arc::new(KeyStore::open(&a.keys).context("--keys")?);
     let mut created = Vec::new();
     for kt in &a.create {
@@ -87,11 +92,9 @@ pub(crate) fn serve(a: ServeKmsArgs) -> Result<()> {
         threads: a.threads,
         metrics: Some(worker::keyservice::metrics_source()),
     };
-    let service = if a.credentials_from_env {
-        let (access, secret) = crate::serverproc::credentials_from_env()?;
-        EmbeddedKms::start_with(store.clone(), &options, &access, &secret)?
-    } else {
-        EmbeddedKms::start(store.clone(), &options)?
+    let service = match &credentials {
+        Some((access, secret)) => EmbeddedKms::start_with(store.clone(), &options, access, secret)?,
+        None => EmbeddedKms::start(store.clone(), &options)?,
     };
     let lines = exports(
         service.endpoint(),

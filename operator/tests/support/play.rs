@@ -277,6 +277,16 @@ pub(crate) fn play_key_service(
 }
 
 #[allow(dead_code, reason = "shared_cluster plays no key service")]
+/// A test that fails before [`KeyServicePod::stop`] leaves no key service behind.
+impl Drop for KeyServicePod {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl KeyServicePod {
     /// SIGTERM, as the Deployment's deletion sends it; its exit status and its log.
     pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
