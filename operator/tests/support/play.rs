@@ -276,7 +276,6 @@ pub(crate) fn play_key_service(
     }
 }
 
-#[allow(dead_code, reason = "shared_cluster plays no key service")]
 /// A test that fails before [`KeyServicePod::stop`] leaves no key service behind.
 impl Drop for KeyServicePod {
     fn drop(&mut self) {
@@ -287,6 +286,7 @@ impl Drop for KeyServicePod {
     }
 }
 
+#[allow(dead_code, reason = "shared_cluster plays no key service")]
 impl KeyServicePod {
     /// SIGTERM, as the Deployment's deletion sends it; its exit status and its log.
     pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
