@@ -919,8 +919,18 @@ spec:
         },
     )
     .await;
+    // The Secrets go in the same pass, possibly just after the Deployment.
+    wait_for(
+        "the key service's Secrets deleted after the secrets TTL",
+        30,
+        async || {
+            let all = all_secrets().await;
+            (!all.contains_key("rkem-kms-credentials") && !all.contains_key("rkem-keys"))
+                .then_some(())
+        },
+    )
+    .await;
     let all = all_secrets().await;
-    assert!(!all.contains_key("rkem-kms-credentials") && !all.contains_key("rkem-keys"));
     // The other team's Secret is not the campaign's to delete; its service decapsulated
     // every object the endpoint arm read (its readers held no key).
     assert!(all.contains_key("other-kms"));
