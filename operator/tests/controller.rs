@@ -236,13 +236,7 @@ impl External {
         let s3 = s3::EmbeddedS3::start(&dir.path().join("s3"), 0).unwrap();
         s3.create_bucket("under-test").unwrap();
         let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-        secrets
-            .create(
-                &PostParams::default(),
-                &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
-            )
-            .await
-            .unwrap();
+        k8s::create_credentials_secret(&secrets, "s3-keys", s3.access_key(), s3.secret_key()).await;
         Self {
             client,
             ns,
@@ -682,13 +676,13 @@ async fn a_campaign_with_remote_arms_runs_its_key_service_and_gets_verdicts() {
     let store = std::sync::Arc::new(kms::KeyStore::open(&other_keys.path().join("k")).unwrap());
     let other_key = store.create(kms::KeySpec::MlKem768).unwrap();
     let other = kms::EmbeddedKms::start(store, &kms::ServiceOptions::default()).unwrap();
-    secrets
-        .create(
-            &PostParams::default(),
-            &k8s::credentials_secret("other-kms", other.access_key(), other.secret_key()),
-        )
-        .await
-        .unwrap();
+    k8s::create_credentials_secret(
+        &secrets,
+        "other-kms",
+        other.access_key(),
+        other.secret_key(),
+    )
+    .await;
     let recorded = recording::controller(&[&ns]).await;
     let yaml = format!(
         r"

@@ -50,7 +50,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt as _};
 use operator::{BenchmarkCampaign, Phase};
 use pod_env::{PodContext, SecretMount, env_of, secret_mounts};
@@ -910,13 +910,7 @@ async fn a_campaign_survives_its_operator_killed_at_every_stage_and_a_lease_take
     };
     let (access_key, secret_key) = (format!("PQ{}", token(9).to_uppercase()), token(20));
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    secrets
-        .create(
-            &PostParams::default(),
-            &k8s::credentials_secret("s3-keys", &access_key, &secret_key),
-        )
-        .await
-        .unwrap();
+    k8s::create_credentials_secret(&secrets, "s3-keys", &access_key, &secret_key).await;
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
     let mut replicas = [

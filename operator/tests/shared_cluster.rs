@@ -257,13 +257,7 @@ async fn an_oversized_analysis_fails_its_campaign_only() {
     s3.create_bucket("under-test").unwrap();
     for ns in [&ns_a, &ns_b] {
         let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-        secrets
-            .create(
-                &PostParams::default(),
-                &k8s::credentials_secret("s3-keys", s3.access_key(), s3.secret_key()),
-            )
-            .await
-            .unwrap();
+        k8s::create_credentials_secret(&secrets, "s3-keys", s3.access_key(), s3.secret_key()).await;
     }
     // One operator for both namespaces, each watched on its own (a Role in each).
     let recorded = recording::controller(&[&ns_a, &ns_b]).await;

@@ -112,18 +112,19 @@ pub(crate) async fn wait_for<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() 
     }
 }
 
-/// An S3 credentials Secret (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`) as a tenant makes
-/// one for a campaign to name: labelled `pqbench.io/credentials: "true"` by the namespace's
-/// owner (the tenant-input policy). `data`, not `stringData`: this API server does not
-/// convert built-in kinds.
+/// Creates through `secrets` (its namespace) an S3 credentials Secret (`AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`) as a tenant makes one for a campaign to name: labelled
+/// `pqbench.io/credentials: "true"` by the namespace's owner (the tenant-input policy).
+/// `data`, not `stringData`: this API server does not convert built-in kinds.
 #[allow(dead_code, reason = "not every test binary names a credentials Secret")]
-pub(crate) fn credentials_secret(
+pub(crate) async fn create_credentials_secret(
+    secrets: &kube::Api<k8s_openapi::api::core::v1::Secret>,
     name: &str,
     access_key: &str,
     secret_key: &str,
-) -> k8s_openapi::api::core::v1::Secret {
+) {
     let bytes = |s: &str| k8s_openapi::ByteString(s.as_bytes().to_vec());
-    k8s_openapi::api::core::v1::Secret {
+    let secret = k8s_openapi::api::core::v1::Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.to_owned()),
             labels: Some(
@@ -143,7 +144,11 @@ pub(crate) fn credentials_secret(
             .into(),
         ),
         ..Default::default()
-    }
+    };
+    secrets
+        .create(&kube::api::PostParams::default(), &secret)
+        .await
+        .unwrap();
 }
 
 #[allow(
