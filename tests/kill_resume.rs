@@ -48,10 +48,15 @@ spec:
   analysis: {primary: [{cell: get-16KiB-c1}], bootstrapResamples: 1000}
 ";
 
-/// `pqbench` as a process, with its key store under `state`.
+/// `pqbench` as a process, with its key store and its temporary files under `state`: a
+/// SIGKILL skips every clean-up, so what a killed run had in its temporary directory (the
+/// fio probe's 64 MiB file, the runs' scratch) goes with the test's directory instead of
+/// filling the host's `/tmp` run after run.
 fn cmd(state: &Path) -> Command {
+    let tmp = state.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("TMPDIR");
     let mut c = Command::new(env!("CARGO_BIN_EXE_pqbench"));
-    c.env("XDG_STATE_HOME", state);
+    c.env("XDG_STATE_HOME", state).env("TMPDIR", tmp);
     c
 }
 
