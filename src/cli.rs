@@ -47,6 +47,10 @@ enum Command {
     /// Remove v1 data without a manifest and abandoned multipart uploads (v1 or v2) older
     /// than a grace period; never a committed object.
     Gc(s3cmd::GcArgs),
+    /// What in a bucket is classical, mixed or post-quantum, read from envelopes only (no
+    /// payload, no key), and what re-encrypting the classical versions would cost (requests,
+    /// bytes, client CPU measured here); a table, JSON and a plot.
+    Inventory(crate::inventory::InventoryArgs),
     /// Run the embedded S3 server (s3s-fs) in the foreground; prints endpoint and credentials.
     ServeS3(s3cmd::ServeArgs),
     /// Run the embedded key service (the AWS KMS JSON subset: CreateKey, GetPublicKey,
@@ -97,6 +101,7 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Ls(a) => s3cmd::ls(a),
         Command::Rm(a) => s3cmd::rm(a),
         Command::Gc(a) => s3cmd::gc(a),
+        Command::Inventory(a) => crate::inventory::inventory(a),
         Command::ServeS3(a) => s3cmd::serve(a),
         Command::ServeKms(a) => crate::kmscmd::serve(a),
         Command::BenchStore(a) => crate::bench::run(a),

@@ -8,6 +8,7 @@ mod cli;
 mod clidoc;
 mod dirstore;
 mod envcmd;
+mod inventory;
 mod kmscmd;
 mod local;
 mod reportcmd;

@@ -71,6 +71,7 @@ mod rsa_oaep;
 mod seal;
 mod session;
 mod stream;
+pub mod survey;
 mod symmetric;
 pub mod v2;
 mod x25519;

@@ -37,6 +37,7 @@ use campaign::spec::Operation;
 use campaign::units::Size;
 
 mod bottleneck;
+pub mod inventory;
 mod latency;
 
 /// One plot: a file name (e.g. "forest.svg") and the SVG text.

@@ -72,8 +72,8 @@ pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning, S3ClientKind
 #[cfg(feature = "server")]
 pub use server::EmbeddedS3;
 pub use store::{
-    Event, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE, PutOutcome, Reader,
-    Store, VersionInfo, Writer, latest_of,
+    EnvelopeRead, Event, Foreign, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE,
+    PutOutcome, Reader, Store, VersionInfo, Writer, latest_of,
 };
 pub use timing::{OpStats, S3Call, Stage, Timeline};
 

@@ -127,6 +127,18 @@ impl Body {
         }
     }
 
+    /// The body's first `limit` bytes at most (all of it if shorter); the rest is never
+    /// read (the connection is dropped with it).
+    pub async fn collect_at_most(mut self, limit: usize) -> Result<Bytes> {
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let Some(b) = self.next().await? else { break };
+            let take = b.len().min(limit - out.len());
+            out.extend_from_slice(&b[..take]);
+        }
+        Ok(Bytes::from(out))
+    }
+
     /// The whole body.
     pub async fn collect(mut self) -> Result<Bytes> {
         let mut out = Vec::new();
@@ -372,14 +384,7 @@ impl ObjectClient {
                     .await
                     .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
                 let n = out.content_length().and_then(|n| u64::try_from(n).ok());
-                let meta = out
-                    .metadata()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let meta = lowercase(out.metadata());
                 (BodyInner::Sdk(out.body), n, meta)
             }
             Inner::Lean(l) => {
@@ -387,14 +392,7 @@ impl ObjectClient {
                     .send(Call::new("GetObject", Method::GET, bucket, key))
                     .await?;
                 let n = r.content_length();
-                let meta = r
-                    .headers
-                    .iter()
-                    .filter_map(|(name, value)| {
-                        let name = name.as_str().strip_prefix("x-amz-meta-")?;
-                        Some((name.to_owned(), value.to_str().ok()?.to_owned()))
-                    })
-                    .collect();
+                let meta = user_metadata(&r.headers);
                 (BodyInner::Lean(r), n, meta)
             }
         };
@@ -405,6 +403,83 @@ impl ObjectClient {
             content_length,
             metadata,
         })
+    }
+
+    /// GetObject of the bytes `first..=last` of `key` (`Range: bytes=first-last`): the
+    /// response head, with at most `last - first + 1` body bytes to read. A server that
+    /// ignores the range would send more; [`Body::collect_at_most`] bounds what is read.
+    pub async fn get_object_range(
+        &self,
+        bucket: &str,
+        key: &str,
+        first: u64,
+        last: u64,
+    ) -> Result<Body> {
+        let range = format!("bytes={first}-{last}");
+        let (inner, content_length, metadata) = match &self.inner {
+            Inner::Sdk { client, .. } => {
+                let out = client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .range(range)
+                    .send()
+                    .await
+                    .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
+                let n = out.content_length().and_then(|n| u64::try_from(n).ok());
+                let meta = lowercase(out.metadata());
+                (BodyInner::Sdk(out.body), n, meta)
+            }
+            Inner::Lean(l) => {
+                let headers = [("range", range)];
+                let r = l
+                    .send(Call::new("GetObject", Method::GET, bucket, key).headers(&headers))
+                    .await?;
+                let n = r.content_length();
+                let meta = user_metadata(&r.headers);
+                (BodyInner::Lean(r), n, meta)
+            }
+        };
+        Ok(Body {
+            inner,
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            content_length,
+            metadata,
+        })
+    }
+
+    /// HeadObject of `key`: its size, if announced, and its user metadata (names
+    /// lowercased, without `x-amz-meta-`); `None` if there is no such object.
+    pub async fn head_object_metadata(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<(Option<u64>, BTreeMap<String, String>)>> {
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                match client.head_object().bucket(bucket).key(key).send().await {
+                    Ok(h) => Ok(Some((
+                        h.content_length().and_then(|n| u64::try_from(n).ok()),
+                        lowercase(h.metadata()),
+                    ))),
+                    Err(e) => match Error::s3("HeadObject", bucket, key, e) {
+                        e if e.s3_class() == Some(S3Class::NotFound) => Ok(None),
+                        e => Err(e),
+                    },
+                }
+            }
+            Inner::Lean(l) => {
+                match l
+                    .send(Call::new("HeadObject", Method::HEAD, bucket, key))
+                    .await
+                {
+                    Ok(r) => Ok(Some((r.content_length(), user_metadata(&r.headers)))),
+                    Err(e) if e.s3_class() == Some(S3Class::NotFound) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        }
     }
 
     /// HeadObject of `key`: its size, if announced.
@@ -823,4 +898,25 @@ impl ObjectClient {
             }
         }
     }
+}
+
+/// The SDK's user metadata, names lowercased.
+fn lowercase(m: Option<&std::collections::HashMap<String, String>>) -> BTreeMap<String, String> {
+    m.map(|m| {
+        m.iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The `x-amz-meta-` headers of a response, without the prefix (hyper lowercases names).
+fn user_metadata(headers: &http::HeaderMap) -> BTreeMap<String, String> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            let name = name.as_str().strip_prefix("x-amz-meta-")?;
+            Some((name.to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect()
 }

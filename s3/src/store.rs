@@ -128,6 +128,26 @@ pub struct GcReport {
     pub future_dated: Vec<String>,
 }
 
+/// What [`Store::sealing`] read.
+#[derive(Clone, Debug)]
+pub struct EnvelopeRead {
+    /// What the envelope says.
+    pub sealing: envelope::survey::Sealing,
+    /// Envelope bytes read (v2 in metadata: the entry's base64).
+    pub bytes: u64,
+    /// S3 requests made.
+    pub requests: u32,
+}
+
+/// Objects of a listing that are not pqbench versions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Foreign {
+    /// How many.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
 /// One key of a listing: its committed versions (oldest first) and uncommitted ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyListing {
@@ -746,12 +766,21 @@ impl Store {
 
     /// Lists every layout object under `prefix` (following continuation pages).
     async fn scan(&self, prefix: &str) -> Result<BTreeMap<(String, String), Entry>> {
+        Ok(self.scan_all(prefix).await?.0)
+    }
+
+    /// [`Self::scan`], and the objects under `prefix` that are not pqbench's (their count
+    /// and bytes).
+    async fn scan_all(&self, prefix: &str) -> Result<(BTreeMap<(String, String), Entry>, Foreign)> {
         let mut out: BTreeMap<(String, String), Entry> = BTreeMap::new();
+        let mut foreign = Foreign::default();
         let mut token = None;
         loop {
             let page = self.s3.list_objects(&self.bucket, prefix, token).await?;
             for o in page.objects {
                 let Some(lk) = layout::parse_key(&o.key) else {
+                    foreign.objects += 1;
+                    foreign.bytes += o.size;
                     continue;
                 };
                 let e = out
@@ -769,7 +798,7 @@ impl Store {
                 None => break,
             }
         }
-        Ok(out)
+        Ok((out, foreign))
     }
 
     /// Committed versions of `key`, oldest first (one LIST, more pages if needed).
@@ -792,8 +821,15 @@ impl Store {
     /// Every key under `prefix` with its committed versions (oldest first) and the number
     /// of uncommitted ones.
     pub async fn keys(&self, prefix: &str) -> Result<Vec<KeyListing>> {
+        Ok(self.survey(prefix).await?.0)
+    }
+
+    /// [`Self::keys`], and the objects under `prefix` that are not pqbench versions (no
+    /// `.pqcs/<version>/` in their key): one listing for both.
+    pub async fn survey(&self, prefix: &str) -> Result<(Vec<KeyListing>, Foreign)> {
+        let (scanned, foreign) = self.scan_all(prefix).await?;
         let mut out: Vec<KeyListing> = Vec::new();
-        for ((key, version), e) in self.scan(prefix).await? {
+        for ((key, version), e) in scanned {
             if out.last().map(|l| &l.key) != Some(&key) {
                 out.push(KeyListing {
                     key: key.clone(),
@@ -817,7 +853,88 @@ impl Store {
                 None => last.uncommitted += 1,
             }
         }
-        Ok(out)
+        Ok((out, foreign))
+    }
+
+    /// What one committed version's envelope says, read from public bytes only and never
+    /// its payload (`pqbench inventory`): v1 its `manifest.json` (refused above
+    /// [`envelope::MAX_MANIFEST_LEN`] unread); v2 one HeadObject when the header is in
+    /// metadata, else after it ranged GetObjects: the first 4 KiB (every one-recipient
+    /// header), then the rest of a longer header. No more than 4 KiB past the header is
+    /// ever sent.
+    pub async fn sealing(&self, key: &str, version: &str, format: Format) -> Result<EnvelopeRead> {
+        use envelope::survey::Sealing;
+        if format == Format::V1 {
+            let bytes = self
+                .read_manifest(key, version, &mut OpStats::default())
+                .await?;
+            return Ok(EnvelopeRead {
+                sealing: Sealing::of_manifest(&bytes)?,
+                bytes: len_u64(bytes.len()),
+                requests: 1,
+            });
+        }
+        let object = layout::object_v2_key(key, version);
+        let name = layout::OBJECT_V2_NAME;
+        let Some((size, metadata)) = self.s3.head_object_metadata(&self.bucket, &object).await?
+        else {
+            return Err(self.not_committed(key, version, name));
+        };
+        if let Some(value) = metadata.get(v2::METADATA_KEY) {
+            let header = v2::decode_metadata(value)?;
+            return Ok(EnvelopeRead {
+                sealing: Sealing::of_v2_header(&header, Placement::Metadata)?,
+                bytes: len_u64(value.len()),
+                requests: 1,
+            });
+        }
+        // A first range that holds every one-recipient header (ML-KEM-1024's is 1,745
+        // bytes); a longer header is fetched by a second range, so at most this many bytes
+        // past the header are ever sent.
+        const FIRST: u64 = 4096;
+        let size = size.unwrap_or(0);
+        let mut header: Vec<u8> = Vec::new();
+        let mut want = 8;
+        let mut requests = 1;
+        while header.len() < want {
+            let first = len_u64(header.len());
+            if first >= size {
+                return Err(envelope::Error::Header(format!(
+                    "object.v2 ends after {first} bytes, inside its header"
+                ))
+                .into());
+            }
+            let last = if first == 0 { FIRST } else { len_u64(want) }
+                .min(size)
+                .max(first + 1)
+                - 1;
+            let r = self
+                .s3
+                .get_object_range(&self.bucket, &object, first, last)
+                .await;
+            requests += 1;
+            let body = self.committed(r, key, version, name)?;
+            let got = body
+                .collect_at_most(usize::try_from(last - first + 1).unwrap_or(usize::MAX))
+                .await?;
+            if got.is_empty() {
+                return Err(envelope::Error::Header(format!(
+                    "object.v2 ends after {first} bytes, inside its header"
+                ))
+                .into());
+            }
+            header.extend_from_slice(&got);
+            if want == 8 && header.len() >= 8 {
+                let start: [u8; 8] = header[..8].try_into().unwrap_or_default();
+                want = v2::announced_len(&start)?;
+            }
+        }
+        header.truncate(want);
+        Ok(EnvelopeRead {
+            bytes: len_u64(header.len()),
+            sealing: Sealing::of_v2_header(&header, Placement::Prefix)?,
+            requests,
+        })
     }
 
     /// Reads a version back and checks it is the one written: the stored manifest equals
