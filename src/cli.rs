@@ -51,6 +51,9 @@ enum Command {
     /// payload, no key), and what re-encrypting the classical versions would cost (requests,
     /// bytes, client CPU measured here); a table, JSON and a plot.
     Inventory(crate::inventory::InventoryArgs),
+    /// Re-encrypt every latest classical or mixed version as a new v2 version sealed to new
+    /// recipients: verified, journalled and resumable; old versions deleted only when asked.
+    Migrate(crate::migrate::MigrateArgs),
     /// Run the embedded S3 server (s3s-fs) in the foreground; prints endpoint and credentials.
     ServeS3(s3cmd::ServeArgs),
     /// Run the embedded key service (the AWS KMS JSON subset: CreateKey, GetPublicKey,
@@ -102,6 +105,7 @@ pub(crate) fn run(cli: Cli) -> Result<std::process::ExitCode> {
         Command::Rm(a) => s3cmd::rm(a),
         Command::Gc(a) => s3cmd::gc(a),
         Command::Inventory(a) => crate::inventory::inventory(a),
+        Command::Migrate(a) => crate::migrate::migrate(a),
         Command::ServeS3(a) => s3cmd::serve(a),
         Command::ServeKms(a) => crate::kmscmd::serve(a),
         Command::BenchStore(a) => crate::bench::run(a),

@@ -11,6 +11,7 @@ mod envcmd;
 mod inventory;
 mod kmscmd;
 mod local;
+mod migrate;
 mod reportcmd;
 mod runcmd;
 mod s3cmd;

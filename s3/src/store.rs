@@ -362,6 +362,25 @@ impl Store {
         sender: &v2::Sender,
         key: &str,
         size: u64,
+        src: R,
+        on: &mut (dyn FnMut(Event) + Send),
+    ) -> Result<PutOutcome>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let version = envelope::new_version();
+        self.put_v2_as(sender, key, &version, size, src, on).await
+    }
+
+    /// [`Store::put_v2`] as the given `version` (a UUIDv7 the caller drew and recorded
+    /// first, so that a resumed writer knows which version is its own: `pqbench migrate`).
+    /// It overwrites an `object.v2` of that version: draw a new one per object.
+    pub async fn put_v2_as<R>(
+        &self,
+        sender: &v2::Sender,
+        key: &str,
+        version: &str,
+        size: u64,
         mut src: R,
         on: &mut (dyn FnMut(Event) + Send),
     ) -> Result<PutOutcome>
@@ -369,7 +388,7 @@ impl Store {
         R: AsyncRead + Unpin + Send,
     {
         let mut st = OpStats::begin();
-        let id = ObjectId::new_version(&self.tenant, &self.bucket, key)?;
+        let id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
         st.manifest_lap();
         let mut sealer = cpu(&mut st, Call::Object, || {
             sender.seal(&id, size, &mut envelope::os_rng())
