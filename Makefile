@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 export PQBENCH_PYTHON := $(abspath $(PY))
 
-.PHONY: all check soak test test-checks lint lint-code book docs-check docs-reference fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
+.PHONY: all check soak test test-checks lint lint-code book docs-check docs-reference fmt clippy doc crate-graph images image-check bench bench-build bench-store bench-run bench-tracing bench-migrate profile-s3 python golden fuzz fuzz-smoke modes oracle-check crds crd-check k8s-apiserver chart-check e2e-kind
 
 all: lint test
 
@@ -195,6 +195,12 @@ bench-run:
 
 # What request tracing costs: run-one CPU per request with tracing off and at sample ratios
 # 0, 0.01 and 1 (spans to a Rotel collector process), interleaved side by side.
+# Migration throughput by object size (pqbench migrate, re-encryption), client and server
+# pinned apart; writes target/bench-migrate/results.{json,md}.
+bench-migrate:
+	cargo build --release --bin pqbench
+	python3 scripts/bench-migrate.py --pqbench target/release/pqbench --out target/bench-migrate
+
 bench-tracing: $(PY)
 	cargo build --release --bin pqbench
 	$(PY) scripts/bench-tracing.py --pqbench target/release/pqbench --out target/bench-tracing

@@ -189,7 +189,12 @@ pub(crate) struct Estimate {
     requests: Requests,
     bytes_down: u64,
     bytes_up: u64,
+    /// Client CPU: the envelopes' crypto plus every request at the measured CPU per request.
     cpu_seconds: f64,
+    /// The crypto's part, measured on throwaway keys.
+    crypto_cpu_seconds: f64,
+    /// Client CPU per S3 request, measured while reading the envelopes (µs).
+    request_cpu_us: f64,
     samples: Vec<CpuSample>,
     cores: u16,
     concurrency: u16,
@@ -209,7 +214,10 @@ pub(crate) struct Estimate {
 pub(crate) struct ReadCost {
     requests: u64,
     bytes: u64,
+    /// The reads' wall time, added up.
     seconds: f64,
+    /// This process's CPU time while reading (every thread): what the S3 client costs.
+    cpu_seconds: f64,
 }
 
 /// The whole inventory (`inventory.json`).
@@ -307,6 +315,7 @@ async fn collect(store: &Store, prefix: &str, concurrency: usize) -> Result<Coll
     let mut busy = Duration::ZERO;
     let mut set = tokio::task::JoinSet::new();
     let mut next = jobs.into_iter();
+    let cpu = cpu_time::ProcessTime::try_now().context("no process CPU clock")?;
     loop {
         while set.len() < concurrency {
             let Some((k, v)) = next.next() else { break };
@@ -335,6 +344,7 @@ async fn collect(store: &Store, prefix: &str, concurrency: usize) -> Result<Coll
         requests: 0,
         bytes: 0,
         seconds: busy.as_secs_f64(),
+        cpu_seconds: cpu.elapsed().as_secs_f64(),
     };
     for ((k, v), r) in results {
         let l = &keys[k];
@@ -367,9 +377,9 @@ fn new_size(plaintext: u64, to: Mode) -> u64 {
     v2::chunks_len(plaintext) + (v2::FIXED_LEN + 86 + to.ciphertext_len()) as u64
 }
 
-/// Requests to move one version: the re-check of its key's latest version (one LIST), the
-/// old version's reads, the new one's writes (one PUT, or a multipart upload above the
-/// threshold) and one read back.
+/// Requests to move one version as `pqbench migrate` moves it: the old version's reads,
+/// the key listed before and after writing (two LISTs), the new one's writes (one PUT, or
+/// a multipart upload above the threshold) and one read back.
 fn requests_for(format: &str, new: u64) -> Requests {
     let reads = if format == "v1" { 2 } else { 1 };
     let writes = if new <= MULTIPART_THRESHOLD {
@@ -378,11 +388,11 @@ fn requests_for(format: &str, new: u64) -> Requests {
         2 + new.div_ceil(PART_SIZE)
     };
     Requests {
-        lists: 1,
+        lists: 2,
         reads,
         writes,
         verifies: 1,
-        total: 1 + reads + writes + 1,
+        total: 2 + reads + writes + 1,
     }
 }
 
@@ -523,11 +533,16 @@ fn estimate(
             cpu_us += a + b * float(pt) / 1_048_576.0;
         }
     }
-    let request_ms = if read.requests > 0 {
-        read.seconds * 1e3 / float(read.requests)
+    let (request_ms, request_cpu_us) = if read.requests > 0 {
+        (
+            read.seconds * 1e3 / float(read.requests),
+            read.cpu_seconds * 1e6 / float(read.requests),
+        )
     } else {
-        0.0
+        (0.0, 0.0)
     };
+    let crypto_us = cpu_us;
+    cpu_us += float(req.total) * request_cpu_us;
     let cpu_bound = cpu_us / 1e6 / f64::from(plan.cores.max(1));
     let request_bound = float(req.total) * request_ms / 1e3 / f64::from(plan.concurrency);
     let transfer_bound = float(down + up) * 8.0 / (plan.link_gbps * 1e9);
@@ -551,6 +566,8 @@ fn estimate(
         bytes_down: down,
         bytes_up: up,
         cpu_seconds: cpu_us / 1e6,
+        crypto_cpu_seconds: crypto_us / 1e6,
+        request_cpu_us,
         samples: samples
             .iter()
             .map(|(s, (a, b))| CpuSample {
@@ -848,8 +865,10 @@ impl Estimate {
         );
         let _ = writeln!(
             t,
-            "  client CPU   {} ({}, measured here per object: open the old version, seal the new, open it again)",
+            "  client CPU   {}: the requests at {:.0} µs each (measured while reading the envelopes) and {} of crypto ({}, measured here per object: open the old version, seal the new, open it again)",
             seconds(self.cpu_seconds),
+            self.request_cpu_us,
+            seconds(self.crypto_cpu_seconds),
             self.backend
         );
         for s in &self.samples {

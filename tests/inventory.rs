@@ -348,10 +348,18 @@ fn inventory_is_exact(kind: Kind) {
     assert_eq!(e["versions"], 3, "{e:#}");
     assert_eq!(e["older_versions"], 1, "{e:#}");
     assert_eq!(e["plaintext_bytes"], 3_010_000u64);
-    // One list, the reads (v1: two, v2: one), one PUT each (none above 8 MiB), one read back.
+    // Two lists, the reads (v1: two, v2: one), one PUT each (none above 8 MiB), one read
+    // back.
+    assert_eq!(e["requests"]["lists"], 6);
     assert_eq!(e["requests"]["reads"], 1 + 2 + 1);
     assert_eq!(e["requests"]["writes"], 3);
-    assert_eq!(e["requests"]["total"], 3 + 4 + 3 + 3);
+    assert_eq!(e["requests"]["total"], 6 + 4 + 3 + 3);
+    let request_cpu = e["request_cpu_us"].as_f64().expect("cpu per request");
+    assert!(request_cpu > 0.0, "{e:#}");
+    assert!(
+        e["cpu_seconds"].as_f64().expect("cpu") > e["crypto_cpu_seconds"].as_f64().expect("crypto"),
+        "{e:#}"
+    );
     let sources: Vec<&str> = e["samples"]
         .as_array()
         .expect("samples")
@@ -387,6 +395,7 @@ fn inventory_is_exact(kind: Kind) {
         table.contains("moving the 3 latest classical or mixed version(s)"),
         "{table}"
     );
+    assert!(table.contains("requests     16 (6 lists"), "{table}");
     assert!(table.contains("unreadable: a/broken"), "{table}");
 }
 
