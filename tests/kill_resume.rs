@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, s};
+use common::{kill_group, ok, s};
 use sha2::{Digest as _, Sha256};
 
 const CAMPAIGN: &str = "apiVersion: pqbench.io/v1alpha1
@@ -150,15 +150,6 @@ impl Campaign {
                     && (p0.join("summary.json").exists() || p0.join("process.json").exists())
             })
     }
-}
-
-/// Kills the whole process group with SIGKILL.
-fn kill_group(child: &Child) {
-    let sent = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill -KILL the process group");
 }
 
 /// Runs one invocation until `trigger`, kills it, and says where it was. `None` when the

@@ -17,10 +17,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, s};
+use common::{kill_group, ok, s};
 use servers::{BUCKET, Kind, TestServer};
 
 /// `pqbench` against `server`, its credentials in the environment and its temporary files
@@ -43,14 +43,6 @@ fn run(server: &TestServer, tmp: &Path, args: &[&str]) -> Output {
     cmd(server, tmp, args).output().expect("run pqbench")
 }
 
-fn kill_group(child: &Child) {
-    let sent = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill -KILL the process group");
-}
-
 /// SplitMix64, for reproducible random instants.
 struct Rng(u64);
 
@@ -70,7 +62,29 @@ struct Bucket<'a> {
     keys: PathBuf,
 }
 
-impl Bucket<'_> {
+impl<'a> Bucket<'a> {
+    /// The bucket of `server`, with the old (x25519) and new (ml-kem-768) key pairs made
+    /// by `pqbench keygen` under `dir`.
+    fn new(server: &'a TestServer, dir: &Path) -> Self {
+        let b = Bucket {
+            server,
+            tmp: dir.to_owned(),
+            keys: dir.join("keys"),
+        };
+        for (name, mode) in [("old", "x25519"), ("new", "ml-kem-768")] {
+            let out = b.keys.join(name);
+            ok(
+                &run(
+                    server,
+                    &b.tmp,
+                    &["keygen", "--mode", mode, "--out", s(&out)],
+                ),
+                "keygen",
+            );
+        }
+        b
+    }
+
     fn key(&self, name: &str, file: &str) -> String {
         s(&self.keys.join(name).join(file)).to_owned()
     }
@@ -164,22 +178,7 @@ fn migrate_args<'a>(b: &'a Bucket<'_>, journal: &'a str, extra: &[&'a str]) -> V
 fn killed_ten_times(kind: Kind) {
     let server = TestServer::start(kind);
     let dir = tempfile::tempdir().expect("tmp");
-    let b = Bucket {
-        server: &server,
-        tmp: dir.path().to_owned(),
-        keys: dir.path().join("keys"),
-    };
-    for (name, mode) in [("old", "x25519"), ("new", "ml-kem-768")] {
-        let out = b.keys.join(name);
-        ok(
-            &run(
-                &server,
-                &b.tmp,
-                &["keygen", "--mode", mode, "--out", s(&out)],
-            ),
-            "keygen",
-        );
-    }
+    let b = Bucket::new(&server, dir.path());
     let old_pub = b.key("old", "recipient.pub");
     let new_pub = b.key("new", "recipient.pub");
     // 40 classical keys (v1 and v2, 1 KiB to 2 MiB), 4 already post-quantum, and for 5 of
@@ -402,22 +401,7 @@ fn migrate_killed_ten_times_on_garage() {
 fn a_key_changed_under_a_started_move_is_reported_not_overwritten() {
     let server = TestServer::start(Kind::Embedded);
     let dir = tempfile::tempdir().expect("tmp");
-    let b = Bucket {
-        server: &server,
-        tmp: dir.path().to_owned(),
-        keys: dir.path().join("keys"),
-    };
-    for (name, mode) in [("old", "x25519"), ("new", "ml-kem-768")] {
-        let out = b.keys.join(name);
-        ok(
-            &run(
-                &server,
-                &b.tmp,
-                &["keygen", "--mode", mode, "--out", s(&out)],
-            ),
-            "keygen",
-        );
-    }
+    let b = Bucket::new(&server, dir.path());
     let old_pub = b.key("old", "recipient.pub");
     b.put(
         "m/doc",
@@ -468,22 +452,7 @@ fn a_key_changed_under_a_started_move_is_reported_not_overwritten() {
 fn a_copy_that_shadows_a_later_commit_is_removed_by_the_next_run() {
     let server = TestServer::start(Kind::Embedded);
     let dir = tempfile::tempdir().expect("tmp");
-    let b = Bucket {
-        server: &server,
-        tmp: dir.path().to_owned(),
-        keys: dir.path().join("keys"),
-    };
-    for (name, mode) in [("old", "x25519"), ("new", "ml-kem-768")] {
-        let out = b.keys.join(name);
-        ok(
-            &run(
-                &server,
-                &b.tmp,
-                &["keygen", "--mode", mode, "--out", s(&out)],
-            ),
-            "keygen",
-        );
-    }
+    let b = Bucket::new(&server, dir.path());
     let old_pub = b.key("old", "recipient.pub");
     b.put(
         "m/doc",

@@ -374,35 +374,7 @@ impl ObjectClient {
 
     /// GetObject of `key`: the response head, with the body still to be read.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Body> {
-        let (inner, content_length, metadata) = match &self.inner {
-            Inner::Sdk { client, .. } => {
-                let out = client
-                    .get_object()
-                    .bucket(bucket)
-                    .key(key)
-                    .send()
-                    .await
-                    .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
-                let n = out.content_length().and_then(|n| u64::try_from(n).ok());
-                let meta = lowercase(out.metadata());
-                (BodyInner::Sdk(out.body), n, meta)
-            }
-            Inner::Lean(l) => {
-                let r = l
-                    .send(Call::new("GetObject", Method::GET, bucket, key))
-                    .await?;
-                let n = r.content_length();
-                let meta = user_metadata(&r.headers);
-                (BodyInner::Lean(r), n, meta)
-            }
-        };
-        Ok(Body {
-            inner,
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-            content_length,
-            metadata,
-        })
+        self.get(bucket, key, None).await
     }
 
     /// GetObject of the bytes `first..=last` of `key` (`Range: bytes=first-last`): the
@@ -415,14 +387,18 @@ impl ObjectClient {
         first: u64,
         last: u64,
     ) -> Result<Body> {
-        let range = format!("bytes={first}-{last}");
+        self.get(bucket, key, Some(format!("bytes={first}-{last}")))
+            .await
+    }
+
+    async fn get(&self, bucket: &str, key: &str, range: Option<String>) -> Result<Body> {
         let (inner, content_length, metadata) = match &self.inner {
             Inner::Sdk { client, .. } => {
                 let out = client
                     .get_object()
                     .bucket(bucket)
                     .key(key)
-                    .range(range)
+                    .set_range(range)
                     .send()
                     .await
                     .map_err(|e| Error::s3("GetObject", bucket, key, e))?;
@@ -431,7 +407,8 @@ impl ObjectClient {
                 (BodyInner::Sdk(out.body), n, meta)
             }
             Inner::Lean(l) => {
-                let headers = [("range", range)];
+                let headers: Vec<(&'static str, String)> =
+                    range.into_iter().map(|r| ("range", r)).collect();
                 let r = l
                     .send(Call::new("GetObject", Method::GET, bucket, key).headers(&headers))
                     .await?;

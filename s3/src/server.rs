@@ -268,6 +268,27 @@ macro_rules! forward {
 }
 
 impl Fs {
+    /// `op` on `s3s-fs`, in a task of its own that finishes even when the request's
+    /// future is dropped (its client went away), once `bucket` is known to exist.
+    fn to_the_end<'a, T, F>(
+        &'a self,
+        bucket: &str,
+        op: impl FnOnce(std::sync::Arc<s3s_fs::FileSystem>) -> F + Send + 'static,
+    ) -> BoxFut<'a, T>
+    where
+        T: Send + 'static,
+        F: Future<Output = S3Result<S3Response<T>>> + Send + 'static,
+    {
+        let checked = self.bucket_exists(bucket);
+        let fs = std::sync::Arc::clone(&self.inner);
+        Box::pin(async move {
+            checked?;
+            tokio::spawn(op(fs))
+                .await
+                .map_err(|e| s3s::s3_error!(InternalError, "the write's task failed: {e}"))?
+        })
+    }
+
     /// NoSuchBucket unless `bucket` is a bucket (a directory of the data directory).
     fn bucket_exists(&self, bucket: &str) -> S3Result<()> {
         let name_ok =
@@ -314,13 +335,8 @@ impl S3 for Fs {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        Box::pin(async move {
-            self.bucket_exists(&req.input.bucket)?;
-            let fs = std::sync::Arc::clone(&self.inner);
-            tokio::spawn(async move { fs.put_object(req).await })
-                .await
-                .map_err(|e| s3s::s3_error!(InternalError, "the write's task failed: {e}"))?
-        })
+        let bucket = req.input.bucket.clone();
+        self.to_the_end(&bucket, move |fs| async move { fs.put_object(req).await })
     }
 
     fn complete_multipart_upload<'life0, 'async_trait>(
@@ -331,12 +347,9 @@ impl S3 for Fs {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        Box::pin(async move {
-            self.bucket_exists(&req.input.bucket)?;
-            let fs = std::sync::Arc::clone(&self.inner);
-            tokio::spawn(async move { fs.complete_multipart_upload(req).await })
-                .await
-                .map_err(|e| s3s::s3_error!(InternalError, "the write's task failed: {e}"))?
+        let bucket = req.input.bucket.clone();
+        self.to_the_end(&bucket, move |fs| async move {
+            fs.complete_multipart_upload(req).await
         })
     }
 

@@ -37,6 +37,16 @@ pub(crate) fn pqbench_in(state: &Path, args: &[&str]) -> Output {
         .expect("run pqbench")
 }
 
+/// Kills the whole process group of `child` (spawned with `process_group(0)`) with SIGKILL.
+#[allow(dead_code, reason = "not every test binary kills processes")]
+pub(crate) fn kill_group(child: &Child) {
+    let sent = std::process::Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -KILL the process group");
+}
+
 /// A path as an argument.
 pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf8 path")
