@@ -203,7 +203,14 @@ impl Journal {
             let (key, old) = line.slot();
             let s = slots.entry((key.to_owned(), old.to_owned())).or_default();
             match line {
-                Line::Started { new, sha256, .. } => s.started = Some((new, sha256)),
+                // A start after a `changed` is a fresh move of a version that became the
+                // latest again: it supersedes what the slot said.
+                Line::Started { new, sha256, .. } => {
+                    *s = Slot {
+                        started: Some((new, sha256)),
+                        ..Slot::default()
+                    };
+                }
                 Line::Done { new, .. } => s.done = Some(new),
                 Line::Deleted { .. } => s.deleted = true,
                 Line::Changed { .. } => s.changed = true,
@@ -629,6 +636,11 @@ async fn plan(store: &Store, prefix: &str, journal: &Journal, delete: bool) -> R
             let mut slot = journal.slot(&l.key, &v.version);
             slot.changed |= repaired.contains(&(l.key.clone(), v.version.clone()));
             let latest = l.latest().map(|x| &x.version) == Some(&v.version);
+            if slot.changed && latest {
+                // Left to another writer once, and the latest again (that writer's version
+                // is gone): moved afresh.
+                slot = Slot::default();
+            }
             let pending = slot.done.is_none() && slot.started.is_some() && !slot.changed;
             let undeleted = delete && slot.done.is_some() && !slot.deleted;
             if !(latest || pending || undeleted) || slot.changed {
@@ -798,40 +810,53 @@ pub(crate) fn migrate(a: MigrateArgs) -> Result<()> {
     Ok(())
 }
 
+/// Moves the items, `concurrency` keys at a time. The items of one key (a move a killed run
+/// started, and the key's latest version) go one after the other, oldest version first, so
+/// that finishing or undoing the first is done before the second looks at the key.
 async fn run(ctx: Arc<Ctx>, items: Vec<Item>, concurrency: usize) -> Result<Vec<Outcome>> {
     let progress = Progress::new("versions moved", items.len() as u64, Unit::Count);
     let mut out: Vec<Option<Outcome>> = vec![None; items.len()];
+    let mut by_key: BTreeMap<String, Vec<(usize, Item)>> = BTreeMap::new();
+    for (i, item) in items.into_iter().enumerate() {
+        by_key.entry(item.key.clone()).or_default().push((i, item));
+    }
     let mut set = tokio::task::JoinSet::new();
-    let mut next = items.into_iter().enumerate();
+    let mut next = by_key.into_values();
     let mut done = 0u64;
     loop {
         while set.len() < concurrency {
-            let Some((i, item)) = next.next() else { break };
+            let Some(mut group) = next.next() else { break };
+            group.sort_by(|a, b| a.1.old.version.cmp(&b.1.old.version));
             let ctx = Arc::clone(&ctx);
             set.spawn(async move {
-                let r = move_one(&ctx, &item).await;
-                (i, item, r)
+                let mut results = Vec::with_capacity(group.len());
+                for (i, item) in group {
+                    let r = move_one(&ctx, &item).await;
+                    results.push((i, item, r));
+                }
+                results
             });
         }
         let Some(joined) = set.join_next().await else {
             break;
         };
-        let (i, item, r) = joined.context("a move panicked")?;
-        let outcome = r.unwrap_or_else(|e| {
-            let reason = format!("{e:#}");
-            let _ = ctx.journal.append(&Line::Failed {
-                key: item.key.clone(),
-                old: item.old.version.clone(),
-                reason: reason.clone(),
+        for (i, item, r) in joined.context("a move panicked")? {
+            let outcome = r.unwrap_or_else(|e| {
+                let reason = format!("{e:#}");
+                let _ = ctx.journal.append(&Line::Failed {
+                    key: item.key.clone(),
+                    old: item.old.version.clone(),
+                    reason: reason.clone(),
+                });
+                progress.line(&format!(
+                    "failed: {} {}: {reason}",
+                    item.key, item.old.version
+                ));
+                Outcome::Failed { reason }
             });
-            progress.line(&format!(
-                "failed: {} {}: {reason}",
-                item.key, item.old.version
-            ));
-            Outcome::Failed { reason }
-        });
-        out[i] = Some(outcome);
-        done += 1;
+            out[i] = Some(outcome);
+            done += 1;
+        }
         progress.set(done, "", None);
     }
     progress.finish();
