@@ -93,6 +93,16 @@ pub(crate) struct VersionRow {
     /// The v1 mode, for the CPU sample.
     #[serde(skip)]
     source: Option<Source>,
+    /// The class (`None`: unreadable).
+    #[serde(skip)]
+    protection: Option<Protection>,
+}
+
+impl VersionRow {
+    /// Whether a migration to post-quantum recipients moves this version's class.
+    fn moves(&self) -> bool {
+        self.protection.is_some_and(Protection::needs_migration)
+    }
 }
 
 /// What a version would be opened as, for the CPU sample.
@@ -274,6 +284,7 @@ fn row(
         key_ids: Vec::new(),
         reason: None,
         source: None,
+        protection: None,
     };
     match read {
         Ok(s) => {
@@ -282,6 +293,7 @@ fn row(
                 Placement::Prefix => "prefix",
             });
             r.class = s.protection.name();
+            r.protection = Some(s.protection);
             r.kems = s.kems();
             r.recipients = s.wraps.len();
             r.commitment = s.commitment;
@@ -504,15 +516,10 @@ fn estimate(
     samples: &BTreeMap<Source, (f64, f64)>,
     read: &ReadCost,
 ) -> Estimate {
-    let moving = |r: &&VersionRow| {
-        Protection::ALL
-            .iter()
-            .any(|p| p.needs_migration() && p.name() == r.class)
-    };
     let mut req = Requests::default();
     let (mut versions, mut older, mut plaintext, mut down, mut up, mut cpu_us) =
         (0, 0, 0, 0, 0, 0.0);
-    for r in rows.iter().filter(moving) {
+    for r in rows.iter().filter(|r| r.moves()) {
         if !r.latest {
             older += 1;
             continue;
@@ -931,12 +938,7 @@ pub(crate) fn inventory(a: InventoryArgs) -> Result<()> {
     let sources: std::collections::BTreeSet<Source> = collected
         .rows
         .iter()
-        .filter(|r| {
-            r.latest
-                && Protection::ALL
-                    .iter()
-                    .any(|p| p.needs_migration() && p.name() == r.class)
-        })
+        .filter(|r| r.latest && r.moves())
         .filter_map(|r| r.source)
         .collect();
     let samples = measure(sources, a.to, a.backend)?;
