@@ -213,7 +213,8 @@ soak:
 # Regenerate the golden objects (only when the format changes on purpose).
 golden:
 	PQBENCH_BLESS=1 cargo test -p envelope --test format golden
-	PQBENCH_BLESS=1 cargo test -p envelope --test golden_v2
+	PQBENCH_BLESS=1 cargo test -p envelope --test golden_v2 -- golden_v2_objects golden_v2_1_objects
+	PQBENCH_BLESS=1 cargo test -p envelope --test golden_v2 a_golden_rewrap
 
 # The main job for now: every mode, its sizes and its seal/open cost.
 modes:

@@ -58,6 +58,11 @@ pub(crate) struct SenderArgs {
     /// header; the object is then only as strong as its classical wrap).
     #[arg(long)]
     allow_mixed: bool,
+    /// v2: write a v2.1 header (FORMAT-v2.md §10, 32 bytes longer), whose recipients
+    /// `pqbench migrate --rewrap` can replace without re-encrypting the body. Readers of
+    /// format v2 read both.
+    #[arg(long)]
+    rewrappable: bool,
     /// Pre-shared key file (mode psk), as written by `keygen --mode psk`.
     #[arg(long)]
     psk: Option<PathBuf>,
@@ -114,8 +119,10 @@ impl SenderArgs {
     pub(crate) fn writer(&self, default_header: HeaderPlacement) -> Result<Writer> {
         match self.format {
             Format::V1 => {
-                if self.header.is_some() || self.allow_mixed {
-                    bail!("--header and --allow-mixed are format v2 options; add --format v2");
+                if self.header.is_some() || self.allow_mixed || self.rewrappable {
+                    bail!(
+                        "--header, --allow-mixed and --rewrappable are format v2 options; add --format v2"
+                    );
                 }
                 Ok(Writer::V1(self.sender()?))
             }
@@ -142,10 +149,12 @@ impl SenderArgs {
                     .collect::<Result<Vec<_>>>()?;
                 let refs: Vec<&PublicKey> = keys.iter().collect();
                 let placement = self.header.unwrap_or(default_header).into();
-                Ok(Writer::V2(
-                    v2::Sender::new(self.backend, &refs, self.allow_mixed, placement)
-                        .context("format v2")?,
-                ))
+                let mut sender = v2::Sender::new(self.backend, &refs, self.allow_mixed, placement)
+                    .context("format v2")?;
+                if self.rewrappable {
+                    sender = sender.rewrappable().context("--rewrappable")?;
+                }
+                Ok(Writer::V2(sender))
             }
         }
     }

@@ -773,10 +773,11 @@ fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
     }
 }
 
-/// The golden v2 objects (`envelope/tests/golden/v2-*.json`) open in the Python reader
+/// The golden v2 and v2.1 objects (`envelope/tests/golden/v2-*.json`, `v2.1-*.json`, the
+/// re-wrapped one included) open in the Python reader
 /// written from FORMAT-v2.md, in their placement, to the plaintext they record.
 #[test]
-fn python_v2_reader_opens_the_golden_v2_objects() {
+fn python_v2_reader_opens_the_golden_v2_and_v2_1_objects() {
     let dir = tempfile::tempdir().expect("tmp");
     let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("envelope/tests/golden");
     let mut seen = 0;
@@ -787,7 +788,8 @@ fn python_v2_reader_opens_the_golden_v2_objects() {
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_owned();
-        if !name.starts_with("v2-") {
+        // v2 and v2.1 (FORMAT-v2.md §10), the re-wrapped one included.
+        if !name.starts_with("v2-") && !name.starts_with("v2.1-") {
             continue;
         }
         let doc: serde_json::Value =
@@ -823,7 +825,7 @@ fn python_v2_reader_opens_the_golden_v2_objects() {
         );
         seen += 1;
     }
-    assert_eq!(seen, 7, "every golden v2 object");
+    assert_eq!(seen, 15, "every golden v2 and v2.1 object");
 }
 
 /// Format v2 objects written to S3 by `pqbench put --format v2` (header in metadata and as
@@ -1111,7 +1113,8 @@ fn both_v2_readers_fail_each_check_in_the_class_section_4_gives_it() {
     let flip = |at: usize| edit(at, &[good[at] ^ 1]);
     for (what, bytes, needle) in [
         ("magic", edit(0, b"PQB3"), "magic is not PQB2"),
-        ("version", edit(8, &[3]), "version is not 2"),
+        // 3 is a v2.1 header (§10.1), read by both: 4 is no version.
+        ("version", edit(8, &[4]), "version is not 2"),
         (
             "reserved flags",
             edit(9, &[good[9] | 0b100]),
@@ -1241,4 +1244,308 @@ fn the_python_v2_reader_refuses_oversized_and_non_canonical_metadata() {
         read(&String::from_utf8(bent).expect("utf8")),
         "refused: header: metadata entry is not canonical base64"
     );
+}
+
+/// FORMAT-v2.md §10.1 (v2.1, re-wrappable headers) held by the Python reader written from the
+/// text: `pqbench seal --format v2 --rewrappable` writes v2.1 objects (placement prefix, the
+/// only one a local directory has, §2) for every KEM of §3, one of them two chunks long, and
+/// `pqbench put --format v2 --rewrappable --header metadata` writes them in placement
+/// metadata for the KEMs whose header fits (§8: not ML-KEM-1024), downloaded with boto3;
+/// `pqreader2.py` opens each to its plaintext. Each header is `version = 3` and
+/// `123 + Σ (86 + Nenc)` bytes long. Refused by both readers with the opaque error: a
+/// flipped `origin_hash` byte, and in a two-recipient object a flipped `enc` byte of one
+/// entry, for **both** recipients (the wrap AAD's `recipients_hash` covers every entry);
+/// a damaged `wrapped_0` fails recipient 0 alone (§10.2).
+#[test]
+fn python_v2_reader_opens_v2_1_objects_pqbench_wrote_and_both_refuse_tampered_ones() {
+    use base64::Engine as _;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let s = |p: &std::path::Path| p.to_str().expect("utf8").to_owned();
+    // §3: (pqbench mode, kem_id, Nenc).
+    let kems = [
+        ("x25519", "0020", 32usize),
+        ("ml-kem-768", "0041", 1088),
+        ("ml-kem-1024", "0042", 1568),
+        ("x-wing", "647a", 1120),
+    ];
+    let secret_hex = |dir: &std::path::Path| {
+        let sk = envelope::SecretKey::read_file(&dir.join("recipient.key")).expect("key");
+        hex::encode(sk.expose_secret())
+    };
+    for (mode, _, _) in kems {
+        let o = pqbench(&["keygen", "--mode", mode, "--out", &s(&t.join(mode))]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let pyread = |header_file: &std::path::Path,
+                  placement: &str,
+                  chunks_file: &std::path::Path,
+                  key: &str,
+                  version: &str,
+                  mode: &str| {
+        let kem = kems.iter().find(|k| k.0 == mode).expect("kem").1;
+        Command::new(python())
+            .arg(interop_dir().join("pqreader2.py"))
+            .arg(header_file)
+            .arg(placement)
+            .arg(chunks_file)
+            .args(["tn", "bk-v21", key, version, kem])
+            .arg(secret_hex(&t.join(mode)))
+            .output()
+            .expect("run pqreader2.py")
+    };
+    // §10.1: version 3, and the header 32 bytes longer than v2's `91 + Σ (86 + Nenc)`.
+    let check_header = |header: &[u8], nencs: &[usize], what: &str| {
+        let expect = 123 + nencs.iter().map(|n| 86 + n).sum::<usize>();
+        assert_eq!(header[8], 3, "{what}: version");
+        assert_eq!(
+            u32::from_be_bytes(header[4..8].try_into().expect("len")) as usize,
+            expect,
+            "{what}: header_len"
+        );
+        assert_eq!(header.len(), expect, "{what}: header length");
+        assert_eq!(header[122], nencs.len() as u8, "{what}: recipient_count");
+    };
+
+    // Placement prefix, `pqbench seal`, every KEM; ML-KEM-768's object spans two chunks.
+    let small: Vec<u8> = (0..5000u32).map(|i| (i * 13 % 251) as u8).collect();
+    let large: Vec<u8> = (0..4_194_304 + 77u32).map(|i| (i % 253) as u8).collect();
+    let root = t.join("objects");
+    let seal = |key: &str, data: &[u8], to: &[&str], extra: &[&str]| {
+        let input = t.join("in.bin");
+        std::fs::write(&input, data).expect("write");
+        let mut args = vec!["seal", "--format", "v2", "--rewrappable"];
+        args.extend_from_slice(extra);
+        let (inp, out) = (s(&input), s(&root));
+        args.extend(["--tenant", "tn", "--bucket", "bk-v21", "--key", key]);
+        args.extend(["--in", &inp, "--out", &out]);
+        let pubs: Vec<String> = to
+            .iter()
+            .map(|m| s(&t.join(m).join("recipient.pub")))
+            .collect();
+        for p in &pubs {
+            args.extend(["--recipient", p]);
+        }
+        pqbench(&args)
+    };
+    let object = |key: &str, version: &str| root.join(format!("{key}.pqcs/{version}/object.v2"));
+    for (mode, _, nenc) in kems {
+        let data = if mode == "ml-kem-768" { &large } else { &small };
+        let key = format!("v21/{mode}");
+        let o = seal(&key, data, &[mode], &[]);
+        assert!(
+            o.status.success(),
+            "seal {mode}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let version = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+        let obj = object(&key, &version);
+        let body = std::fs::read(&obj).expect("object");
+        let hlen = u32::from_be_bytes(body[4..8].try_into().expect("len")) as usize;
+        check_header(&body[..hlen], &[nenc], mode);
+        assert_eq!(body[9], 0b10, "{mode}: flags say placement prefix");
+        assert_eq!(
+            body[14..46],
+            body[46..78],
+            "{mode}: a new object's origin_hash is its identity_hash"
+        );
+        let n = data.len().div_ceil(4_194_304).max(1);
+        assert_eq!(body.len(), hlen + data.len() + 16 * n, "{mode}: §4 check 6");
+        let out = pyread(&obj, "prefix", Path::new("-"), &key, &version, mode);
+        assert!(
+            out.status.success(),
+            "pqreader2 {mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            unhex(String::from_utf8_lossy(&out.stdout).trim()) == *data,
+            "pqreader2 {mode}: plaintext differs"
+        );
+    }
+    // A local directory has no metadata (§2): seal refuses placement metadata.
+    let o = seal("v21/meta", &small, &["x25519"], &["--header", "metadata"]);
+    assert!(!o.status.success(), "seal --header metadata is refused");
+
+    // Placement metadata, `pqbench put` to S3, every KEM whose v2.1 header fits in 1,527
+    // bytes; downloaded with boto3 (the entry's value as S3 returns it).
+    let server = s3::EmbeddedS3::start(&t.join("s3"), 0).expect("server");
+    server.create_bucket("bk-v21").expect("bucket");
+    let env = [
+        ("AWS_ENDPOINT_URL", server.endpoint()),
+        ("AWS_ACCESS_KEY_ID", server.access_key()),
+        ("AWS_SECRET_ACCESS_KEY", server.secret_key()),
+    ];
+    std::fs::write(t.join("small.bin"), &small).expect("write");
+    let mut put = Vec::new();
+    for (mode, _, nenc) in kems {
+        if mode == "ml-kem-1024" {
+            continue;
+        }
+        let key = format!("meta/{mode}");
+        let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+            .args([
+                "put",
+                "--format",
+                "v2",
+                "--rewrappable",
+                "--header",
+                "metadata",
+            ])
+            .args(["--tenant", "tn", "--bucket", "bk-v21", "--key", &key])
+            .arg("--in")
+            .arg(t.join("small.bin"))
+            .arg("--recipient")
+            .arg(t.join(mode).join("recipient.pub"))
+            .envs(env)
+            .output()
+            .expect("pqbench put");
+        assert!(
+            o.status.success(),
+            "put {mode}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let version = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .expect("version line")
+            .trim()
+            .to_owned();
+        put.push((mode, nenc, key, version));
+    }
+    let fetched = t.join("fetched");
+    let o = Command::new(python())
+        .arg(interop_dir().join("s3_fetch.py"))
+        .args(["--endpoint", server.endpoint(), "--bucket", "bk-v21"])
+        .args(["--prefix", "meta/", "--out", &s(&fetched)])
+        .envs(env)
+        .output()
+        .expect("run s3_fetch.py");
+    assert!(
+        o.status.success(),
+        "boto3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (mode, nenc, key, version) in &put {
+        let obj = fetched.join(format!("{key}.pqcs/{version}/object.v2"));
+        let meta = obj.with_extension("v2.meta");
+        let entry = std::fs::read_to_string(&meta).expect("the pqbench-v2 entry");
+        let header = base64::engine::general_purpose::STANDARD
+            .decode(&entry)
+            .expect("base64");
+        check_header(&header, &[*nenc], mode);
+        assert_eq!(header[9], 0, "{mode}: flags say placement metadata");
+        assert_eq!(
+            std::fs::metadata(&obj).expect("object").len() as usize,
+            small.len() + 16,
+            "{mode}: the body is the chunks alone"
+        );
+        let out = pyread(&meta, "metadata", &obj, key, version, mode);
+        assert!(
+            out.status.success(),
+            "pqreader2 {mode} in metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            unhex(String::from_utf8_lossy(&out.stdout).trim()) == small,
+            "pqreader2 {mode} in metadata: plaintext differs"
+        );
+    }
+
+    // Tampering: a two-recipient v2.1 object (ML-KEM-768, then X-Wing: one strength).
+    let o = seal("v21/two", &small, &["ml-kem-768", "x-wing"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let version = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let obj = object("v21/two", &version);
+    let good = std::fs::read(&obj).expect("object");
+    check_header(
+        &good[..123 + 2 * 86 + 1088 + 1120],
+        &[1088, 1120],
+        "two recipients",
+    );
+    let hlen = 123 + 2 * 86 + 1088 + 1120;
+    // Both readers on `bytes` as the object, with `mode`'s key: (binary, Python) results.
+    let read = |bytes: &[u8], mode: &str| {
+        std::fs::write(&obj, bytes).expect("write");
+        let out = t.join("out.bin");
+        let _ = std::fs::remove_file(&out);
+        let bin = pqbench(&[
+            "open",
+            "--format",
+            "v2",
+            "--tenant",
+            "tn",
+            "--bucket",
+            "bk-v21",
+            "--key",
+            "v21/two",
+            "--version",
+            &version,
+            "--in",
+            &s(&root),
+            "--out",
+            &s(&out),
+            "--secret",
+            &s(&t.join(mode).join("recipient.key")),
+        ]);
+        let opened = std::fs::read(&out).ok();
+        let py = pyread(&obj, "prefix", Path::new("-"), "v21/two", &version, mode);
+        (bin, opened, py)
+    };
+    let opaque =
+        "decryption failed: the object is corrupt, was tampered with, or is not for this key";
+    let refused = |bytes: &[u8], mode: &str, what: &str| {
+        let (bin, opened, py) = read(bytes, mode);
+        let (bin_err, py_err) = (
+            String::from_utf8_lossy(&bin.stderr),
+            String::from_utf8_lossy(&py.stderr),
+        );
+        assert!(
+            !bin.status.success() && opened.is_none(),
+            "{what}, {mode}: pqbench accepted it"
+        );
+        assert!(
+            bin_err.contains(opaque) && !bin_err.contains("header rejected"),
+            "{what}, {mode}: pqbench: {bin_err}"
+        );
+        assert!(
+            !py.status.success(),
+            "{what}, {mode}: pqreader2 accepted it"
+        );
+        assert_eq!(
+            py_err.trim(),
+            "refused: decryption failed",
+            "{what}, {mode}: pqreader2"
+        );
+    };
+    let opens = |bytes: &[u8], mode: &str, what: &str| {
+        let (bin, opened, py) = read(bytes, mode);
+        assert!(
+            bin.status.success() && opened.as_deref() == Some(&small[..]),
+            "{what}, {mode}: pqbench: {}",
+            String::from_utf8_lossy(&bin.stderr)
+        );
+        assert!(
+            py.status.success() && unhex(String::from_utf8_lossy(&py.stdout).trim()) == small,
+            "{what}, {mode}: pqreader2: {}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+    };
+    let flip = |at: usize| {
+        let mut b = good.clone();
+        b[at] ^= 1;
+        b
+    };
+    // Offsets (§4 with §10.1): identity_hash 14..46, origin_hash 46..78, fixed part 123
+    // bytes; entry 0 at 123: kem_id, key_id, enc_len, then enc at 123 + 36; its wrapped
+    // field at 123 + 36 + 1088 + 2.
+    let enc0 = 123 + 36;
+    let wrapped0 = enc0 + 1088 + 2;
+    for mode in ["ml-kem-768", "x-wing"] {
+        opens(&good, mode, "unmodified");
+        refused(&flip(46 + 7), mode, "origin_hash");
+        refused(&flip(enc0 + 5), mode, "entry 0's enc");
+        refused(&flip(hlen + 3), mode, "a chunk");
+    }
+    refused(&flip(wrapped0 + 4), "ml-kem-768", "entry 0's wrapped");
+    opens(&flip(wrapped0 + 4), "x-wing", "entry 0's wrapped");
 }

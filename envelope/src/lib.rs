@@ -148,6 +148,12 @@ pub enum Error {
     /// classical-only recipient entry or the mixed-strength flag (public bytes; says which).
     #[error("refused by --require-pq: {0}")]
     NotPostQuantum(String),
+    /// A re-wrap (FORMAT-v2.md §10) of a header that is not v2.1: a v2 header's chunk keys
+    /// bind the whole header, so only re-encryption moves it to new recipients.
+    #[error(
+        "the object's header is format v2, not v2.1: its chunks bind the whole header, so it cannot be re-wrapped (re-encrypt it instead)"
+    )]
+    NotRewrappable,
     /// A format v2 object's header fails a structure check (FORMAT-v2.md §4, checks 1-3
     /// and 5: public bytes only, before any key is used; says which check).
     #[error("object header rejected: {0}")]
@@ -217,6 +223,7 @@ impl Error {
             Error::Manifest(_) => "manifest",
             Error::Header(_) => "header",
             Error::NotPostQuantum(_) => "not_post_quantum",
+            Error::NotRewrappable => "not_rewrappable",
             Error::ModeMismatch { .. } => "mode_mismatch",
             Error::IdentityMismatch { .. } => "identity_mismatch",
             Error::WrongRecipient { .. } => "wrong_recipient",

@@ -89,6 +89,9 @@ pub struct Sealing {
     pub wraps: Vec<Wrap>,
     /// Whether the envelope commits to its data key (v2 does, v1 does not).
     pub commitment: bool,
+    /// Whether a holder of the data key can replace the recipients without touching the
+    /// body: a v2.1 header (FORMAT-v2.md §10).
+    pub rewrappable: bool,
     /// The plaintext's size, as the envelope states it.
     pub plaintext_size: u64,
     /// The class.
@@ -124,6 +127,7 @@ impl Sealing {
             placement: None,
             wraps,
             commitment: false,
+            rewrappable: false,
             plaintext_size: m.ctx.plaintext_size,
             protection,
         })
@@ -161,6 +165,7 @@ impl Sealing {
             placement: Some(h.placement),
             wraps,
             commitment: true,
+            rewrappable: h.origin_hash.is_some(),
             plaintext_size: h.plaintext_size,
             protection,
         })

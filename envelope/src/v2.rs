@@ -12,6 +12,11 @@
 //! bytes, before any key is used) is [`Error::Header`], naming the check; the identity
 //! (check 4), the reader's entry, the unwrap, the commitment, the body's length and every
 //! chunk are the one opaque [`Error::Decrypt`].
+//!
+//! v2.1 (§10, header `version = 3`): the chunks bind `body_hash` instead of the whole
+//! header and every wrap's AAD covers the recipient entries, so a holder of the data key
+//! can write a new header for the same body ([`Receiver::rewrap`]). A [`Sender`] writes
+//! v2.1 when made [`Sender::rewrappable`]; readers take both.
 
 use std::time::Instant;
 
@@ -26,8 +31,10 @@ use crate::{Backend, Error, KeyRequest, KeyType, PublicKey, Result, SecretKey, S
 
 /// `magic`: ASCII `PQB2`.
 pub const MAGIC: [u8; 4] = *b"PQB2";
-/// `version`.
+/// `version` of a v2 header.
 pub const VERSION: u8 = 2;
+/// `version` of a v2.1 header (§10): re-wrappable.
+pub const VERSION_REWRAPPABLE: u8 = 3;
 /// Most recipients per object.
 pub const MAX_RECIPIENTS: usize = 16;
 /// The chunk size (as v1).
@@ -42,11 +49,47 @@ pub const MAX_HEADER: usize = 65_536;
 const WRAPPED_LEN: usize = 48;
 /// Bytes of the fixed part (§4).
 pub const FIXED_LEN: usize = 91;
+/// Bytes of a v2.1 header's fixed part (§10.1: `origin_hash` added).
+pub const FIXED_LEN_REWRAPPABLE: usize = FIXED_LEN + 32;
 const FLAG_MIXED: u8 = 0b01;
 const FLAG_PREFIX: u8 = 0b10;
 /// The suite of every wrap (§3).
 const KDF: KdfId = KdfId::HkdfSha256;
 const AEAD: AeadId = AeadId::Aes256Gcm;
+
+/// Which header a writer writes: v2 (§4), or v2.1 (§10), whose recipients can be
+/// replaced without touching the body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeaderVersion {
+    /// `version = 2`.
+    #[default]
+    V2,
+    /// `version = 3`: re-wrappable.
+    V2_1,
+}
+
+impl HeaderVersion {
+    /// `v2` or `v2.1`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HeaderVersion::V2 => "v2",
+            HeaderVersion::V2_1 => "v2.1",
+        }
+    }
+
+    /// The fixed part's length.
+    pub const fn fixed_len(self) -> usize {
+        match self {
+            HeaderVersion::V2 => FIXED_LEN,
+            HeaderVersion::V2_1 => FIXED_LEN_REWRAPPABLE,
+        }
+    }
+
+    /// The header's length for recipients of these KEMs: `fixed + Σ (86 + Nenc)`.
+    pub fn header_len(self, kems: impl Iterator<Item = KemId>) -> usize {
+        self.fixed_len() + kems.map(|k| 86 + k.enc_len()).sum::<usize>()
+    }
+}
 
 /// Where the header travels (§2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +122,8 @@ pub struct Header {
     pub placement: Placement,
     /// The identity's hash.
     pub identity_hash: [u8; 32],
+    /// v2.1 (`version = 3`, §10) only: the `identity_hash` the body was sealed for.
+    pub origin_hash: Option<[u8; 32]>,
     /// Plaintext bytes.
     pub plaintext_size: u64,
     /// The commitment to the data key.
@@ -115,10 +160,13 @@ pub fn chunks_len(plaintext_size: u64) -> u64 {
 impl Header {
     /// The fixed part (§4): `magic` through `recipient_count`.
     fn fixed(&self, header_len: u32) -> Vec<u8> {
-        let mut b = Vec::with_capacity(FIXED_LEN);
+        let mut b = Vec::with_capacity(self.version().fixed_len());
         b.extend_from_slice(&MAGIC);
         b.extend_from_slice(&header_len.to_be_bytes());
-        b.push(VERSION);
+        b.push(match self.version() {
+            HeaderVersion::V2 => VERSION,
+            HeaderVersion::V2_1 => VERSION_REWRAPPABLE,
+        });
         let mut flags = 0;
         if self.mixed {
             flags |= FLAG_MIXED;
@@ -130,6 +178,9 @@ impl Header {
         b.extend_from_slice(&KDF.id().to_be_bytes());
         b.extend_from_slice(&AEAD.id().to_be_bytes());
         b.extend_from_slice(&self.identity_hash);
+        if let Some(origin) = &self.origin_hash {
+            b.extend_from_slice(origin);
+        }
         b.extend_from_slice(&self.plaintext_size.to_be_bytes());
         b.extend_from_slice(&CHUNK_SIZE.to_be_bytes());
         b.extend_from_slice(&self.commitment);
@@ -137,9 +188,18 @@ impl Header {
         b
     }
 
-    /// The header's length: `91 + Σ (86 + Nenc)`.
+    /// Which header this is: v2.1 when it has an `origin_hash`.
+    pub fn version(&self) -> HeaderVersion {
+        if self.origin_hash.is_some() {
+            HeaderVersion::V2_1
+        } else {
+            HeaderVersion::V2
+        }
+    }
+
+    /// The header's length: `91 + Σ (86 + Nenc)` (v2.1: `123 + …`).
     pub fn len(&self) -> usize {
-        FIXED_LEN
+        self.version().fixed_len()
             + self
                 .recipients
                 .iter()
@@ -156,9 +216,50 @@ impl Header {
         u32::try_from(self.len()).unwrap_or(u32::MAX)
     }
 
-    /// `SHA-256(fixed part)`: the wraps' AAD.
+    /// `SHA-256(fixed part)`.
     fn fixed_hash(&self) -> [u8; 32] {
         sha256(Backend::RustCrypto, &self.fixed(self.header_len()))
+    }
+
+    /// Every wrap's AAD: `fixed_hash` (v2, §5); `fixed_hash ‖ recipients_hash` (v2.1,
+    /// §10.1), where `recipients_hash = SHA-256(Σ kem_id ‖ key_id ‖ lp(enc))` covers every
+    /// entry but its `wrapped` field.
+    fn wrap_aad(&self) -> Vec<u8> {
+        let mut aad = self.fixed_hash().to_vec();
+        if self.origin_hash.is_some() {
+            let mut b = Vec::new();
+            for r in &self.recipients {
+                b.extend_from_slice(&r.kem.id().to_be_bytes());
+                b.extend_from_slice(&r.key_id);
+                lp(&mut b, &r.enc);
+            }
+            aad.extend_from_slice(&sha256(Backend::RustCrypto, &b));
+        }
+        aad
+    }
+
+    /// HKDF's salt for `PRK`: `identity_hash` (v2, §5), `origin_hash` (v2.1, §10.1).
+    fn salt(&self) -> &[u8; 32] {
+        self.origin_hash.as_ref().unwrap_or(&self.identity_hash)
+    }
+
+    /// What the chunks bind (§6, §10.1): v2, `("pqbench-v2 data", SHA-256(header))`; v2.1,
+    /// `("pqbench-v2.1 data", body_hash)` with `body_hash = SHA-256("pqbench-v2.1 body" ‖
+    /// 0x00 ‖ kdf_id ‖ aead_id ‖ origin_hash ‖ plaintext_size ‖ chunk_size ‖ commitment)`.
+    fn chunk_binding(&self, backend: Backend, bytes: &[u8]) -> (&'static [u8], [u8; 32]) {
+        match &self.origin_hash {
+            None => (b"pqbench-v2 data", sha256(backend, bytes)),
+            Some(origin) => {
+                let mut b = b"pqbench-v2.1 body\0".to_vec();
+                b.extend_from_slice(&KDF.id().to_be_bytes());
+                b.extend_from_slice(&AEAD.id().to_be_bytes());
+                b.extend_from_slice(origin);
+                b.extend_from_slice(&self.plaintext_size.to_be_bytes());
+                b.extend_from_slice(&CHUNK_SIZE.to_be_bytes());
+                b.extend_from_slice(&self.commitment);
+                (b"pqbench-v2.1 data", sha256(backend, &b))
+            }
+        }
     }
 
     /// The header's bytes.
@@ -192,9 +293,11 @@ impl Header {
             b: &bytes[..header_len],
             at: 8,
         };
-        if r.u8()? != VERSION {
-            return Err(bad("version is not 2"));
-        }
+        let version = match r.u8()? {
+            VERSION => HeaderVersion::V2,
+            VERSION_REWRAPPABLE => HeaderVersion::V2_1,
+            _ => return Err(bad("version is not 2 (v2) or 3 (v2.1)")),
+        };
         let flags = r.u8()?;
         if flags & !(FLAG_MIXED | FLAG_PREFIX) != 0 {
             return Err(bad("reserved flag bits are set"));
@@ -203,6 +306,10 @@ impl Header {
             return Err(bad("kdf_id/aead_id are not HKDF-SHA256/AES-256-GCM"));
         }
         let identity_hash = r.array()?;
+        let origin_hash = match version {
+            HeaderVersion::V2 => None,
+            HeaderVersion::V2_1 => Some(r.array()?),
+        };
         let plaintext_size = r.u64()?;
         if plaintext_size > (1 << 53) - 1 {
             return Err(bad("plaintext_size above 2^53 - 1"));
@@ -260,6 +367,7 @@ impl Header {
                     Placement::Metadata
                 },
                 identity_hash,
+                origin_hash,
                 plaintext_size,
                 commitment,
                 recipients,
@@ -331,9 +439,10 @@ fn strengths(kems: impl Iterator<Item = KemId>) -> Strengths {
     }
 }
 
-/// `PRK = HKDF-Extract(identity_hash, DK)`; `commitment` and `K` expand from it (§5, §6).
-fn prk(dk: &[u8; 32], identity_hash: &[u8; 32]) -> hkdf::Hkdf<sha2::Sha256> {
-    hkdf::Hkdf::<sha2::Sha256>::new(Some(identity_hash), dk)
+/// `PRK = HKDF-Extract(salt, DK)`, the salt `identity_hash` (v2) or `origin_hash` (v2.1);
+/// `commitment` and `K` expand from it (§5, §6, §10.1).
+fn prk(dk: &[u8; 32], salt: &[u8; 32]) -> hkdf::Hkdf<sha2::Sha256> {
+    hkdf::Hkdf::<sha2::Sha256>::new(Some(salt), dk)
 }
 
 fn expand32(prk: &hkdf::Hkdf<sha2::Sha256>, info: &[&[u8]]) -> Result<Zeroizing<[u8; 32]>> {
@@ -343,8 +452,13 @@ fn expand32(prk: &hkdf::Hkdf<sha2::Sha256>, info: &[&[u8]]) -> Result<Zeroizing<
     Ok(out)
 }
 
-fn info(identity_hash: &[u8; 32], key_id: &[u8; 32]) -> Vec<u8> {
-    [&b"pqbench-envelope/2\0"[..], identity_hash, key_id].concat()
+/// `info_i` (§5; v2.1 §10.1 with its own label).
+fn info(version: HeaderVersion, identity_hash: &[u8; 32], key_id: &[u8; 32]) -> Vec<u8> {
+    let label: &[u8] = match version {
+        HeaderVersion::V2 => b"pqbench-envelope/2\0",
+        HeaderVersion::V2_1 => b"pqbench-envelope/2.1\0",
+    };
+    [label, identity_hash, key_id].concat()
 }
 
 fn chunk_nonce(j: u64) -> [u8; NONCE_LEN] {
@@ -353,8 +467,8 @@ fn chunk_nonce(j: u64) -> [u8; NONCE_LEN] {
     n
 }
 
-fn chunk_ad(header_hash: &[u8; 32], j: u64, len: u64, last: bool) -> Vec<u8> {
-    let mut ad = header_hash.to_vec();
+fn chunk_ad(binding: &[u8; 32], j: u64, len: u64, last: bool) -> Vec<u8> {
+    let mut ad = binding.to_vec();
     ad.extend_from_slice(&j.to_be_bytes());
     ad.extend_from_slice(&len.to_be_bytes());
     ad.push(u8::from(last));
@@ -408,6 +522,7 @@ pub struct Sender {
     recipients: Vec<(KemId, Vec<u8>)>,
     checked: Checked,
     placement: Placement,
+    version: HeaderVersion,
 }
 
 impl Sender {
@@ -429,13 +544,37 @@ impl Sender {
             .iter()
             .map(|(kem, public)| To { kem: *kem, public })
             .collect();
-        let checked = check_recipients(backend, &to, allow_mixed, placement)?;
+        let checked = check_recipients(backend, &to, allow_mixed, placement, HeaderVersion::V2)?;
         Ok(Self {
             backend,
             recipients,
             checked,
             placement,
+            version: HeaderVersion::V2,
         })
+    }
+
+    /// This writer, writing v2.1 headers (§10): re-wrappable, 32 bytes longer. Refused
+    /// when the longer header no longer fits placement metadata.
+    pub fn rewrappable(mut self) -> Result<Self> {
+        let len = HeaderVersion::V2_1.header_len(self.recipients.iter().map(|r| r.0));
+        if self.placement == Placement::Metadata && len > MAX_METADATA_HEADER {
+            return Err(too_big_for_metadata(len));
+        }
+        self.version = HeaderVersion::V2_1;
+        Ok(self)
+    }
+
+    /// The header version this writer writes.
+    pub fn header_version(&self) -> HeaderVersion {
+        self.version
+    }
+
+    fn to(&self) -> Vec<To<'_>> {
+        self.recipients
+            .iter()
+            .map(|(kem, public)| To { kem: *kem, public })
+            .collect()
     }
 
     /// The backend.
@@ -450,7 +589,7 @@ impl Sender {
 
     /// The header's length for these recipients.
     pub fn header_len(&self) -> usize {
-        header_len_for(self.recipients.iter().map(|r| r.0))
+        self.version.header_len(self.recipients.iter().map(|r| r.0))
     }
 
     /// Starts sealing `size` plaintext bytes as version `id` (the recipients were checked,
@@ -461,17 +600,12 @@ impl Sender {
         size: u64,
         rng: &mut R,
     ) -> Result<Sealer> {
-        let to: Vec<To<'_>> = self
-            .recipients
-            .iter()
-            .map(|(kem, public)| To { kem: *kem, public })
-            .collect();
         Sealer::build(
             self.backend,
             id,
-            &to,
+            &self.to(),
             &self.checked,
-            self.placement,
+            (self.placement, self.version),
             size,
             rng,
         )
@@ -523,6 +657,65 @@ impl Receiver {
     /// Starts opening version `id` from its header as `found` (see [`Opener::new`]).
     pub fn open(&self, id: &ObjectId, header: &[u8], found: Placement) -> Result<Opener> {
         Opener::with_key_id(id, &self.key, &self.key_id, header, found, self.require_pq)
+    }
+    /// Re-wraps version `old`'s v2.1 header, as found in `found`, for version `new` to
+    /// `to`'s recipients and placement (§10.1): this reader's entry gives the data key, its
+    /// commitment is checked, and the key is wrapped anew; `origin_hash`, the size and the
+    /// commitment stay, so the unchanged body opens under the new header. Returns the new
+    /// header's bytes (always v2.1). A v2 header is refused ([`Error::NotRewrappable`]):
+    /// its chunks bind the whole header.
+    pub fn rewrap<R: CryptoRng + ?Sized>(
+        &self,
+        old: &ObjectId,
+        header: &[u8],
+        found: Placement,
+        new: &ObjectId,
+        to: &Sender,
+        rng: &mut R,
+    ) -> Result<Vec<u8>> {
+        new.validate()?;
+        let (h, entry, mut times) = check_header(
+            old,
+            &self.key_id,
+            self.key.kem(),
+            header,
+            found,
+            self.require_pq,
+        )?;
+        let Some(origin) = h.origin_hash else {
+            return Err(Error::NotRewrappable);
+        };
+        let len = HeaderVersion::V2_1.header_len(to.recipients.iter().map(|r| r.0));
+        if to.placement == Placement::Metadata && len > MAX_METADATA_HEADER {
+            return Err(too_big_for_metadata(len));
+        }
+        let ss = self.key.decap(&h.recipients[entry].enc)?;
+        let dk = unwrap_key(
+            &h,
+            entry,
+            &self.key_id,
+            self.key.backend(),
+            &ss[..],
+            &mut times,
+        )?;
+        let mut new_header = Header {
+            mixed: to.checked.mixed,
+            placement: to.placement,
+            identity_hash: identity_hash(new),
+            origin_hash: Some(origin),
+            plaintext_size: h.plaintext_size,
+            commitment: h.commitment,
+            recipients: Vec::new(),
+        };
+        wrap(
+            to.backend,
+            &mut new_header,
+            &to.to(),
+            &to.checked,
+            &dk,
+            rng,
+            &mut times,
+        )
     }
 }
 
@@ -679,10 +872,6 @@ fn not_post_quantum(h: &Header) -> Option<String> {
     ))
 }
 
-fn header_len_for(kems: impl Iterator<Item = KemId>) -> usize {
-    FIXED_LEN + kems.map(|k| 86 + k.enc_len()).sum::<usize>()
-}
-
 fn too_big_for_metadata(len: usize) -> Error {
     Error::Usage(format!(
         "the v2 header is {len} bytes; S3's 2 KB of user metadata holds at most {MAX_METADATA_HEADER} (use the prefix placement)"
@@ -704,6 +893,7 @@ fn check_recipients(
     to: &[To<'_>],
     allow_mixed: bool,
     placement: Placement,
+    version: HeaderVersion,
 ) -> Result<Checked> {
     if !(1..=MAX_RECIPIENTS).contains(&to.len()) {
         return Err(Error::Usage(format!(
@@ -725,7 +915,7 @@ fn check_recipients(
     {
         return Err(Error::Usage("a recipient is listed twice".into()));
     }
-    let len = header_len_for(to.iter().map(|t| t.kem));
+    let len = version.header_len(to.iter().map(|t| t.kem));
     if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
         return Err(too_big_for_metadata(len));
     }
@@ -820,7 +1010,8 @@ pub fn decode_metadata(value: &str) -> Result<Vec<u8>> {
 
 /// Which chunk comes next and how long it is, shared by [`Sealer`] and [`Opener`].
 struct Chunks {
-    header_hash: [u8; 32],
+    /// `SHA-256(header)` (v2) or `body_hash` (v2.1).
+    binding: [u8; 32],
     aead: Aead,
     plaintext_size: u64,
     count: u64,
@@ -828,16 +1019,19 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// The chunks of the object whose parsed header is `h` and whose header bytes are
+    /// `bytes`.
     fn new(
         prk: &hkdf::Hkdf<sha2::Sha256>,
         backend: Backend,
-        header: &[u8],
-        size: u64,
+        h: &Header,
+        bytes: &[u8],
     ) -> Result<Self> {
-        let header_hash = sha256(backend, header);
-        let k = expand32(prk, &[b"pqbench-v2 data", &header_hash])?;
+        let (label, binding) = h.chunk_binding(backend, bytes);
+        let k = expand32(prk, &[label, &binding])?;
+        let size = h.plaintext_size;
         Ok(Self {
-            header_hash,
+            binding,
             aead: Aead::new(backend, &k)?,
             plaintext_size: size,
             count: chunk_count(size),
@@ -859,12 +1053,60 @@ impl Chunks {
 
     fn ad(&self, len: usize) -> Vec<u8> {
         chunk_ad(
-            &self.header_hash,
+            &self.binding,
             self.next,
             len as u64,
             self.next + 1 == self.count,
         )
     }
+}
+
+/// Fills `header`'s recipient entries with `dk` wrapped to each of `to` (their key ids in
+/// `checked`) and returns the header's bytes (§5; v2.1 §10.1). Every HPKE context is set up
+/// first: v2.1's AAD covers every entry's `enc`.
+fn wrap<R: CryptoRng + ?Sized>(
+    backend: Backend,
+    header: &mut Header,
+    to: &[To<'_>],
+    checked: &Checked,
+    dk: &[u8; 32],
+    rng: &mut R,
+    times: &mut StageTimes,
+) -> Result<Vec<u8>> {
+    let t = Instant::now();
+    let version = header.version();
+    let mut contexts = Vec::with_capacity(to.len());
+    header.recipients.clear();
+    for (t, &key_id) in to.iter().zip(&checked.key_ids) {
+        let suite = Suite {
+            kem: t.kem,
+            kdf: KDF,
+            aead: AEAD,
+        };
+        let (enc, ctx) = hpke::setup_base_s(
+            backend,
+            suite,
+            t.public,
+            &info(version, &header.identity_hash, &key_id),
+            Randomness::Rng(&mut *rng),
+        )?;
+        contexts.push(ctx);
+        header.recipients.push(Entry {
+            kem: t.kem,
+            key_id,
+            enc,
+            wrapped: vec![0; WRAPPED_LEN],
+        });
+    }
+    let aad = header.wrap_aad();
+    for (e, ctx) in header.recipients.iter_mut().zip(&mut contexts) {
+        e.wrapped = ctx.seal(&aad, &dk[..])?;
+    }
+    times.key_establishment += t.elapsed();
+    let t = Instant::now();
+    let bytes = header.encode();
+    times.manifest += t.elapsed();
+    Ok(bytes)
 }
 
 /// Seals one v2 object chunk by chunk: the header is known at once (§4, §5), so in placement
@@ -888,17 +1130,25 @@ impl Sealer {
         size: u64,
         rng: &mut R,
     ) -> Result<Self> {
-        let checked = check_recipients(backend, to, allow_mixed, placement)?;
-        Self::build(backend, id, to, &checked, placement, size, rng)
+        let checked = check_recipients(backend, to, allow_mixed, placement, HeaderVersion::V2)?;
+        Self::build(
+            backend,
+            id,
+            to,
+            &checked,
+            (placement, HeaderVersion::V2),
+            size,
+            rng,
+        )
     }
 
-    /// [`Sealer::new`] for recipients already checked.
+    /// [`Sealer::new`] for recipients already checked, writing a header of `version`.
     fn build<R: CryptoRng + ?Sized>(
         backend: Backend,
         id: &ObjectId,
         to: &[To<'_>],
         checked: &Checked,
-        placement: Placement,
+        (placement, version): (Placement, HeaderVersion),
         size: u64,
         rng: &mut R,
     ) -> Result<Self> {
@@ -910,6 +1160,7 @@ impl Sealer {
             )));
         }
         let identity_hash = identity_hash(id);
+        let origin_hash = (version == HeaderVersion::V2_1).then_some(identity_hash);
         let mut times = StageTimes {
             manifest: t.elapsed(),
             ..StageTimes::default()
@@ -918,55 +1169,22 @@ impl Sealer {
         let t = Instant::now();
         let mut dk = Zeroizing::new([0u8; 32]);
         rng.fill_bytes(dk.as_mut());
-        let prk = prk(&dk, &identity_hash);
+        let prk = prk(&dk, origin_hash.as_ref().unwrap_or(&identity_hash));
         let commitment = *expand32(&prk, &[b"pqbench-v2 commitment"])?;
         times.key_derivation += t.elapsed();
 
-        let t = Instant::now();
         let mut header = Header {
             mixed: checked.mixed,
             placement,
             identity_hash,
+            origin_hash,
             plaintext_size: size,
             commitment,
-            recipients: to
-                .iter()
-                .zip(&checked.key_ids)
-                .map(|(t, &key_id)| Entry {
-                    kem: t.kem,
-                    key_id,
-                    enc: vec![0; t.kem.enc_len()],
-                    wrapped: vec![0; WRAPPED_LEN],
-                })
-                .collect(),
+            recipients: Vec::new(),
         };
-        let aad = header.fixed_hash();
-        times.manifest += t.elapsed();
-
+        let bytes = wrap(backend, &mut header, to, checked, &dk, rng, &mut times)?;
         let t = Instant::now();
-        for (e, t) in header.recipients.iter_mut().zip(to) {
-            let suite = Suite {
-                kem: t.kem,
-                kdf: KDF,
-                aead: AEAD,
-            };
-            let (enc, mut ctx) = hpke::setup_base_s(
-                backend,
-                suite,
-                t.public,
-                &info(&identity_hash, &e.key_id),
-                Randomness::Rng(&mut *rng),
-            )?;
-            e.enc = enc;
-            e.wrapped = ctx.seal(&aad, &dk[..])?;
-        }
-        times.key_establishment += t.elapsed();
-
-        let t = Instant::now();
-        let bytes = header.encode();
-        times.manifest += t.elapsed();
-        let t = Instant::now();
-        let chunks = Chunks::new(&prk, backend, &bytes, size)?;
+        let chunks = Chunks::new(&prk, backend, &header, &bytes)?;
         times.key_derivation += t.elapsed();
         Ok(Self {
             header: bytes,
@@ -1027,6 +1245,44 @@ impl Sealer {
     }
 }
 
+/// The data key, unwrapped with entry `entry` of `h` (the reader's, key id `key_id`) from
+/// the KEM's shared secret `ss`, its commitment checked (§5): any failure is the opaque
+/// [`Error::Decrypt`].
+fn unwrap_key(
+    h: &Header,
+    entry: usize,
+    key_id: &[u8; 32],
+    backend: Backend,
+    ss: &[u8],
+    times: &mut StageTimes,
+) -> Result<Zeroizing<[u8; 32]>> {
+    let t = Instant::now();
+    let e = &h.recipients[entry];
+    let suite = Suite {
+        kem: e.kem,
+        kdf: KDF,
+        aead: AEAD,
+    };
+    let mut ctx = hpke::setup_base_r_shared(
+        backend,
+        suite,
+        ss,
+        &info(h.version(), &h.identity_hash, key_id),
+    )?;
+    let dk_bytes = ctx.open(&h.wrap_aad(), &e.wrapped)?;
+    times.key_establishment += t.elapsed();
+
+    let t = Instant::now();
+    let dk: Zeroizing<[u8; 32]> =
+        Zeroizing::new(dk_bytes.as_slice().try_into().map_err(|_| Error::Decrypt)?);
+    let commitment = expand32(&prk(&dk, h.salt()), &[b"pqbench-v2 commitment"])?;
+    times.key_derivation += t.elapsed();
+    if !bool::from(commitment.ct_eq(&h.commitment)) {
+        return Err(Error::Decrypt);
+    }
+    Ok(dk)
+}
+
 /// Opens one v2 object chunk by chunk, after every header check of §4 and the commitment
 /// of §5 passed.
 pub struct Opener {
@@ -1074,28 +1330,9 @@ impl Opener {
         ss: &[u8],
         mut times: StageTimes,
     ) -> Result<Self> {
+        let dk = unwrap_key(&h, entry, key_id, backend, ss, &mut times)?;
         let t = Instant::now();
-        let e = &h.recipients[entry];
-        let suite = Suite {
-            kem: e.kem,
-            kdf: KDF,
-            aead: AEAD,
-        };
-        let aad = h.fixed_hash();
-        let mut ctx =
-            hpke::setup_base_r_shared(backend, suite, ss, &info(&h.identity_hash, key_id))?;
-        let dk_bytes = ctx.open(&aad, &e.wrapped)?;
-        times.key_establishment += t.elapsed();
-
-        let t = Instant::now();
-        let dk: Zeroizing<[u8; 32]> =
-            Zeroizing::new(dk_bytes.as_slice().try_into().map_err(|_| Error::Decrypt)?);
-        let prk = prk(&dk, &h.identity_hash);
-        let commitment = expand32(&prk, &[b"pqbench-v2 commitment"])?;
-        if !bool::from(commitment.ct_eq(&h.commitment)) {
-            return Err(Error::Decrypt);
-        }
-        let chunks = Chunks::new(&prk, backend, header, h.plaintext_size)?;
+        let chunks = Chunks::new(&prk(&dk, h.salt()), backend, &h, header)?;
         times.key_derivation += t.elapsed();
         Ok(Self {
             header: h,
@@ -1189,12 +1426,40 @@ pub fn seal<R: CryptoRng + ?Sized>(
     plaintext: &[u8],
     rng: &mut R,
 ) -> Result<Sealed> {
-    let mut sealer = Sealer::new(
+    seal_as(
+        HeaderVersion::V2,
         backend,
         id,
         to,
         allow_mixed,
         placement,
+        plaintext,
+        rng,
+    )
+}
+
+/// [`seal`] with a header of `version` (v2.1: re-wrappable, §10).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "seal's arguments and the header version"
+)]
+pub fn seal_as<R: CryptoRng + ?Sized>(
+    version: HeaderVersion,
+    backend: Backend,
+    id: &ObjectId,
+    to: &[To<'_>],
+    allow_mixed: bool,
+    placement: Placement,
+    plaintext: &[u8],
+    rng: &mut R,
+) -> Result<Sealed> {
+    let checked = check_recipients(backend, to, allow_mixed, placement, version)?;
+    let mut sealer = Sealer::build(
+        backend,
+        id,
+        to,
+        &checked,
+        (placement, version),
         plaintext.len() as u64,
         rng,
     )?;

@@ -603,7 +603,7 @@ fn errors_fall_in_the_two_classes_of_section_4() {
         ),
         (
             "2 version",
-            edit(8, &[3]),
+            edit(8, &[4]), // 3 is v2.1 (§10); 4 is no version
             Placement::Prefix,
             "version is not 2",
         ),

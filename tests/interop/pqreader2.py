@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """A reader of pqbench format v2 written only from envelope/FORMAT-v2.md, on pyca/cryptography
 (OpenSSL) and hashlib: an independent implementation of the header (§4), the unwrap and
-commitment (§5) and the chunks (§6).
+commitment (§5) and the chunks (§6), and of the v2.1 header (§10.1, `version = 3`): its
+`origin_hash`, the key schedule salted with it, `body_hash` in the chunk keys and ADs, the
+"pqbench-envelope/2.1" info and the wrap AAD `fixed_hash ‖ recipients_hash`. Both versions
+are read; which one is the header's `version` byte.
 
   pqreader2.py HEADER_FILE PLACEMENT CHUNKS_FILE TENANT BUCKET KEY VERSION KEM SECRET_HEX
 
@@ -51,23 +54,38 @@ def identity_hash(tenant, bucket, key, version):
 
 
 def parse(b):
-    """§4: the header at the start of b; returns (fields, header_len)."""
+    """§4 (v2) and §10.1 (v2.1): the header at the start of b; returns (fields, header_len)."""
     if b[:4] != b"PQB2":
         refuse("magic")
+    if len(b) < 8:
+        refuse("header_len")
     (hlen,) = struct.unpack(">I", b[4:8])
     if hlen > 65536 or hlen > len(b):
         refuse("header_len")
     h = b[:hlen]
+    if hlen < 14:
+        refuse("header_len")
     version, flags = h[8], h[9]
     kdf, aead = struct.unpack(">HH", h[10:14])
-    if version != 2 or flags & ~3 or (kdf, aead) != (1, 2):
+    # §4 check 2; §10.1: version 3 is a v2.1 header, whose fixed part has `origin_hash`
+    # after `identity_hash` (32 bytes more).
+    if version not in (2, 3) or flags & ~3 or (kdf, aead) != (1, 2):
         refuse("version, flags or suite")
-    ident, (size,), (chunk,) = h[14:46], struct.unpack(">Q", h[46:54]), struct.unpack(">I", h[54:58])
-    commitment, count = h[58:90], h[90]
+    fixed_len = 91 if version == 2 else 123
+    if hlen < fixed_len:
+        refuse("header_len")
+    ident, at = h[14:46], 46
+    origin = None
+    if version == 3:
+        origin, at = h[46:78], 78
+    (size,), (chunk,) = struct.unpack(">Q", h[at:at + 8]), struct.unpack(">I", h[at + 8:at + 12])
+    commitment, count = h[at + 12:at + 44], h[at + 44]
     if chunk != CHUNK or size > 2**53 - 1 or not 1 <= count <= 16:
         refuse("chunking or recipient count")
-    at, entries = 91, []
+    at, entries = fixed_len, []
     for _ in range(count):
+        if at + 36 > hlen:
+            refuse("lengths or duplicate key ids")
         (kem,) = struct.unpack(">H", h[at:at + 2])
         key_id = h[at + 2:at + 34]
         (nenc,) = struct.unpack(">H", h[at + 34:at + 36])
@@ -75,6 +93,8 @@ def parse(b):
             refuse("enc_len")
         enc = h[at + 36:at + 36 + nenc]
         at += 36 + nenc
+        if at + 2 > hlen:
+            refuse("lengths or duplicate key ids")
         (nw,) = struct.unpack(">H", h[at:at + 2])
         if nw != 48:
             refuse("wrapped_len")
@@ -85,8 +105,9 @@ def parse(b):
     mixed = len({e[0] == 0x0020 for e in entries}) == 2
     if bool(flags & 1) != mixed:
         refuse("mixed-strength flag")
-    return dict(flags=flags, ident=ident, size=size, commitment=commitment, entries=entries,
-                fixed=h[:91], header=h), hlen
+    return dict(version=version, flags=flags, kdf=kdf, aead=aead, ident=ident, origin=origin,
+                size=size, chunk=chunk, commitment=commitment, entries=entries,
+                fixed=h[:fixed_len], header=h), hlen
 
 
 def hkdf_prk(salt, ikm):
@@ -138,21 +159,42 @@ def main(argv):
         opaque()
     _, _, enc, wrapped = mine[0]
     suite, _ = hpke_suite(kem_hex)
-    info = b"pqbench-envelope/2\0" + ident + key_id
+    fixed_hash = hashlib.sha256(f["fixed"]).digest()
+    if f["version"] == 2:
+        # §5: info "pqbench-envelope/2", AAD fixed_hash, PRK salted with identity_hash.
+        info = b"pqbench-envelope/2\0" + ident + key_id
+        aad = fixed_hash
+        salt = ident
+    else:
+        # §10.1: info "pqbench-envelope/2.1" (still identity_hash: the identity asked
+        # for), AAD fixed_hash ‖ recipients_hash over every entry's kem_id, key_id and
+        # lp(enc) in order; PRK salted with origin_hash.
+        info = b"pqbench-envelope/2.1\0" + ident + key_id
+        recipients_hash = hashlib.sha256(b"".join(
+            struct.pack(">H", e[0]) + e[1] + lp(e[2]) for e in f["entries"])).digest()
+        aad = fixed_hash + recipients_hash
+        salt = f["origin"]
     try:
-        dk = ro.hpke._decrypt_with_aad(suite, enc + wrapped, sk, info=info,
-                                       aad=hashlib.sha256(f["fixed"]).digest())
+        dk = ro.hpke._decrypt_with_aad(suite, enc + wrapped, sk, info=info, aad=aad)
     except Exception:
         opaque()
-    prk = hkdf_prk(ident, dk)
+    prk = hkdf_prk(salt, dk)
     if not hmac.compare_digest(hkdf_expand32(prk, b"pqbench-v2 commitment"), f["commitment"]):
         opaque()
-    header_hash = hashlib.sha256(f["header"]).digest()
-    k = AESGCM(hkdf_expand32(prk, b"pqbench-v2 data" + header_hash))
+    if f["version"] == 2:
+        # §6: every chunk bound to the whole header.
+        bound = hashlib.sha256(f["header"]).digest()
+        k = AESGCM(hkdf_expand32(prk, b"pqbench-v2 data" + bound))
+    else:
+        # §10.1: every chunk bound to body_hash, which leaves the recipients out.
+        bound = hashlib.sha256(
+            b"pqbench-v2.1 body\0" + struct.pack(">HH", f["kdf"], f["aead"]) + f["origin"]
+            + struct.pack(">QI", f["size"], f["chunk"]) + f["commitment"]).digest()
+        k = AESGCM(hkdf_expand32(prk, b"pqbench-v2.1 data" + bound))
     out, at = b"", 0
     for j in range(n):
         plain = f["size"] - j * CHUNK if j == n - 1 else CHUNK
-        ad = header_hash + struct.pack(">QQB", j, plain, int(j == n - 1))
+        ad = bound + struct.pack(">QQB", j, plain, int(j == n - 1))
         try:
             out += k.decrypt(b"\0" * 4 + struct.pack(">Q", j), chunks[at:at + plain + 16], ad)
         except Exception:
