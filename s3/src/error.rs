@@ -196,6 +196,18 @@ impl Error {
         }
     }
 
+    /// Whether the server refused a conditional request because its condition failed
+    /// (HTTP 412: the object changed since its ETag was read).
+    pub fn precondition_failed(&self) -> bool {
+        matches!(
+            self,
+            Self::S3 {
+                status: Some(412),
+                ..
+            }
+        )
+    }
+
     /// Builds [`Error::S3`] from an SDK error, classifying it.
     pub fn s3<E>(
         op: &'static str,

@@ -46,6 +46,11 @@ const QUERY: &AsciiSet = &NON_ALPHANUMERIC
 /// In an object key's path, `/` stays as it is as well.
 const PATH: &AsciiSet = &QUERY.remove(b'/');
 
+/// `key` percent-encoded as a path (its `/` kept): the form `x-amz-copy-source` takes.
+pub(crate) fn encode_path(key: &str) -> String {
+    utf8_percent_encode(key, PATH).to_string()
+}
+
 /// Bytes asked of the socket per read: a 64 KiB object (or a part's chunk) in a few reads
 /// rather than hyper's adaptive 8 KiB start, which doubled the receive calls per GET.
 const READ_BUF: usize = 64 * 1024;

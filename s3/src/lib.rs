@@ -67,13 +67,13 @@ pub use aws_sdk_s3;
 pub use bucket::ResultsBucket;
 pub use client::{S3Settings, SdkKnobs};
 pub use error::{Error, Result, S3Class};
-pub use objects::{Body, ListPage, Listed, ObjectClient, Upload, UploadsPage};
+pub use objects::{Body, Head, ListPage, Listed, ObjectClient, Upload, UploadsPage};
 pub use run::s3conf::{ChecksumPolicy, ClientRecord, PayloadSigning, S3ClientKind};
 #[cfg(feature = "server")]
 pub use server::EmbeddedS3;
 pub use store::{
     EnvelopeRead, Event, Foreign, GcReport, GetOutcome, KeyListing, MULTIPART_THRESHOLD, PART_SIZE,
-    PutOutcome, Reader, Store, VersionInfo, Writer, latest_of,
+    PutOutcome, Reader, RewrapOutcome, Store, VersionInfo, Writer, latest_of,
 };
 pub use timing::{OpStats, S3Call, Stage, Timeline};
 

@@ -75,6 +75,17 @@ pub struct UploadsPage {
     pub next: Option<(String, Option<String>)>,
 }
 
+/// What HeadObject says of an object.
+#[derive(Clone, Debug, Default)]
+pub struct Head {
+    /// Its size, if announced.
+    pub size: Option<u64>,
+    /// Its ETag as the server sent it (quoted), if any.
+    pub e_tag: Option<String>,
+    /// Its user metadata (names lowercased, without `x-amz-meta-`).
+    pub metadata: BTreeMap<String, String>,
+}
+
 /// A GetObject response whose body is being read.
 pub struct Body {
     inner: BodyInner,
@@ -426,20 +437,17 @@ impl ObjectClient {
         })
     }
 
-    /// HeadObject of `key`: its size, if announced, and its user metadata (names
-    /// lowercased, without `x-amz-meta-`); `None` if there is no such object.
-    pub async fn head_object_metadata(
-        &self,
-        bucket: &str,
-        key: &str,
-    ) -> Result<Option<(Option<u64>, BTreeMap<String, String>)>> {
+    /// HeadObject of `key`: its size and ETag, if announced, and its user metadata;
+    /// `None` if there is no such object.
+    pub async fn head(&self, bucket: &str, key: &str) -> Result<Option<Head>> {
         match &self.inner {
             Inner::Sdk { client, .. } => {
                 match client.head_object().bucket(bucket).key(key).send().await {
-                    Ok(h) => Ok(Some((
-                        h.content_length().and_then(|n| u64::try_from(n).ok()),
-                        lowercase(h.metadata()),
-                    ))),
+                    Ok(h) => Ok(Some(Head {
+                        size: h.content_length().and_then(|n| u64::try_from(n).ok()),
+                        e_tag: h.e_tag().map(str::to_owned),
+                        metadata: lowercase(h.metadata()),
+                    })),
                     Err(e) => match Error::s3("HeadObject", bucket, key, e) {
                         e if e.s3_class() == Some(S3Class::NotFound) => Ok(None),
                         e => Err(e),
@@ -451,9 +459,74 @@ impl ObjectClient {
                     .send(Call::new("HeadObject", Method::HEAD, bucket, key))
                     .await
                 {
-                    Ok(r) => Ok(Some((r.content_length(), user_metadata(&r.headers)))),
+                    Ok(r) => Ok(Some(Head {
+                        size: r.content_length(),
+                        e_tag: r
+                            .headers
+                            .get(http::header::ETAG)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned),
+                        metadata: user_metadata(&r.headers),
+                    })),
                     Err(e) if e.s3_class() == Some(S3Class::NotFound) => Ok(None),
                     Err(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// CopyObject of `source` to `key` in `bucket`, on the server (no body through the
+    /// client), its user metadata replaced by `meta` (`x-amz-metadata-directive:
+    /// REPLACE`), and only while `source`'s ETag is `if_match` (`x-amz-copy-source-if-match`;
+    /// otherwise the server refuses with 412, [`Error::precondition_failed`]).
+    pub async fn copy_object(
+        &self,
+        bucket: &str,
+        source: &str,
+        key: &str,
+        if_match: &str,
+        meta: &[(&'static str, String)],
+    ) -> Result<()> {
+        const OP: &str = "CopyObject";
+        let copy_source = format!("{bucket}/{}", lean::encode_path(source));
+        match &self.inner {
+            Inner::Sdk { client, .. } => {
+                let mut b = client
+                    .copy_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .copy_source(copy_source)
+                    .copy_source_if_match(if_match)
+                    .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace);
+                for (name, value) in meta {
+                    b = b.metadata(meta_name(name), value);
+                }
+                b.send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| Error::s3(OP, bucket, key, e))
+            }
+            Inner::Lean(l) => {
+                let headers: Vec<(&'static str, String)> = [
+                    ("x-amz-copy-source", copy_source),
+                    ("x-amz-copy-source-if-match", if_match.to_owned()),
+                    ("x-amz-metadata-directive", "REPLACE".to_owned()),
+                ]
+                .into_iter()
+                .chain(meta.iter().cloned())
+                .collect();
+                let r = l
+                    .send(Call::new(OP, Method::PUT, bucket, key).headers(&headers))
+                    .await?;
+                // S3 may answer 200 and report the failure in the body.
+                let body = r
+                    .collect(1024 * 1024)
+                    .await
+                    .map_err(|e| e.into_error(OP, bucket, key))?;
+                if lean::error_in_ok(&body) {
+                    Err(lean::service_error(OP, bucket, key, 200, &body))
+                } else {
+                    Ok(())
                 }
             }
         }

@@ -312,7 +312,6 @@ impl S3 for Fs {
         head_object: HeadObjectInput => HeadObjectOutput, if bucket_exists;
         delete_object: DeleteObjectInput => DeleteObjectOutput, if bucket_exists;
         delete_objects: DeleteObjectsInput => DeleteObjectsOutput, if bucket_exists;
-        copy_object: CopyObjectInput => CopyObjectOutput, if bucket_exists;
         list_objects: ListObjectsInput => ListObjectsOutput, if bucket_exists;
         list_objects_v2: ListObjectsV2Input => ListObjectsV2Output, if bucket_exists;
         create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput, if bucket_exists;
@@ -326,7 +325,8 @@ impl S3 for Fs {
     // its client goes away; dropped between the two steps, the object stayed without its
     // metadata for ever (a v2 header in metadata lost, the version unreadable: found by
     // `tests/migrate.rs`, whose SIGKILLs land mid-PUT). The two commits run as tasks of
-    // their own, to the end, whatever the connection does.
+    // their own, to the end, whatever the connection does; so does CopyObject, which copies
+    // the data file and then writes the replaced metadata (a re-wrap's new header).
     fn put_object<'life0, 'async_trait>(
         &'life0 self,
         req: S3Request<PutObjectInput>,
@@ -337,6 +337,18 @@ impl S3 for Fs {
     {
         let bucket = req.input.bucket.clone();
         self.to_the_end(&bucket, move |fs| async move { fs.put_object(req).await })
+    }
+
+    fn copy_object<'life0, 'async_trait>(
+        &'life0 self,
+        req: S3Request<CopyObjectInput>,
+    ) -> BoxFut<'async_trait, CopyObjectOutput>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        let bucket = req.input.bucket.clone();
+        self.to_the_end(&bucket, move |fs| async move { fs.copy_object(req).await })
     }
 
     fn complete_multipart_upload<'life0, 'async_trait>(

@@ -139,6 +139,16 @@ pub struct EnvelopeRead {
     pub requests: u32,
 }
 
+/// What a re-wrap wrote ([`Store::rewrap_v2_as`]).
+#[derive(Debug)]
+pub struct RewrapOutcome {
+    /// The new version: its identity, header (`manifest`), size and costs.
+    pub put: PutOutcome,
+    /// Whether the body stayed on the server (one CopyObject); otherwise it passed through
+    /// the client unchanged, behind the new header.
+    pub server_side: bool,
+}
+
 /// Objects of a listing that are not pqbench versions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Foreign {
@@ -568,6 +578,142 @@ impl Store {
         .await
     }
 
+    /// Re-wraps format-v2.1 version `version` of `key` as the new version `new_version`
+    /// (FORMAT-v2.md §10.1): `receiver`, one of its recipients, unwraps the data key, which
+    /// is wrapped anew to `sender`'s recipients in `sender`'s placement; the body is not
+    /// decrypted. Metadata to metadata, that is one HeadObject and one server-side
+    /// CopyObject with the new header as replaced metadata, conditional on the old
+    /// object's ETag: no body byte through the client. Any other placement pair reads the
+    /// object and writes its chunks unchanged behind the new header. A v2 object is refused
+    /// ([`envelope::Error::NotRewrappable`]). Like [`Store::put_v2_as`], it overwrites an
+    /// `object.v2` of `new_version`.
+    pub async fn rewrap_v2_as(
+        &self,
+        receiver: &v2::Receiver,
+        sender: &v2::Sender,
+        key: &str,
+        version: &str,
+        new_version: &str,
+    ) -> Result<RewrapOutcome> {
+        let mut st = OpStats::begin();
+        let old_id = ObjectId::new(&self.tenant, &self.bucket, key, version)?;
+        let id = ObjectId::new(&self.tenant, &self.bucket, key, new_version)?;
+        st.manifest_lap();
+        let object = layout::object_v2_key(key, version);
+        let target = layout::object_v2_key(key, new_version);
+        let rewrap = |st: &mut OpStats, old: &[u8], found| {
+            cpu(st, Call::Object, || {
+                receiver.rewrap(&old_id, old, found, &id, sender, &mut envelope::os_rng())
+            })
+        };
+        if sender.placement() == Placement::Metadata {
+            let head = timed(&mut st, "HeadObject", self.s3.head(&self.bucket, &object))
+                .await?
+                .ok_or_else(|| self.not_committed(key, version, layout::OBJECT_V2_NAME))?;
+            if let (Some(value), Some(e_tag)) = (head.metadata.get(v2::METADATA_KEY), &head.e_tag) {
+                st.bytes_received += len_u64(value.len());
+                let header = rewrap(&mut st, &v2::decode_metadata(value)?, Placement::Metadata)?;
+                let meta = [(META_HEADER, v2::encode_metadata(&header))];
+                st.bytes_sent += len_u64(meta[0].1.len());
+                st.manifest_bytes = len_u64(header.len());
+                timed(
+                    &mut st,
+                    "CopyObject",
+                    self.s3
+                        .copy_object(&self.bucket, &object, &target, e_tag, &meta),
+                )
+                .await?;
+                st.outside();
+                st.finish();
+                return Ok(RewrapOutcome {
+                    put: PutOutcome {
+                        id,
+                        manifest: Bytes::from(header),
+                        ciphertext_size: head.size.unwrap_or_default(),
+                        session: None,
+                        stats: st,
+                    },
+                    server_side: true,
+                });
+            }
+        }
+        let body = timed(&mut st, "GetObject", async {
+            let r = self.s3.get_object(&self.bucket, &object).await;
+            self.committed(r, key, version, layout::OBJECT_V2_NAME)
+        })
+        .await?;
+        let announced = body.content_length;
+        let mut stream = Stream {
+            body,
+            pending: Bytes::new(),
+        };
+        let (old, found) = stream.v2_header().await?;
+        let header = rewrap(&mut st, &old, found)?;
+        let (h, _) = v2::Header::parse(&header)?;
+        let chunks = v2::chunks_len(h.plaintext_size);
+        let old_len = chunks
+            + if found == Placement::Prefix {
+                len_u64(old.len())
+            } else {
+                0
+            };
+        if announced.is_some_and(|n| n != old_len) {
+            return Err(envelope::Error::Header(format!(
+                "object.v2 is {} bytes; its header implies {old_len}",
+                announced.unwrap_or_default()
+            ))
+            .into());
+        }
+        st.bytes_received += old_len;
+        let (head, meta) = match sender.placement() {
+            Placement::Prefix => (header.clone(), Vec::new()),
+            Placement::Metadata => (
+                Vec::new(),
+                vec![(META_HEADER, v2::encode_metadata(&header))],
+            ),
+        };
+        st.manifest_bytes = len_u64(header.len());
+        let total = len_u64(head.len()) + chunks;
+        let (mut src, feed) = stream.into_reader();
+        let mut unchanged = Unchanged { left: chunks };
+        let sent = self
+            .upload(
+                &mut unchanged,
+                &mut src,
+                &Target {
+                    key: &target,
+                    total,
+                    head: &head,
+                    meta: &meta,
+                },
+                &mut st,
+                &mut |_| {},
+            )
+            .await;
+        drop(src);
+        let fed = feed
+            .await
+            .map_err(|e| Error::Source(std::io::Error::other(e)))?;
+        // A read failure of the old object explains a short source better than the
+        // source's end does.
+        if sent.is_err() {
+            fed?;
+        }
+        sent?;
+        st.outside();
+        st.finish();
+        Ok(RewrapOutcome {
+            put: PutOutcome {
+                id,
+                manifest: Bytes::from(header),
+                ciphertext_size: total,
+                session: None,
+                stats: st,
+            },
+            server_side: false,
+        })
+    }
+
     /// Reads version `version` of `key` (manifest, then data) and writes the plaintext to
     /// `sink` chunk by chunk, each chunk only after it authenticated. Returns `Ok` only when
     /// the whole object, including its final chunk, authenticated; on any error the sink
@@ -895,11 +1041,11 @@ impl Store {
         }
         let object = layout::object_v2_key(key, version);
         let name = layout::OBJECT_V2_NAME;
-        let Some((size, metadata)) = self.s3.head_object_metadata(&self.bucket, &object).await?
-        else {
+        let Some(head) = self.s3.head(&self.bucket, &object).await? else {
             return Err(self.not_committed(key, version, name));
         };
-        if let Some(value) = metadata.get(v2::METADATA_KEY) {
+        let size = head.size;
+        if let Some(value) = head.metadata.get(v2::METADATA_KEY) {
             let header = v2::decode_metadata(value)?;
             return Ok(EnvelopeRead {
                 sealing: Sealing::of_v2_header(&header, Placement::Metadata)?,
@@ -1318,6 +1464,23 @@ impl ChunkOpen for v2::Opener {
     }
 }
 
+/// A re-wrap's chunks, passed through as they are: the next chunk's ciphertext length
+/// (every chunk but the last is full).
+struct Unchanged {
+    left: u64,
+}
+
+impl ChunkSeal for Unchanged {
+    fn next_chunk_len(&self) -> Option<usize> {
+        let full = u64::from(v2::CHUNK_SIZE) + len_u64(envelope::TAG_LEN);
+        (self.left > 0).then(|| usize::try_from(self.left.min(full)).unwrap_or(usize::MAX))
+    }
+    fn seal_chunk(&mut self, buf: &mut Vec<u8>) -> envelope::Result<()> {
+        self.left -= len_u64(buf.len());
+        Ok(())
+    }
+}
+
 /// A response body read in exact amounts.
 struct Stream {
     body: Body,
@@ -1343,6 +1506,22 @@ impl Stream {
             buf.extend_from_slice(&self.pending.split_to(n));
         }
         Ok(())
+    }
+
+    /// The rest of the body as a reader, fed by a task of its own (which ends when the
+    /// body does, or the reader is dropped, and says whether reading the body failed).
+    fn into_reader(mut self) -> (tokio::io::DuplexStream, tokio::task::JoinHandle<Result<()>>) {
+        let (mut w, r) = tokio::io::duplex(1 << 20);
+        let feed = tokio::spawn(async move {
+            while self.has_more().await? {
+                let b = std::mem::take(&mut self.pending);
+                if w.write_all(&b).await.is_err() {
+                    break; // the reader is gone
+                }
+            }
+            Ok(())
+        });
+        (r, feed)
     }
 
     /// A v2 object's header and where it was found (FORMAT-v2.md §2, §4 check 1): the

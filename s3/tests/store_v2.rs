@@ -5,7 +5,9 @@
 //! recipients; latest, delete and gc across v1 and v2 versions of one key; and the tamper
 //! cases that exist only in a bucket: the header edited in either placement, metadata and
 //! body that disagree, the placement changed, a v1 manifest relabelled v2 and the reverse,
-//! truncation and extension, an object moved to another version.
+//! truncation and extension, an object moved to another version; and re-wrapping v2.1
+//! objects (FORMAT-v2.md §10.1): one server-side CopyObject with the new header as replaced
+//! metadata and the old ETag as its condition, or the body passed through unchanged.
 
 #[path = "support/servers.rs"]
 mod servers;
@@ -520,6 +522,118 @@ fn tampered((kind, client): (Kind, S3ClientKind)) {
     });
 }
 
+fn rewraps((kind, client): (Kind, S3ClientKind)) {
+    let server = TestServer::start(kind);
+    let store = server.store_on(client);
+    run(async {
+        let (old_sk, old_pk) = keypair(KeyType::X25519);
+        let (new_sk, new_pk) = keypair(KeyType::MlKem768);
+        let sender = |pk: &PublicKey, p| {
+            v2::Sender::new(Backend::AwsLc, &[pk], false, p)
+                .and_then(v2::Sender::rewrappable)
+                .expect("v2.1 sender")
+        };
+        let old_r = v2::Receiver::new(Backend::AwsLc, &old_sk).expect("receiver");
+        let places = [Placement::Metadata, Placement::Prefix];
+        for (i, size) in [0, 64 * KIB, 9 * MIB].into_iter().enumerate() {
+            let data = payload(size, 40 + i as u64);
+            for from in places {
+                for to in places {
+                    let key = format!("rw/{size}/{from:?}-{to:?}");
+                    let old = put(&store, &sender(&old_pk, from), &key, &data).await;
+                    let new = envelope::new_version();
+                    let out = store
+                        .rewrap_v2_as(&old_r, &sender(&new_pk, to), &key, &old.id.version, &new)
+                        .await
+                        .unwrap_or_else(|e| panic!("rewrap {key}: {e}"));
+                    let st = &out.put.stats;
+                    let ops: Vec<&str> = st.timeline.calls.iter().map(|c| c.op).collect();
+                    if (from, to) == (Placement::Metadata, Placement::Metadata) {
+                        assert!(out.server_side, "{key}");
+                        assert_eq!(ops, ["HeadObject", "CopyObject"], "{key}");
+                        assert!(
+                            st.bytes_received < 4 * KIB as u64 && st.bytes_sent < 4 * KIB as u64,
+                            "{key}: no body through the client: {} B in, {} B out",
+                            st.bytes_received,
+                            st.bytes_sent
+                        );
+                    } else {
+                        assert!(!out.server_side, "{key}");
+                        // (To metadata, a HeadObject first finds the old header is not there.)
+                        assert!(
+                            ops.contains(&"GetObject") && !ops.contains(&"CopyObject"),
+                            "{key}: {ops:?}"
+                        );
+                    }
+                    // The new version opens with the new key only, to the same plaintext;
+                    // the old one still opens with the old key (FORMAT-v2.md §10.3).
+                    let got = get(&store, &new_sk, Backend::AwsLc, &key, &new).await;
+                    assert_eq!(got.expect("new version opens").0, data, "{key}");
+                    assert!(is_decrypt(
+                        &get(&store, &old_sk, Backend::AwsLc, &key, &new).await
+                    ));
+                    let got = get(&store, &old_sk, Backend::AwsLc, &key, &old.id.version).await;
+                    assert_eq!(got.expect("old version opens").0, data, "{key}");
+                    // The chunks are the old ones, byte for byte.
+                    let strip = |(body, meta): (Vec<u8>, Option<String>)| match meta {
+                        Some(_) => body,
+                        None => {
+                            let start: [u8; 8] = body[..8].try_into().expect("8 bytes");
+                            body[v2::announced_len(&start).expect("header")..].to_vec()
+                        }
+                    };
+                    let old_body =
+                        strip(raw_get(&store, &layout::object_v2_key(&key, &old.id.version)).await);
+                    let new_body = strip(raw_get(&store, &layout::object_v2_key(&key, &new)).await);
+                    assert!(old_body == new_body, "{key}: the body changed");
+                    assert_eq!(
+                        store.versions(&key).await.expect("versions").len(),
+                        2,
+                        "{key}"
+                    );
+                }
+            }
+        }
+
+        // The condition: a CopyObject whose ETag is not the source's is refused with 412.
+        let key = "rw/condition";
+        let old = put(&store, &sender(&old_pk, Placement::Metadata), key, b"x").await;
+        let source = layout::object_v2_key(key, &old.id.version);
+        let r = store
+            .objects()
+            .copy_object(
+                BUCKET,
+                &source,
+                &layout::object_v2_key(key, &envelope::new_version()),
+                "\"00000000000000000000000000000000\"",
+                &[],
+            )
+            .await;
+        assert!(
+            r.as_ref().is_err_and(Error::precondition_failed),
+            "a stale ETag: {r:?}"
+        );
+
+        // A v2 object has no re-wrap.
+        let v2_sender = v2::Sender::new(Backend::AwsLc, &[&old_pk], false, Placement::Metadata)
+            .expect("sender");
+        let plain_v2 = put(&store, &v2_sender, "rw/v2", b"x").await;
+        let r = store
+            .rewrap_v2_as(
+                &old_r,
+                &sender(&new_pk, Placement::Metadata),
+                "rw/v2",
+                &plain_v2.id.version,
+                &envelope::new_version(),
+            )
+            .await;
+        assert!(
+            matches!(r, Err(Error::Envelope(envelope::Error::NotRewrappable))),
+            "{r:?}"
+        );
+    });
+}
+
 macro_rules! server_tests {
     ($name:ident, $kind:expr) => {
         mod $name {
@@ -543,6 +657,11 @@ macro_rules! server_tests {
             #[test]
             fn v2_tampered_objects_are_refused_in_both_placements() {
                 tampered($kind);
+            }
+
+            #[test]
+            fn v2_1_objects_rewrap_with_one_copy_in_metadata_and_unchanged_chunks_otherwise() {
+                rewraps($kind);
             }
         }
     };
