@@ -195,6 +195,12 @@ pub(crate) struct Estimate {
     versions: u64,
     /// Older classical or mixed versions, not moved (they stay until deleted).
     older_versions: u64,
+    /// Of the versions to move, those with a v2.1 header in metadata, which `migrate
+    /// --rewrap` re-wraps with one CopyObject instead (FORMAT-v2.md §10: no body through
+    /// the client; the old data key stays), and their stored bytes. The estimate above is
+    /// for re-encrypting them.
+    rewrappable_versions: u64,
+    rewrappable_bytes: u64,
     plaintext_bytes: u64,
     requests: Requests,
     bytes_down: u64,
@@ -300,6 +306,9 @@ fn row(
             r.plaintext_bytes = Some(s.plaintext_size);
             r.key_ids = s.wraps.iter().filter_map(|w| w.key_id.clone()).collect();
             r.source = Source::of(&s);
+            if s.rewrappable {
+                r.format = "v2.1";
+            }
         }
         Err(reason) => r.reason = Some(reason),
     }
@@ -519,10 +528,15 @@ fn estimate(
     let mut req = Requests::default();
     let (mut versions, mut older, mut plaintext, mut down, mut up, mut cpu_us) =
         (0, 0, 0, 0, 0, 0.0);
+    let (mut rewrappable, mut rewrappable_bytes) = (0, 0);
     for r in rows.iter().filter(|r| r.moves()) {
         if !r.latest {
             older += 1;
             continue;
+        }
+        if r.format == "v2.1" && r.placement == Some("metadata") {
+            rewrappable += 1;
+            rewrappable_bytes += r.stored_bytes;
         }
         let pt = r.plaintext_bytes.unwrap_or(0);
         let new = new_size(pt, plan.to);
@@ -568,6 +582,8 @@ fn estimate(
         backend: plan.backend.name(),
         versions,
         older_versions: older,
+        rewrappable_versions: rewrappable,
+        rewrappable_bytes,
         plaintext_bytes: plaintext,
         requests: req,
         bytes_down: down,
@@ -902,6 +918,14 @@ impl Estimate {
             self.link_gbps,
             seconds(self.transfer_bound_seconds)
         );
+        if self.rewrappable_versions > 0 {
+            let _ = writeln!(
+                t,
+                "  {} of them are v2.1 in metadata: `pqbench migrate --rewrap` moves them with one CopyObject each, {} not through the client (the old data key stays: FORMAT-v2.md §10.3)",
+                self.rewrappable_versions,
+                bytes(self.rewrappable_bytes)
+            );
+        }
         if self.older_versions > 0 {
             let _ = writeln!(
                 t,

@@ -16,6 +16,12 @@
 //!    plaintext's SHA-256), journal `done`, and only then, with `--delete-old`, delete the
 //!    old version.
 //!
+//! With `--rewrap`, a v2.1 version (FORMAT-v2.md §10) is re-wrapped instead of
+//! re-encrypted: step 1 reads its header only, and step 3 writes the new version's header
+//! around the unchanged body (one server-side CopyObject in placement metadata). The data
+//! key stays the old one; §10.3 says what that does not protect. Every other version is
+//! re-encrypted as before.
+//!
 //! A resumed run reads the journal: `done` keys are skipped, and a `started` one whose
 //! version exists is checked and journalled instead of written again, so no version is
 //! lost or doubled by a kill at any instant.
@@ -89,25 +95,39 @@ pub(crate) struct MigrateArgs {
     /// and size are checked.
     #[arg(long)]
     verify_secret: Option<PathBuf>,
+    /// Re-wrap v2.1 versions (FORMAT-v2.md §10): a new header for the same body and data
+    /// key, without decrypting it (placement metadata: one server-side CopyObject).
+    /// Whoever held the old data key still reads them, and an old header recorded before
+    /// the re-wrap opens the body once its classical KEM is broken (§10.3): for "harvest
+    /// now, decrypt later" re-encryption (the default) is the sound move. Other versions
+    /// are re-encrypted. Implies --rewrappable.
+    #[arg(long)]
+    rewrap: bool,
+    /// Write the new versions as v2.1 (re-wrappable) headers.
+    #[arg(long)]
+    rewrappable: bool,
 }
 
 /// One journal line.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(tag = "event", rename_all = "snake_case")]
 enum Line {
-    /// About to write `new` for `old`; `sha256` is the old plaintext's.
+    /// About to write `new` for `old`; `sha256` is the old plaintext's (none for a
+    /// re-wrap, which never decrypts it).
     Started {
         key: String,
         old: String,
         new: String,
-        sha256: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
     },
     /// `new` is written and verified.
     Done {
         key: String,
         old: String,
         new: String,
-        sha256: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
     },
     /// The old version is deleted.
     Deleted { key: String, old: String },
@@ -140,7 +160,8 @@ impl Line {
 /// What the journal says of one (key, old version).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Slot {
-    started: Option<(String, String)>,
+    /// The new version and the old plaintext's SHA-256 (none: a re-wrap).
+    started: Option<(String, Option<String>)>,
     done: Option<String>,
     deleted: bool,
     changed: bool,
@@ -257,11 +278,23 @@ struct Item {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Outcome {
-    Moved { new: String, deleted: bool },
-    Finished { new: String, deleted: bool },
+    Moved {
+        new: String,
+        deleted: bool,
+        rewrapped: bool,
+    },
+    Finished {
+        new: String,
+        deleted: bool,
+        rewrapped: bool,
+    },
     Deleted,
-    Changed { reason: String },
-    Failed { reason: String },
+    Changed {
+        reason: String,
+    },
+    Failed {
+        reason: String,
+    },
 }
 
 /// What every item shares.
@@ -273,6 +306,7 @@ struct Ctx {
     verify: Option<v2::Receiver>,
     backend: Backend,
     delete_old: bool,
+    rewrap: bool,
     journal: Journal,
 }
 
@@ -345,14 +379,33 @@ async fn write_new(
     Ok((out.manifest.to_vec(), out.ciphertext_size))
 }
 
-/// Checks the new version: with `--verify-secret` its plaintext's SHA-256 against the
-/// old one's; else its header's recipients are the new ones and, when we wrote it in this
+/// Re-wraps `old` as `new` with `sk`, one of its recipients' keys; returns the header and
+/// the object's size.
+async fn rewrap_new(
+    ctx: &Ctx,
+    key: &str,
+    old: &str,
+    new: &str,
+    sk: &SecretKey,
+) -> Result<(Vec<u8>, u64)> {
+    let r = v2::Receiver::new(ctx.backend, sk)?;
+    let out = ctx
+        .store
+        .rewrap_v2_as(&r, &ctx.sender, key, old, new)
+        .await?;
+    Ok((out.put.manifest.to_vec(), out.put.ciphertext_size))
+}
+
+/// Checks the new version: with `--verify-secret` it opens, and its plaintext's SHA-256 is
+/// the old one's (`sha256`; none for a re-wrap, whose body and data key are the old ones:
+/// that every chunk authenticates under the unchanged commitment is the check, FORMAT-v2.md
+/// §10.2); else its header's recipients are the new ones and, when we wrote it in this
 /// run, its stored header and size are what was written.
 async fn verify(
     ctx: &Ctx,
     key: &str,
     new: &str,
-    sha256: &str,
+    sha256: Option<&str>,
     written: Option<&(Vec<u8>, u64)>,
 ) -> Result<()> {
     if let Some(r) = &ctx.verify {
@@ -365,7 +418,9 @@ async fn verify(
             .await
             .with_context(|| format!("the new version {new} does not open with --verify-secret"))?;
         let got = sha_hex(tmp.path())?;
-        if got != sha256 {
+        if let Some(sha256) = sha256
+            && got != sha256
+        {
             bail!(
                 "the new version {new}'s plaintext differs from the old one's (SHA-256 {got}, not {sha256})"
             );
@@ -416,7 +471,12 @@ async fn delete_old(ctx: &Ctx, key: &str, old: &str) -> Result<bool> {
 
 /// Finishes a move a killed run started: its version exists (checked, journalled) or not
 /// (`None`: write it again).
-async fn finish_started(ctx: &Ctx, item: &Item, new: &str, sha: &str) -> Result<Option<Outcome>> {
+async fn finish_started(
+    ctx: &Ctx,
+    item: &Item,
+    new: &str,
+    sha: Option<&str>,
+) -> Result<Option<Outcome>> {
     let (key, old) = (&item.key, &item.old.version);
     let vs = versions(&ctx.store, key).await?;
     if !vs.iter().any(|v| v.version == new) {
@@ -439,12 +499,13 @@ async fn finish_started(ctx: &Ctx, item: &Item, new: &str, sha: &str) -> Result<
         key: key.clone(),
         old: old.clone(),
         new: new.into(),
-        sha256: sha.into(),
+        sha256: sha.map(str::to_owned),
     })?;
     let deleted = delete_old(ctx, key, old).await?;
     Ok(Some(Outcome::Finished {
         new: new.into(),
         deleted,
+        rewrapped: sha.is_none(),
     }))
 }
 
@@ -482,7 +543,7 @@ async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
         return Ok(Outcome::Deleted);
     }
     if let Some((new, sha)) = &item.slot.started
-        && let Some(o) = finish_started(ctx, item, new, sha).await?
+        && let Some(o) = finish_started(ctx, item, new, sha.as_deref()).await?
     {
         return Ok(o);
     }
@@ -507,8 +568,13 @@ async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
         Some((new, _)) => new.clone(),
         None => envelope::new_version(),
     };
-    let tmp = read_old(ctx, key, &item.old, sealing, sk).await?;
-    let sha = sha_hex(tmp.path())?;
+    let rewrap = ctx.rewrap && sealing.rewrappable;
+    let tmp = if rewrap {
+        None
+    } else {
+        Some(read_old(ctx, key, &item.old, sealing, sk).await?)
+    };
+    let sha = tmp.as_ref().map(|t| sha_hex(t.path())).transpose()?;
     let vs = versions(&ctx.store, key).await?;
     if let Some(other) = newer_than(&vs, old, Some(&new)) {
         let reason = format!(
@@ -527,9 +593,12 @@ async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
         new: new.clone(),
         sha256: sha.clone(),
     })?;
-    let written = write_new(ctx, key, &new, &tmp).await?;
+    let written = match &tmp {
+        Some(tmp) => write_new(ctx, key, &new, tmp).await?,
+        None => rewrap_new(ctx, key, old, &new, sk).await?,
+    };
     drop(tmp);
-    verify(ctx, key, &new, &sha, Some(&written)).await?;
+    verify(ctx, key, &new, sha.as_deref(), Some(&written)).await?;
     // As late as possible: a writer whose version was drawn before ours and committed
     // while we wrote would be shadowed by our stale copy.
     let vs = versions(&ctx.store, key).await?;
@@ -543,7 +612,11 @@ async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
         sha256: sha,
     })?;
     let deleted = delete_old(ctx, key, old).await?;
-    Ok(Outcome::Moved { new, deleted })
+    Ok(Outcome::Moved {
+        new,
+        deleted,
+        rewrapped: rewrap,
+    })
 }
 
 /// Removes every version of ours that shadows another writer's: one drawn before ours and
@@ -693,6 +766,8 @@ struct Report {
     to: Vec<String>,
     versions: usize,
     moved: usize,
+    /// Of the moved and finished: re-wrapped (the others re-encrypted).
+    rewrapped: usize,
     finished: usize,
     deleted: usize,
     changed: usize,
@@ -704,7 +779,14 @@ struct Report {
 
 fn sender(a: &MigrateArgs, publics: &[PublicKey]) -> Result<v2::Sender> {
     let refs: Vec<&PublicKey> = publics.iter().collect();
-    let make = |p| v2::Sender::new(a.backend, &refs, a.allow_mixed, p);
+    let make = |p| {
+        let s = v2::Sender::new(a.backend, &refs, a.allow_mixed, p)?;
+        if a.rewrap || a.rewrappable {
+            s.rewrappable()
+        } else {
+            Ok(s)
+        }
+    };
     Ok(match a.header {
         Some(HeaderPlacement::Metadata) => make(Placement::Metadata)?,
         Some(HeaderPlacement::Prefix) => make(Placement::Prefix)?,
@@ -767,7 +849,15 @@ pub(crate) fn migrate(a: MigrateArgs) -> Result<()> {
         for i in &items {
             let what = match (&i.sealing, i.slot.done.is_some()) {
                 (_, true) => "delete (moved earlier)".to_owned(),
-                (Some(s), _) => format!("{} {} → v2", i.old.format.name(), s.kems()),
+                (Some(s), _) if a.rewrap && s.rewrappable => {
+                    format!("v2.1 {} → re-wrap", s.kems())
+                }
+                (Some(s), _) => format!(
+                    "{} {} → {}",
+                    i.old.format.name(),
+                    s.kems(),
+                    sender.header_version().name()
+                ),
                 (None, _) => "finish".to_owned(),
             };
             println!("  {} {}  {what}", i.key, i.old.version);
@@ -782,6 +872,7 @@ pub(crate) fn migrate(a: MigrateArgs) -> Result<()> {
         verify,
         backend: a.backend,
         delete_old: a.delete_old,
+        rewrap: a.rewrap,
         journal,
     });
     let started = Instant::now();
@@ -879,6 +970,18 @@ fn summarise(
         to,
         versions: items.len(),
         moved: count(|o| matches!(o, Outcome::Moved { .. })),
+        rewrapped: count(|o| {
+            matches!(
+                o,
+                Outcome::Moved {
+                    rewrapped: true,
+                    ..
+                } | Outcome::Finished {
+                    rewrapped: true,
+                    ..
+                }
+            )
+        }),
         finished: count(|o| matches!(o, Outcome::Finished { .. })),
         deleted: count(|o| {
             matches!(
@@ -907,12 +1010,13 @@ fn summarise(
 
 fn print_report(r: &Report, path: &Path) {
     println!(
-        "s3://{}/{}: {} version(s): {} moved, {} finished from an earlier run, {} old deleted, {} changed by another writer, {} failed; {} plaintext bytes in {:.1} s",
+        "s3://{}/{}: {} version(s): {} moved, {} finished from an earlier run ({} of these by re-wrap), {} old deleted, {} changed by another writer, {} failed; {} plaintext bytes in {:.1} s",
         r.bucket,
         r.prefix,
         r.versions,
         r.moved,
         r.finished,
+        r.rewrapped,
         r.deleted,
         r.changed,
         r.failed,
