@@ -3,7 +3,9 @@
 //! while another writer commits fresh versions to some keys, then run to the end, it leaves
 //! a bucket where every key's latest version opens with the new key to its newest content,
 //! no version is lost or doubled, and the old versions stay until `--delete-old`; a key
-//! whose version changed under a started move is reported, not overwritten.
+//! whose version changed under a started move is reported, not overwritten. On the
+//! embedded server the runs re-wrap the v2.1 versions (`--rewrap`, FORMAT-v2.md §10) and
+//! re-encrypt the rest; on Garage they re-encrypt everything.
 
 #[path = "../s3/tests/support/servers.rs"]
 #[allow(
@@ -175,15 +177,17 @@ fn migrate_args<'a>(b: &'a Bucket<'_>, journal: &'a str, extra: &[&'a str]) -> V
     a
 }
 
-fn killed_ten_times(kind: Kind) {
+fn killed_ten_times(kind: Kind, rewrap: bool) {
     let server = TestServer::start(kind);
     let dir = tempfile::tempdir().expect("tmp");
     let b = Bucket::new(&server, dir.path());
     let old_pub = b.key("old", "recipient.pub");
     let new_pub = b.key("new", "recipient.pub");
-    // 40 classical keys (v1 and v2, 1 KiB to 2 MiB), 4 already post-quantum, and for 5 of
-    // the classical ones an older classical version too.
+    // 40 classical keys (v1, v2, v2.1 with the header in metadata and as a prefix; 1 KiB
+    // to 2 MiB), 4 already post-quantum, and for 5 of the classical ones an older classical
+    // version too.
     let mut latest: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut rewrappable: Vec<String> = Vec::new();
     let mut pq: Vec<String> = Vec::new();
     for i in 0..40u32 {
         let key = format!("m/k{i:02}");
@@ -196,10 +200,19 @@ fn killed_ten_times(kind: Kind) {
             );
         }
         let c = content(&key, 1, len);
-        if i % 2 == 0 {
-            b.put(&key, &c, &["--mode", "x25519", "--recipient", &old_pub]);
-        } else {
-            b.put(&key, &c, &["--format", "v2", "--recipient", &old_pub]);
+        let v2 = ["--format", "v2", "--recipient", &old_pub];
+        match i % 5 {
+            1 => b.put(&key, &c, &v2),
+            2 => b.put(&key, &c, &[&v2[..], &["--rewrappable"]].concat()),
+            3 => b.put(
+                &key,
+                &c,
+                &[&v2[..], &["--rewrappable", "--header", "prefix"]].concat(),
+            ),
+            _ => b.put(&key, &c, &["--mode", "x25519", "--recipient", &old_pub]),
+        }
+        if matches!(i % 5, 2 | 3) {
+            rewrappable.push(key.clone());
         }
         latest.insert(key, c);
     }
@@ -220,7 +233,8 @@ fn killed_ten_times(kind: Kind) {
 
     let journal = dir.path().join("journal");
     let journal_s = s(&journal).to_owned();
-    let args = migrate_args(&b, &journal_s, &[]);
+    let how: &[&str] = if rewrap { &["--rewrap"] } else { &[] };
+    let args = migrate_args(&b, &journal_s, how);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // Each kill lands while the run is moving: after 1 to 4 new journal lines (a move
     // started or done) and a random 0-20 ms more.
@@ -309,6 +323,33 @@ fn killed_ten_times(kind: Kind) {
         .cloned()
         .collect();
     println!("{kind:?}: changed by the other writer: {changed:#?}");
+    // A re-wrap is journalled without a plaintext hash (it never decrypts): exactly the
+    // moves of a v2.1 key's own version, when asked for.
+    let rewrapped: Vec<&serde_json::Value> =
+        done.iter().filter(|d| d.get("sha256").is_none()).collect();
+    for d in &rewrapped {
+        let key = d["key"].as_str().expect("key");
+        assert!(
+            rewrappable.iter().any(|k| k == key),
+            "{key}: re-wrapped, not v2.1"
+        );
+        assert_eq!(
+            d["old"].as_str(),
+            before[key].last().map(|v| v.0.as_str()),
+            "{key}: only its v2.1 version is re-wrapped"
+        );
+    }
+    if rewrap {
+        assert!(
+            rewrapped.len() >= rewrappable.len() - fresh.len(),
+            "{rewrapped:#?}"
+        );
+    } else {
+        assert!(
+            rewrapped.is_empty(),
+            "re-wrapped without --rewrap: {rewrapped:#?}"
+        );
+    }
     for u in &undone {
         let key = u["key"].as_str().expect("key");
         let new = u["new"].as_str().expect("new");
@@ -361,7 +402,7 @@ fn killed_ten_times(kind: Kind) {
     }
 
     // --delete-old removes exactly the moved versions, and nothing else.
-    let args = migrate_args(&b, &journal_s, &["--delete-old"]);
+    let args = migrate_args(&b, &journal_s, &[how, &["--delete-old"]].concat());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ok(&run(&server, &b.tmp, &args), "--delete-old");
     assert!(out.contains(" 0 failed"), "{out}");
@@ -385,13 +426,13 @@ fn killed_ten_times(kind: Kind) {
 }
 
 #[test]
-fn migrate_killed_ten_times_on_the_embedded_server() {
-    killed_ten_times(Kind::Embedded);
+fn migrate_with_rewrap_killed_ten_times_on_the_embedded_server() {
+    killed_ten_times(Kind::Embedded, true);
 }
 
 #[test]
 fn migrate_killed_ten_times_on_garage() {
-    killed_ten_times(Kind::Garage);
+    killed_ten_times(Kind::Garage, false);
 }
 
 /// A run killed after journalling a started move; another writer commits before the
