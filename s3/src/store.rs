@@ -139,6 +139,9 @@ pub struct EnvelopeRead {
     pub requests: u32,
 }
 
+/// The largest object one CopyObject copies (S3's limit).
+const MAX_COPY: u64 = 5 << 30;
+
 /// What a re-wrap wrote ([`Store::rewrap_v2_as`]).
 #[derive(Debug)]
 pub struct RewrapOutcome {
@@ -583,8 +586,9 @@ impl Store {
     /// is wrapped anew to `sender`'s recipients in `sender`'s placement; the body is not
     /// decrypted. Metadata to metadata, that is one HeadObject and one server-side
     /// CopyObject with the new header as replaced metadata, conditional on the old
-    /// object's ETag: no body byte through the client. Any other placement pair reads the
-    /// object and writes its chunks unchanged behind the new header. A v2 object is refused
+    /// object's ETag: no body byte through the client. Any other placement pair, and a body
+    /// above S3's 5 GiB copy limit, reads the object and writes its chunks unchanged behind
+    /// the new header. A v2 object is refused
     /// ([`envelope::Error::NotRewrappable`]). Like [`Store::put_v2_as`], it overwrites an
     /// `object.v2` of `new_version`.
     pub async fn rewrap_v2_as(
@@ -610,7 +614,11 @@ impl Store {
             let head = timed(&mut st, "HeadObject", self.s3.head(&self.bucket, &object))
                 .await?
                 .ok_or_else(|| self.not_committed(key, version, layout::OBJECT_V2_NAME))?;
-            if let (Some(value), Some(e_tag)) = (head.metadata.get(v2::METADATA_KEY), &head.e_tag) {
+            // S3 copies at most 5 GiB in one CopyObject; a larger body goes the long way.
+            let copyable = head.size.is_some_and(|n| n <= MAX_COPY);
+            if let (Some(value), Some(e_tag), true) =
+                (head.metadata.get(v2::METADATA_KEY), &head.e_tag, copyable)
+            {
                 st.bytes_received += len_u64(value.len());
                 let header = rewrap(&mut st, &v2::decode_metadata(value)?, Placement::Metadata)?;
                 let meta = [(META_HEADER, v2::encode_metadata(&header))];
