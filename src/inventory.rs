@@ -179,6 +179,8 @@ pub(crate) struct CpuSample {
 /// Requests of the estimate, by kind.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Requests {
+    /// The envelope read of `migrate`'s plan, before each move.
+    envelopes: u64,
     lists: u64,
     reads: u64,
     writes: u64,
@@ -315,6 +317,45 @@ fn row(
     r
 }
 
+/// Reads the envelopes of `jobs` (key, version), `concurrency` at a time; `on(done)` after
+/// each. The results in `jobs`' order, each with its wall time.
+pub(crate) async fn read_envelopes(
+    store: &Store,
+    jobs: Vec<(String, s3::VersionInfo)>,
+    concurrency: usize,
+    mut on: impl FnMut(usize),
+) -> Result<Vec<(s3::Result<s3::EnvelopeRead>, Duration)>> {
+    let mut results: Vec<Option<(s3::Result<s3::EnvelopeRead>, Duration)>> =
+        (0..jobs.len()).map(|_| None).collect();
+    let mut set = tokio::task::JoinSet::new();
+    let mut next = jobs.into_iter().enumerate();
+    let mut done = 0;
+    loop {
+        while set.len() < concurrency.max(1) {
+            let Some((i, (key, info))) = next.next() else {
+                break;
+            };
+            let store = store.clone();
+            set.spawn(async move {
+                let t = Instant::now();
+                let r = store.sealing(&key, &info.version, info.format).await;
+                (i, r, t.elapsed())
+            });
+        }
+        let Some(joined) = set.join_next().await else {
+            break;
+        };
+        let (i, r, took) = joined.context("an envelope read panicked")?;
+        results[i] = Some((r, took));
+        done += 1;
+        on(done);
+    }
+    results
+        .into_iter()
+        .map(|r| r.context("an envelope read did not report"))
+        .collect()
+}
+
 /// Lists the bucket and reads every committed version's envelope, `concurrency` at a
 /// time, with a progress bar on a terminal.
 async fn collect(store: &Store, prefix: &str, concurrency: usize) -> Result<Collected> {
@@ -322,44 +363,34 @@ async fn collect(store: &Store, prefix: &str, concurrency: usize) -> Result<Coll
         .survey(prefix)
         .await
         .with_context(|| format!("cannot list s3://{}/{prefix}", store.bucket()))?;
-    let jobs: Vec<(usize, usize)> = keys
+    let slots: Vec<(usize, usize)> = keys
         .iter()
         .enumerate()
         .flat_map(|(k, l)| (0..l.versions.len()).map(move |v| (k, v)))
         .collect();
-    let total = jobs.len() as u64;
+    let jobs = slots
+        .iter()
+        .map(|&(k, v)| (keys[k].key.clone(), keys[k].versions[v].clone()))
+        .collect();
+    let total = slots.len() as u64;
     // At most about 20 lines when stderr is not a terminal.
     let step = (total / 20).max(1);
     let progress = Progress::new("envelopes read", total, Unit::Count);
-    let mut results: BTreeMap<(usize, usize), std::result::Result<s3::EnvelopeRead, String>> =
-        BTreeMap::new();
-    let mut busy = Duration::ZERO;
-    let mut set = tokio::task::JoinSet::new();
-    let mut next = jobs.into_iter();
     let cpu = cpu_time::ProcessTime::try_now().context("no process CPU clock")?;
-    loop {
-        while set.len() < concurrency {
-            let Some((k, v)) = next.next() else { break };
-            let (store, key) = (store.clone(), keys[k].key.clone());
-            let info = keys[k].versions[v].clone();
-            set.spawn(async move {
-                let t = Instant::now();
-                let r = store.sealing(&key, &info.version, info.format).await;
-                (k, v, r, t.elapsed())
-            });
-        }
-        let Some(done) = set.join_next().await else {
-            break;
-        };
-        let (k, v, r, took) = done.context("an envelope read panicked")?;
-        busy += took;
-        results.insert((k, v), r.map_err(|e| format!("{e:#}")));
-        let done = results.len() as u64;
+    let read = read_envelopes(store, jobs, concurrency, |done| {
+        let done = done as u64;
         if done.is_multiple_of(step) || done == total {
             progress.set(done, "", None);
         }
-    }
+    })
+    .await?;
     progress.finish();
+    let busy: Duration = read.iter().map(|(_, took)| *took).sum();
+    let results: BTreeMap<(usize, usize), std::result::Result<s3::EnvelopeRead, String>> = slots
+        .into_iter()
+        .zip(read)
+        .map(|(slot, (r, _))| (slot, r.map_err(|e| format!("{e:#}"))))
+        .collect();
     let mut rows = Vec::with_capacity(results.len());
     let mut read = ReadCost {
         requests: 0,
@@ -398,9 +429,10 @@ fn new_size(plaintext: u64, to: Mode) -> u64 {
     v2::chunks_len(plaintext) + (v2::FIXED_LEN + 86 + to.ciphertext_len()) as u64
 }
 
-/// Requests to move one version as `pqbench migrate` moves it: the old version's reads,
-/// the key listed before and after writing (two LISTs), the new one's writes (one PUT, or
-/// a multipart upload above the threshold) and one read back.
+/// Requests to move one version as `pqbench migrate` moves it: its envelope read when the
+/// move is planned, the old version's reads, the key listed before and after writing (two
+/// LISTs), the new one's writes (one PUT, or a multipart upload above the threshold) and
+/// one read back.
 fn requests_for(format: &str, new: u64) -> Requests {
     let reads = if format == "v1" { 2 } else { 1 };
     let writes = if new <= MULTIPART_THRESHOLD {
@@ -409,11 +441,12 @@ fn requests_for(format: &str, new: u64) -> Requests {
         2 + new.div_ceil(PART_SIZE)
     };
     Requests {
+        envelopes: 1,
         lists: 2,
         reads,
         writes,
         verifies: 1,
-        total: 2 + reads + writes + 1,
+        total: 1 + 2 + reads + writes + 1,
     }
 }
 
@@ -545,6 +578,7 @@ fn estimate(
         plaintext += pt;
         down += r.stored_bytes + new;
         up += new;
+        req.envelopes += q.envelopes;
         req.lists += q.lists;
         req.reads += q.reads;
         req.writes += q.writes;
@@ -877,8 +911,8 @@ impl Estimate {
         let q = &self.requests;
         let _ = writeln!(
             t,
-            "  requests     {} ({} lists, {} reads, {} writes, {} reads back)",
-            q.total, q.lists, q.reads, q.writes, q.verifies
+            "  requests     {} ({} envelope reads, {} lists, {} reads, {} writes, {} reads back)",
+            q.total, q.envelopes, q.lists, q.reads, q.writes, q.verifies
         );
         let _ = writeln!(
             t,
@@ -921,7 +955,7 @@ impl Estimate {
         if self.rewrappable_versions > 0 {
             let _ = writeln!(
                 t,
-                "  {} of them are v2.1 in metadata: `pqbench migrate --rewrap` moves them with one CopyObject each, {} not through the client (the old data key stays: FORMAT-v2.md §10.3)",
+                "  {} of them are v2.1 in metadata: `pqbench migrate --rewrap` moves them with one CopyObject each (6 requests: the envelope, HeadObject, CopyObject, 2 lists, a read back), {} not through the client (the old data key stays: FORMAT-v2.md §10.3)",
                 self.rewrappable_versions,
                 bytes(self.rewrappable_bytes)
             );

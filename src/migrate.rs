@@ -267,11 +267,18 @@ impl Journal {
 struct Item {
     key: String,
     old: VersionInfo,
-    /// The old version's envelope (`None` when only its deletion is left).
-    sealing: Option<Sealing>,
+    envelope: Envelope,
     slot: Slot,
-    /// Why its envelope could not be read (the item then fails, the others go on).
-    unreadable: Option<String>,
+}
+
+/// What the plan read of an old version's envelope.
+#[derive(Clone, Debug)]
+enum Envelope {
+    /// Not read: only the old version's deletion is left.
+    NotRead,
+    Read(Sealing),
+    /// Why it could not be read (the item then fails, the others go on).
+    Unreadable(String),
 }
 
 /// How one item ended.
@@ -535,7 +542,7 @@ async fn conflict(ctx: &Ctx, key: &str, old: &str, new: &str, other: &str) -> Re
 /// Moves one version (see the module's steps).
 async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
     let (key, old) = (&item.key, &item.old.version);
-    if let Some(reason) = &item.unreadable {
+    if let Envelope::Unreadable(reason) = &item.envelope {
         bail!("{reason}");
     }
     if item.slot.done.is_some() {
@@ -547,10 +554,9 @@ async fn move_one(ctx: &Ctx, item: &Item) -> Result<Outcome> {
     {
         return Ok(o);
     }
-    let sealing = item
-        .sealing
-        .as_ref()
-        .context("the old version's envelope was not read")?;
+    let Envelope::Read(sealing) = &item.envelope else {
+        bail!("the old version's envelope was not read");
+    };
     let ids: Vec<String> = sealing
         .wraps
         .iter()
@@ -684,7 +690,13 @@ async fn repair_shadows(
 
 /// The work: every latest classical or mixed version not moved yet, every move a killed
 /// run left started, and with `--delete-old` every moved version not deleted yet.
-async fn plan(store: &Store, prefix: &str, journal: &Journal, delete: bool) -> Result<Vec<Item>> {
+async fn plan(
+    store: &Store,
+    prefix: &str,
+    journal: &Journal,
+    delete: bool,
+    concurrency: usize,
+) -> Result<Vec<Item>> {
     let list = || async {
         store
             .survey(prefix)
@@ -703,7 +715,9 @@ async fn plan(store: &Store, prefix: &str, journal: &Journal, delete: bool) -> R
         .filter(|s| s.done.is_none())
         .filter_map(|s| s.started.as_ref().map(|(new, _)| new.as_str()))
         .collect();
-    let mut items = Vec::new();
+    // The versions to look at, and whether their envelope is still to be read (only their
+    // deletion is left otherwise).
+    let mut todo: Vec<(Item, bool)> = Vec::new();
     for l in &keys {
         for v in &l.versions {
             let mut slot = journal.slot(&l.key, &v.version);
@@ -719,41 +733,40 @@ async fn plan(store: &Store, prefix: &str, journal: &Journal, delete: bool) -> R
             if !(latest || pending || undeleted) || slot.changed {
                 continue;
             }
-            if undeleted {
-                items.push(Item {
-                    key: l.key.clone(),
-                    old: v.clone(),
-                    sealing: None,
-                    slot,
-                    unreadable: None,
-                });
-                continue;
-            }
-            if slot.done.is_some() {
-                continue;
-            }
             // A version a killed run started to write is finished through its slot.
-            if ours.contains(v.version.as_str()) {
+            if !undeleted && (slot.done.is_some() || ours.contains(v.version.as_str())) {
                 continue;
             }
-            match store.sealing(&l.key, &v.version, v.format).await {
-                Ok(read) if !read.sealing.protection.needs_migration() => {}
-                Ok(read) => items.push(Item {
-                    key: l.key.clone(),
-                    old: v.clone(),
-                    sealing: Some(read.sealing),
-                    slot,
-                    unreadable: None,
-                }),
-                Err(e) => items.push(Item {
-                    key: l.key.clone(),
-                    old: v.clone(),
-                    sealing: None,
-                    slot,
-                    unreadable: Some(format!("cannot read its envelope: {e:#}")),
-                }),
+            let item = Item {
+                key: l.key.clone(),
+                old: v.clone(),
+                envelope: Envelope::NotRead,
+                slot,
+            };
+            todo.push((item, !undeleted));
+        }
+    }
+    let jobs = todo
+        .iter()
+        .filter(|(_, read)| *read)
+        .map(|(i, _)| (i.key.clone(), i.old.clone()))
+        .collect();
+    let mut reads = crate::inventory::read_envelopes(store, jobs, concurrency, |_| {})
+        .await?
+        .into_iter();
+    let mut items = Vec::new();
+    for (mut item, read) in todo {
+        if read {
+            match reads.next().context("an envelope read is missing")?.0 {
+                Ok(r) if !r.sealing.protection.needs_migration() => continue,
+                Ok(r) => item.envelope = Envelope::Read(r.sealing),
+                Err(e) => {
+                    item.envelope =
+                        Envelope::Unreadable(format!("cannot read its envelope: {e:#}"));
+                }
             }
         }
+        items.push(item);
     }
     Ok(items)
 }
@@ -836,7 +849,13 @@ pub(crate) fn migrate(a: MigrateArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let items = rt.block_on(plan(&store, &a.prefix, &journal, a.delete_old))?;
+    let items = rt.block_on(plan(
+        &store,
+        &a.prefix,
+        &journal,
+        a.delete_old,
+        usize::from(a.concurrency),
+    ))?;
     if a.dry_run {
         println!(
             "would move {} version(s) of s3://{}/{} to {} (journal {}):",
@@ -847,18 +866,19 @@ pub(crate) fn migrate(a: MigrateArgs) -> Result<()> {
             journal.path.display()
         );
         for i in &items {
-            let what = match (&i.sealing, i.slot.done.is_some()) {
+            let what = match (&i.envelope, i.slot.done.is_some()) {
                 (_, true) => "delete (moved earlier)".to_owned(),
-                (Some(s), _) if a.rewrap && s.rewrappable => {
+                (Envelope::Read(s), _) if a.rewrap && s.rewrappable => {
                     format!("v2.1 {} → re-wrap", s.kems())
                 }
-                (Some(s), _) => format!(
+                (Envelope::Read(s), _) => format!(
                     "{} {} → {}",
                     i.old.format.name(),
                     s.kems(),
                     sender.header_version().name()
                 ),
-                (None, _) => "finish".to_owned(),
+                (Envelope::NotRead, _) => "finish".to_owned(),
+                (Envelope::Unreadable(why), _) => format!("fails: {why}"),
             };
             println!("  {} {}  {what}", i.key, i.old.version);
         }
@@ -997,7 +1017,10 @@ fn summarise(
             .iter()
             .zip(&outcomes)
             .filter(|(_, o)| matches!(o, Outcome::Moved { .. } | Outcome::Finished { .. }))
-            .filter_map(|(i, _)| i.sealing.as_ref().map(|s| s.plaintext_size))
+            .filter_map(|(i, _)| match &i.envelope {
+                Envelope::Read(s) => Some(s.plaintext_size),
+                _ => None,
+            })
             .sum(),
         seconds,
         outcomes: items

@@ -105,6 +105,20 @@ fn inventory_is_exact(kind: Kind) {
             kems: "x25519",
             size: 3_000_000,
         },
+        // A v2.1 header (FORMAT-v2.md §10): re-wrappable.
+        Put {
+            key: "a/v21",
+            args: v(&[
+                "--format",
+                "v2",
+                "--rewrappable",
+                "--recipient",
+                &pk("x25519"),
+            ]),
+            class: "classical",
+            kems: "x25519",
+            size: 5_000,
+        },
         Put {
             key: "a/mixed",
             args: v(&[
@@ -330,7 +344,7 @@ fn inventory_is_exact(kind: Kind) {
         .collect();
     assert_eq!(
         recipients.get(&key_id(&keys, "x25519")),
-        Some(&("x25519".to_owned(), 3, 2)),
+        Some(&("x25519".to_owned(), 4, 3)),
         "{recipients:#?}"
     );
     assert_eq!(
@@ -343,17 +357,30 @@ fn inventory_is_exact(kind: Kind) {
         Some(&("ml-kem-1024".to_owned(), 2, 2))
     );
 
-    // The estimate: the latest classical and mixed versions (v2 x25519, rsa, mixed).
+    // The v2.1 version is told apart, and counted as one a re-wrap moves with one copy.
+    let v21: Vec<&Value> = rows.iter().filter(|r| r["key"] == "a/v21").collect();
+    assert_eq!(v21[0]["format"], "v2.1", "{v21:#?}");
+    assert!(
+        rows.iter()
+            .filter(|r| r["key"] != "a/v21")
+            .all(|r| r["format"] != "v2.1"),
+        "{rows:#?}"
+    );
+
+    // The estimate: the latest classical and mixed versions (v2 x25519, v2.1 x25519, rsa,
+    // mixed).
     let e = &inv["estimate"];
-    assert_eq!(e["versions"], 3, "{e:#}");
+    assert_eq!(e["versions"], 4, "{e:#}");
     assert_eq!(e["older_versions"], 1, "{e:#}");
-    assert_eq!(e["plaintext_bytes"], 3_010_000u64);
-    // Two lists, the reads (v1: two, v2: one), one PUT each (none above 8 MiB), one read
-    // back.
-    assert_eq!(e["requests"]["lists"], 6);
-    assert_eq!(e["requests"]["reads"], 1 + 2 + 1);
-    assert_eq!(e["requests"]["writes"], 3);
-    assert_eq!(e["requests"]["total"], 6 + 4 + 3 + 3);
+    assert_eq!(e["rewrappable_versions"], 1, "{e:#}");
+    assert_eq!(e["plaintext_bytes"], 3_015_000u64);
+    // The envelope read when the move is planned, two lists, the reads (v1: two, v2: one),
+    // one PUT each (none above 8 MiB), one read back.
+    assert_eq!(e["requests"]["envelopes"], 4);
+    assert_eq!(e["requests"]["lists"], 8);
+    assert_eq!(e["requests"]["reads"], 1 + 1 + 2 + 1);
+    assert_eq!(e["requests"]["writes"], 4);
+    assert_eq!(e["requests"]["total"], 4 + 8 + 5 + 4 + 4);
     let request_cpu = e["request_cpu_us"].as_f64().expect("cpu per request");
     assert!(request_cpu > 0.0, "{e:#}");
     assert!(
@@ -370,7 +397,7 @@ fn inventory_is_exact(kind: Kind) {
     assert!(e["cpu_seconds"].as_f64().expect("cpu") > 0.0, "{e:#}");
     assert!(e["seconds"].as_f64().expect("s") > 0.0, "{e:#}");
 
-    // No payload was read: the envelopes of 11 versions, three of them 3 MB objects.
+    // No payload was read: the envelopes of 12 versions, three of them 3 MB objects.
     let read = inv["read"]["bytes"].as_u64().expect("bytes");
     assert!(read < 32 * 1024, "read {read} bytes");
     // One request per v1 manifest and v2 header in metadata; for a header at the body's
@@ -378,7 +405,7 @@ fn inventory_is_exact(kind: Kind) {
     // broken object's failed read.
     assert_eq!(
         inv["read"]["requests"],
-        5 + 3 + 2 + 3 + 1,
+        6 + 3 + 2 + 3 + 1,
         "{:#}",
         inv["read"]
     );
@@ -392,10 +419,14 @@ fn inventory_is_exact(kind: Kind) {
         "inventory table",
     );
     assert!(
-        table.contains("moving the 3 latest classical or mixed version(s)"),
+        table.contains("moving the 4 latest classical or mixed version(s)"),
         "{table}"
     );
-    assert!(table.contains("requests     16 (6 lists"), "{table}");
+    assert!(
+        table.contains("requests     25 (4 envelope reads, 8 lists"),
+        "{table}"
+    );
+    assert!(table.contains("1 of them are v2.1 in metadata"), "{table}");
     assert!(table.contains("unreadable: a/broken"), "{table}");
 }
 
