@@ -195,7 +195,7 @@ bench-run:
 
 # What request tracing costs: run-one CPU per request with tracing off and at sample ratios
 # 0, 0.01 and 1 (spans to a Rotel collector process), interleaved side by side.
-# Migration throughput by object size (pqbench migrate, re-encryption), client and server
+# Migration throughput by object size, re-encryption beside re-wrap (pqbench migrate), client and server
 # pinned apart; writes target/bench-migrate/results.{json,md}.
 bench-migrate:
 	cargo build --release --bin pqbench
