@@ -692,22 +692,7 @@ fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
                 inp.to_str().expect("utf8"),
             ];
             args.extend(put_key.iter().map(String::as_str));
-            let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-                .args(&args)
-                .envs(env)
-                .output()
-                .expect("pqbench put");
-            assert!(
-                o.status.success(),
-                "put {key}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let version = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .expect("version line")
-                .trim()
-                .to_owned();
+            let version = put_version(&args, env, &key);
             written.push((mode, key, version, get_key.clone(), data.clone()));
         }
     }
@@ -771,6 +756,27 @@ fn boto3_downloads_pqbench_objects_and_the_python_reader_opens_them() {
             "{key}: plaintext differs"
         );
     }
+}
+
+/// Runs `pqbench put` with `args` and `env` (the S3 settings) and returns the version it
+/// printed; a failure fails the test, naming `what`.
+fn put_version(args: &[&str], env: [(&str, &str); 3], what: &str) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
+        .args(args)
+        .envs(env)
+        .output()
+        .expect("pqbench put");
+    assert!(
+        o.status.success(),
+        "put {what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .next()
+        .expect("version line")
+        .trim()
+        .to_owned()
 }
 
 /// The golden v2 and v2.1 objects (`envelope/tests/golden/v2-*.json`, `v2.1-*.json`, the
@@ -875,22 +881,7 @@ fn boto3_downloads_v2_objects_and_the_python_v2_reader_opens_them() {
             for r in &recipients[..n] {
                 args.extend(["--recipient", &r.0]);
             }
-            let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-                .args(&args)
-                .envs(env)
-                .output()
-                .expect("pqbench put");
-            assert!(
-                o.status.success(),
-                "put {key}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let version = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .expect("version line")
-                .trim()
-                .to_owned();
+            let version = put_version(&args, env, &key);
             written.push((key, version, header, n, data.clone()));
         }
     }
@@ -1382,34 +1373,29 @@ fn python_v2_reader_opens_v2_1_objects_pqbench_wrote_and_both_refuse_tampered_on
             continue;
         }
         let key = format!("meta/{mode}");
-        let o = Command::new(env!("CARGO_BIN_EXE_pqbench"))
-            .args([
+        let (inp, recipient) = (t.join("small.bin"), t.join(mode).join("recipient.pub"));
+        let version = put_version(
+            &[
                 "put",
                 "--format",
                 "v2",
                 "--rewrappable",
                 "--header",
                 "metadata",
-            ])
-            .args(["--tenant", "tn", "--bucket", "bk-v21", "--key", &key])
-            .arg("--in")
-            .arg(t.join("small.bin"))
-            .arg("--recipient")
-            .arg(t.join(mode).join("recipient.pub"))
-            .envs(env)
-            .output()
-            .expect("pqbench put");
-        assert!(
-            o.status.success(),
-            "put {mode}: {}",
-            String::from_utf8_lossy(&o.stderr)
+                "--tenant",
+                "tn",
+                "--bucket",
+                "bk-v21",
+                "--key",
+                &key,
+                "--in",
+                &s(&inp),
+                "--recipient",
+                &s(&recipient),
+            ],
+            env,
+            &key,
         );
-        let version = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .next()
-            .expect("version line")
-            .trim()
-            .to_owned();
         put.push((mode, nenc, key, version));
     }
     let fetched = t.join("fetched");

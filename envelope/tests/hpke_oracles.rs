@@ -297,6 +297,24 @@ fn commitment(dk: &[u8], identity_hash: &[u8; 32]) -> [u8; 32] {
     expand(dk, identity_hash, b"pqbench-v2 commitment")
 }
 
+/// Seals `pt` chunk by chunk with `key` and each chunk's (nonce, AD, length).
+fn seal_chunks(key: &LessSafeKey, params: Vec<([u8; 12], Vec<u8>, usize)>, pt: &[u8]) -> Vec<u8> {
+    let mut chunks = Vec::new();
+    let mut at = 0;
+    for (nonce, ad, len) in params {
+        let mut buf = pt[at..at + len].to_vec();
+        at += len;
+        key.seal_in_place_append_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(&ad[..]),
+            &mut buf,
+        )
+        .unwrap();
+        chunks.extend_from_slice(&buf);
+    }
+    chunks
+}
+
 /// Every chunk of §6 with `K` from `dk` and the header's hash: `(nonce_j, AD_j, ℓ_j)`
 /// in order, for a plaintext of `size` bytes.
 fn chunk_params(header: &[u8], size: usize) -> Vec<([u8; 12], Vec<u8>, usize)> {
@@ -410,19 +428,7 @@ fn write_from_text(
     header.recipients[0].wrapped = wrapped;
     let header = header.encode();
     let key = chunk_key(&dk, &identity_hash, &header);
-    let mut chunks = Vec::new();
-    let mut at = 0;
-    for (nonce, ad, len) in chunk_params(&header, pt.len()) {
-        let mut buf = pt[at..at + len].to_vec();
-        at += len;
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(&ad[..]),
-            &mut buf,
-        )
-        .unwrap();
-        chunks.extend_from_slice(&buf);
-    }
+    let chunks = seal_chunks(&key, chunk_params(&header, pt.len()), pt);
     (header, chunks)
 }
 
@@ -590,19 +596,7 @@ fn seal_body(origin_hash: [u8; 32], pt: &[u8]) -> Body {
     let size = pt.len() as u64;
     let bh = body_hash(&origin_hash, size, &commitment);
     let key = chunk_key_v2_1(&dk, &origin_hash, &bh);
-    let mut chunks = Vec::new();
-    let mut at = 0;
-    for (nonce, ad, len) in chunk_params_bound(&bh, pt.len()) {
-        let mut buf = pt[at..at + len].to_vec();
-        at += len;
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(&ad[..]),
-            &mut buf,
-        )
-        .unwrap();
-        chunks.extend_from_slice(&buf);
-    }
+    let chunks = seal_chunks(&key, chunk_params_bound(&bh, pt.len()), pt);
     Body {
         dk,
         origin_hash,

@@ -272,6 +272,25 @@ pub(crate) fn code_of(e: &Error) -> Option<&str> {
     }
 }
 
+/// `Ok` unless the 200 response `r` of `op` holds an S3 error document in its body
+/// (CompleteMultipartUpload and CopyObject may report a failure so).
+pub(crate) async fn ok_unless_error_in_body(
+    r: Response,
+    op: &'static str,
+    bucket: &str,
+    key: &str,
+) -> Result<()> {
+    let body = r
+        .collect(1024 * 1024)
+        .await
+        .map_err(|e| e.into_error(op, bucket, key))?;
+    if error_in_ok(&body) {
+        Err(service_error(op, bucket, key, 200, &body))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether `body`, which arrived with status 200, is an S3 error document
 /// (CompleteMultipartUpload may report a failure so).
 pub(crate) fn error_in_ok(body: &[u8]) -> bool {

@@ -518,16 +518,7 @@ impl ObjectClient {
                 let r = l
                     .send(Call::new(OP, Method::PUT, bucket, key).headers(&headers))
                     .await?;
-                // S3 may answer 200 and report the failure in the body.
-                let body = r
-                    .collect(1024 * 1024)
-                    .await
-                    .map_err(|e| e.into_error(OP, bucket, key))?;
-                if lean::error_in_ok(&body) {
-                    Err(lean::service_error(OP, bucket, key, 200, &body))
-                } else {
-                    Ok(())
-                }
+                lean::ok_unless_error_in_body(r, OP, bucket, key).await
             }
         }
     }
@@ -762,16 +753,7 @@ impl ObjectClient {
                             .body(Bytes::from(doc)),
                     )
                     .await?;
-                // S3 may answer 200 and report the failure in the body.
-                let body = r
-                    .collect(1024 * 1024)
-                    .await
-                    .map_err(|e| e.into_error(OP, bucket, key))?;
-                if lean::error_in_ok(&body) {
-                    Err(lean::service_error(OP, bucket, key, 200, &body))
-                } else {
-                    Ok(())
-                }
+                lean::ok_unless_error_in_body(r, OP, bucket, key).await
             }
         }
     }
