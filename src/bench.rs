@@ -53,7 +53,8 @@ pub(crate) struct BenchArgs {
     /// Rounds (cells interleaved; medians reported).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Object formats to measure each mode in (comma-separated: v1, v2, v2-prefix); a v2
+    /// Object formats to measure each mode in (comma-separated: v1, v2, v2-prefix, v2.1,
+    /// v2.1-prefix); a v2
     /// cell is labelled `<mode>/v2`. The S3-only control stays v1's (two objects), so the
     /// "rest" column of a v2 row is not comparable; its CPU µs/req is.
     #[arg(long, value_delimiter = ',', default_value = "v1")]
@@ -180,7 +181,15 @@ fn keys(mode: Mode, backend: Backend, format: run::runspec::ObjectFormat) -> Res
             Writer::V1(k.sender(backend)?),
             Reader::V1(k.receiver(backend)?),
         ),
-        Some(p) => k.v2(backend, p)?,
+        Some(p) => {
+            let (w, r) = k.v2(backend, p)?;
+            match (w, format.header_version()) {
+                (Writer::V2(s), Some(envelope::v2::HeaderVersion::V2_1)) => {
+                    (Writer::V2(s.rewrappable()?), r)
+                }
+                (w, _) => (w, r),
+            }
+        }
     };
     Ok(Keys {
         sender: Arc::new(sender),

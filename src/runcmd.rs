@@ -46,7 +46,8 @@ pub(crate) struct RunOneArgs {
     #[arg(long, default_value = "aws-lc")]
     backend: Backend,
     /// Object format: v1 (data.enc + manifest.json), v2 (one object.v2, header in
-    /// metadata) or v2-prefix (header before the chunks).
+    /// metadata), v2-prefix (header before the chunks), v2.1 or v2.1-prefix (the same with
+    /// a re-wrappable v2.1 header, FORMAT-v2.md §10).
     #[arg(long, default_value = "v1")]
     format: run::runspec::ObjectFormat,
     /// v2: the reader refuses any object with a classical recipient entry (as `get

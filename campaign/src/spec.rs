@@ -408,8 +408,9 @@ impl std::str::FromStr for S3ClientKind {
 /// The object format an arm writes and reads (issue 21): `v1` (the study's: `data.enc` and
 /// a JSON `manifest.json`, two S3 objects per version), `v2` (one `object.v2`, the binary
 /// HPKE header in user metadata) or `v2-prefix` (one `object.v2`, the header before the
-/// chunks). v2 takes the modes `x25519`, `ml-kem-768`, `ml-kem-1024` (prefix only: its
-/// header exceeds S3's 2 KB of metadata) and `x-wing`.
+/// chunks); `v2.1` and `v2.1-prefix` the same with a re-wrappable v2.1 header (FORMAT-v2.md
+/// §10, 32 bytes longer). v2 takes the modes `x25519`, `ml-kem-768`, `ml-kem-1024` (prefix
+/// only: its header exceeds S3's 2 KB of metadata) and `x-wing`.
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
@@ -423,6 +424,12 @@ pub enum ObjectFormat {
     V2,
     /// Format v2, the header before the chunks.
     V2Prefix,
+    /// Format v2.1 (re-wrappable), the header in metadata.
+    #[serde(rename = "v2.1")]
+    V2_1,
+    /// Format v2.1 (re-wrappable), the header before the chunks.
+    #[serde(rename = "v2.1-prefix")]
+    V2_1Prefix,
 }
 
 impl ObjectFormat {
@@ -432,6 +439,8 @@ impl ObjectFormat {
             Self::V1 => "v1",
             Self::V2 => "v2",
             Self::V2Prefix => "v2-prefix",
+            Self::V2_1 => "v2.1",
+            Self::V2_1Prefix => "v2.1-prefix",
         }
     }
 
@@ -444,7 +453,16 @@ impl ObjectFormat {
     pub fn format(self) -> envelope::Format {
         match self {
             Self::V1 => envelope::Format::V1,
-            Self::V2 | Self::V2Prefix => envelope::Format::V2,
+            Self::V2 | Self::V2Prefix | Self::V2_1 | Self::V2_1Prefix => envelope::Format::V2,
+        }
+    }
+
+    /// The v2 header version written (`None` in v1).
+    pub fn header_version(self) -> Option<envelope::v2::HeaderVersion> {
+        match self {
+            Self::V1 => None,
+            Self::V2 | Self::V2Prefix => Some(envelope::v2::HeaderVersion::V2),
+            Self::V2_1 | Self::V2_1Prefix => Some(envelope::v2::HeaderVersion::V2_1),
         }
     }
 
@@ -452,8 +470,8 @@ impl ObjectFormat {
     pub fn placement(self) -> Option<envelope::v2::Placement> {
         match self {
             Self::V1 => None,
-            Self::V2 => Some(envelope::v2::Placement::Metadata),
-            Self::V2Prefix => Some(envelope::v2::Placement::Prefix),
+            Self::V2 | Self::V2_1 => Some(envelope::v2::Placement::Metadata),
+            Self::V2Prefix | Self::V2_1Prefix => Some(envelope::v2::Placement::Prefix),
         }
     }
 
@@ -465,9 +483,11 @@ impl ObjectFormat {
                 "format {} wraps with HPKE to x25519, ml-kem-768, ml-kem-1024 or x-wing keys; mode {mode} has no v2 suite (use format v1)",
                 self.as_str()
             )),
-            Self::V2 if mode == Mode::MlKem1024 => Some(
-                "format v2 puts the header in S3 user metadata, and ML-KEM-1024's (1,745 bytes) exceeds its 2 KB; use format v2-prefix".into(),
-            ),
+            Self::V2 | Self::V2_1 if mode == Mode::MlKem1024 => Some(format!(
+                "format {} puts the header in S3 user metadata, and ML-KEM-1024's (1,745 bytes or more) exceeds its 2 KB; use format {}-prefix",
+                self.as_str(),
+                self.as_str()
+            )),
             _ => None,
         }
     }
@@ -476,10 +496,18 @@ impl ObjectFormat {
 impl std::str::FromStr for ObjectFormat {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        [Self::V1, Self::V2, Self::V2Prefix]
-            .into_iter()
-            .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown format {s:?}: expected v1, v2 or v2-prefix"))
+        [
+            Self::V1,
+            Self::V2,
+            Self::V2Prefix,
+            Self::V2_1,
+            Self::V2_1Prefix,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s)
+        .ok_or_else(|| {
+            format!("unknown format {s:?}: expected v1, v2, v2-prefix, v2.1 or v2.1-prefix")
+        })
     }
 }
 

@@ -303,7 +303,7 @@ impl CampaignSpec {
             if a.require_pq && a.format == ObjectFormat::V1 {
                 return Err(format!(
                     "arms[{i}].requirePq: a format v2 reader's check (a v1 reader opens only its \
-                     own mode); set format: v2 or v2-prefix, or drop requirePq"
+                     own mode); set format: v2, v2-prefix, v2.1 or v2.1-prefix, or drop requirePq"
                 ));
             }
             if a.require_pq && !a.mode.post_quantum() {

@@ -335,7 +335,7 @@ const RULES: &[Rule] = &[
     Rule {
         path: &[],
         rule: "!has(self.arms) || self.arms.all(a, !has(a.requirePq) || !a.requirePq || (has(a.format) && a.format != 'v1' && a.mode in ['ml-kem-768', 'ml-kem-1024', 'x-wing']))",
-        message: "arms[].requirePq: a format v2 reader's check, for a post-quantum mode: needs format v2 or v2-prefix and mode ml-kem-768, ml-kem-1024 or x-wing",
+        message: "arms[].requirePq: a format v2 reader's check, for a post-quantum mode: needs a format v2 or v2.1 (either placement) and mode ml-kem-768, ml-kem-1024 or x-wing",
     },
     Rule {
         path: &["modes"],

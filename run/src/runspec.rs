@@ -60,7 +60,7 @@ pub struct Cell {
     /// Closed or open loop.
     #[serde(rename = "loop", default = "closed")]
     pub arrival: Loop,
-    /// The object format (`v1`, the default; `v2`; `v2-prefix`).
+    /// The object format (`v1`, the default; `v2`; `v2-prefix`; `v2.1`; `v2.1-prefix`).
     #[serde(default, skip_serializing_if = "ObjectFormat::is_default")]
     pub format: ObjectFormat,
     /// v2: the reader refuses any object with a classical recipient entry (`--require-pq`).

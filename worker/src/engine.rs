@@ -592,7 +592,7 @@ fn endpoints(
             reader
         };
         return Ok((
-            Writer::V2(v2::Sender::new(backend, &[pk], false, placement)?),
+            Writer::V2(v2_sender(spec, pk, placement)?),
             Reader::V2(reader),
         ));
     }
@@ -613,6 +613,15 @@ fn endpoints(
     }
     let receiver = Receiver::new(mode, backend, sk)?;
     Ok((Writer::V1(sender), Reader::V1(receiver)))
+}
+
+/// The run's v2 writer to `pk`, its header in `placement`, v2.1 when the format says so.
+fn v2_sender(spec: &RunSpec, pk: &PublicKey, placement: v2::Placement) -> Result<v2::Sender> {
+    let sender = v2::Sender::new(spec.cell.backend, &[pk], false, placement)?;
+    Ok(match spec.cell.format.header_version() {
+        Some(v2::HeaderVersion::V2_1) => sender.rewrappable()?,
+        _ => sender,
+    })
 }
 
 /// A remote run's writer (local, with the public key, in the run's format) and reader
@@ -642,7 +651,7 @@ fn remote_endpoints(
         } else {
             receiver
         };
-        let sender = v2::Sender::new(backend, &[pk], false, placement)?;
+        let sender = v2_sender(spec, pk, placement)?;
         return Ok((Writer::V2(sender), Reader::RemoteV2 { receiver, key }));
     }
     let sender = Sender::new(mode, backend, SealKey::Public(pk))?;

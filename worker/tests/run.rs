@@ -1326,6 +1326,37 @@ fn start_gate_starts_every_process_at_the_instant_the_operator_writes() {
     );
 }
 
+/// Format v2.1 arms (FORMAT-v2.md §10): PUT and GET runs in `v2.1` and `v2.1-prefix`
+/// write and read re-wrappable headers, 1,297 bytes for ML-KEM-768 (v2's 1,265 and 32), in
+/// every measured request's record; and ML-KEM-1024 in `v2.1` (metadata) is refused.
+#[test]
+fn v2_1_formats_write_and_read_rewrappable_headers() {
+    use run::runspec::ObjectFormat;
+    let env = Env::new(Kind::Embedded);
+    for format in [ObjectFormat::V2_1, ObjectFormat::V2_1Prefix] {
+        for op in [Operation::Put, Operation::Get] {
+            let id = format!("{}-{op:?}", format.as_str().replace('.', "")).to_lowercase();
+            let mut spec = env.spec(&id, Mode::MlKem768, op, 2, Loop::Closed);
+            spec.cell.format = format;
+            let w = run_to_files(&spec, &RunOptions::default()).expect("run");
+            assert!(w.summary.valid, "{}", run::summary::render(&w.summary));
+            let measured: Vec<u64> = records(&w.dir)
+                .iter()
+                .filter(|r| r.phase == Some(RequestPhase::Measured))
+                .map(|r| r.manifest_bytes)
+                .collect();
+            assert!(!measured.is_empty(), "{id}");
+            assert_eq!(w.summary.counts.ok as usize, measured.len(), "{id}");
+            assert!(measured.iter().all(|&n| n == 1297), "{id}: {measured:?}");
+        }
+    }
+    assert!(
+        ObjectFormat::V2_1
+            .refuses(Mode::MlKem1024)
+            .is_some_and(|why| why.contains("v2.1-prefix"))
+    );
+}
+
 /// `requirePq` in the run engine (issue 37): a v2 GET run whose reader requires
 /// post-quantum recipients opens every ML-KEM-768 object it reads; an X25519 run that asks
 /// for it, or a v1 run, is refused before it starts, saying why.
