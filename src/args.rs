@@ -149,11 +149,15 @@ impl SenderArgs {
                     .collect::<Result<Vec<_>>>()?;
                 let refs: Vec<&PublicKey> = keys.iter().collect();
                 let placement = self.header.unwrap_or(default_header).into();
-                let mut sender = v2::Sender::new(self.backend, &refs, self.allow_mixed, placement)
-                    .context("format v2")?;
-                if self.rewrappable {
-                    sender = sender.rewrappable().context("--rewrappable")?;
-                }
+                let version = if self.rewrappable {
+                    v2::HeaderVersion::V2_1
+                } else {
+                    v2::HeaderVersion::V2
+                };
+                let sender = v2::Sender::new(self.backend, &refs, self.allow_mixed, placement)
+                    .context("format v2")?
+                    .with_header_version(version)
+                    .context("--rewrappable")?;
                 Ok(Writer::V2(sender))
             }
         }

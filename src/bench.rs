@@ -184,9 +184,7 @@ fn keys(mode: Mode, backend: Backend, format: run::runspec::ObjectFormat) -> Res
         Some(p) => {
             let (w, r) = k.v2(backend, p)?;
             match (w, format.header_version()) {
-                (Writer::V2(s), Some(envelope::v2::HeaderVersion::V2_1)) => {
-                    (Writer::V2(s.rewrappable()?), r)
-                }
+                (Writer::V2(s), Some(v)) => (Writer::V2(s.with_header_version(v)?), r),
                 (w, _) => (w, r),
             }
         }

@@ -715,9 +715,9 @@ async fn plan(
         .filter(|s| s.done.is_none())
         .filter_map(|s| s.started.as_ref().map(|(new, _)| new.as_str()))
         .collect();
-    // The versions to look at, and whether their envelope is still to be read (only their
-    // deletion is left otherwise).
-    let mut todo: Vec<(Item, bool)> = Vec::new();
+    // The versions to look at. Those moved earlier (`done`) are left only to be deleted;
+    // the others' envelopes are read below.
+    let mut todo: Vec<Item> = Vec::new();
     for l in &keys {
         for v in &l.versions {
             let mut slot = journal.slot(&l.key, &v.version);
@@ -737,26 +737,26 @@ async fn plan(
             if !undeleted && (slot.done.is_some() || ours.contains(v.version.as_str())) {
                 continue;
             }
-            let item = Item {
+            todo.push(Item {
                 key: l.key.clone(),
                 old: v.clone(),
                 envelope: Envelope::NotRead,
                 slot,
-            };
-            todo.push((item, !undeleted));
+            });
         }
     }
+    let to_read = |i: &Item| i.slot.done.is_none();
     let jobs = todo
         .iter()
-        .filter(|(_, read)| *read)
-        .map(|(i, _)| (i.key.clone(), i.old.clone()))
+        .filter(|i| to_read(i))
+        .map(|i| (i.key.clone(), i.old.clone()))
         .collect();
     let mut reads = crate::inventory::read_envelopes(store, jobs, concurrency, |_| {})
         .await?
         .into_iter();
     let mut items = Vec::new();
-    for (mut item, read) in todo {
-        if read {
+    for mut item in todo {
+        if to_read(&item) {
             match reads.next().context("an envelope read is missing")?.0 {
                 Ok(r) if !r.sealing.protection.needs_migration() => continue,
                 Ok(r) => item.envelope = Envelope::Read(r.sealing),
@@ -792,14 +792,13 @@ struct Report {
 
 fn sender(a: &MigrateArgs, publics: &[PublicKey]) -> Result<v2::Sender> {
     let refs: Vec<&PublicKey> = publics.iter().collect();
-    let make = |p| {
-        let s = v2::Sender::new(a.backend, &refs, a.allow_mixed, p)?;
-        if a.rewrap || a.rewrappable {
-            s.rewrappable()
-        } else {
-            Ok(s)
-        }
+    let version = if a.rewrap || a.rewrappable {
+        v2::HeaderVersion::V2_1
+    } else {
+        v2::HeaderVersion::V2
     };
+    let make =
+        |p| v2::Sender::new(a.backend, &refs, a.allow_mixed, p)?.with_header_version(version);
     Ok(match a.header {
         Some(HeaderPlacement::Metadata) => make(Placement::Metadata)?,
         Some(HeaderPlacement::Prefix) => make(Placement::Prefix)?,

@@ -16,7 +16,7 @@
 //! v2.1 (§10, header `version = 3`): the chunks bind `body_hash` instead of the whole
 //! header and every wrap's AAD covers the recipient entries, so a holder of the data key
 //! can write a new header for the same body ([`Receiver::rewrap`]). A [`Sender`] writes
-//! v2.1 when made [`Sender::rewrappable`]; readers take both.
+//! v2.1 when made so ([`Sender::with_header_version`]); readers take both.
 
 use std::time::Instant;
 
@@ -554,14 +554,14 @@ impl Sender {
         })
     }
 
-    /// This writer, writing v2.1 headers (§10): re-wrappable, 32 bytes longer. Refused
-    /// when the longer header no longer fits placement metadata.
-    pub fn rewrappable(mut self) -> Result<Self> {
-        let len = HeaderVersion::V2_1.header_len(self.recipients.iter().map(|r| r.0));
-        if self.placement == Placement::Metadata && len > MAX_METADATA_HEADER {
-            return Err(too_big_for_metadata(len));
-        }
-        self.version = HeaderVersion::V2_1;
+    /// This writer, writing headers of `version`: v2.1 (§10) is re-wrappable and 32 bytes
+    /// longer, refused when the longer header no longer fits placement metadata.
+    pub fn with_header_version(mut self, version: HeaderVersion) -> Result<Self> {
+        fits(
+            self.placement,
+            version.header_len(self.recipients.iter().map(|r| r.0)),
+        )?;
+        self.version = version;
         Ok(self)
     }
 
@@ -658,6 +658,7 @@ impl Receiver {
     pub fn open(&self, id: &ObjectId, header: &[u8], found: Placement) -> Result<Opener> {
         Opener::with_key_id(id, &self.key, &self.key_id, header, found, self.require_pq)
     }
+
     /// Re-wraps version `old`'s v2.1 header, as found in `found`, for version `new` to
     /// `to`'s recipients and placement (§10.1): this reader's entry gives the data key, its
     /// commitment is checked, and the key is wrapped anew; `origin_hash`, the size and the
@@ -685,12 +686,12 @@ impl Receiver {
         let Some(origin) = h.origin_hash else {
             return Err(Error::NotRewrappable);
         };
-        let len = HeaderVersion::V2_1.header_len(to.recipients.iter().map(|r| r.0));
-        if to.placement == Placement::Metadata && len > MAX_METADATA_HEADER {
-            return Err(too_big_for_metadata(len));
-        }
+        fits(
+            to.placement,
+            HeaderVersion::V2_1.header_len(to.recipients.iter().map(|r| r.0)),
+        )?;
         let ss = self.key.decap(&h.recipients[entry].enc)?;
-        let dk = unwrap_key(
+        let (dk, _) = unwrap_key(
             &h,
             entry,
             &self.key_id,
@@ -872,10 +873,14 @@ fn not_post_quantum(h: &Header) -> Option<String> {
     ))
 }
 
-fn too_big_for_metadata(len: usize) -> Error {
-    Error::Usage(format!(
-        "the v2 header is {len} bytes; S3's 2 KB of user metadata holds at most {MAX_METADATA_HEADER} (use the prefix placement)"
-    ))
+/// A writer's check that a header of `len` bytes fits `placement` (§2, §8).
+fn fits(placement: Placement, len: usize) -> Result<()> {
+    if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
+        return Err(Error::Usage(format!(
+            "the v2 header is {len} bytes; S3's 2 KB of user metadata holds at most {MAX_METADATA_HEADER} (use the prefix placement)"
+        )));
+    }
+    Ok(())
 }
 
 /// What checking a recipient list established: each recipient's key id and whether their
@@ -915,10 +920,7 @@ fn check_recipients(
     {
         return Err(Error::Usage("a recipient is listed twice".into()));
     }
-    let len = version.header_len(to.iter().map(|t| t.kem));
-    if placement == Placement::Metadata && len > MAX_METADATA_HEADER {
-        return Err(too_big_for_metadata(len));
-    }
+    fits(placement, version.header_len(to.iter().map(|t| t.kem)))?;
     Ok(Checked { key_ids, mixed })
 }
 
@@ -1246,8 +1248,8 @@ impl Sealer {
 }
 
 /// The data key, unwrapped with entry `entry` of `h` (the reader's, key id `key_id`) from
-/// the KEM's shared secret `ss`, its commitment checked (§5): any failure is the opaque
-/// [`Error::Decrypt`].
+/// the KEM's shared secret `ss`, its commitment checked (§5), and the `PRK` the chunk key
+/// expands from: any failure is the opaque [`Error::Decrypt`].
 fn unwrap_key(
     h: &Header,
     entry: usize,
@@ -1255,7 +1257,7 @@ fn unwrap_key(
     backend: Backend,
     ss: &[u8],
     times: &mut StageTimes,
-) -> Result<Zeroizing<[u8; 32]>> {
+) -> Result<(Zeroizing<[u8; 32]>, hkdf::Hkdf<sha2::Sha256>)> {
     let t = Instant::now();
     let e = &h.recipients[entry];
     let suite = Suite {
@@ -1275,12 +1277,13 @@ fn unwrap_key(
     let t = Instant::now();
     let dk: Zeroizing<[u8; 32]> =
         Zeroizing::new(dk_bytes.as_slice().try_into().map_err(|_| Error::Decrypt)?);
-    let commitment = expand32(&prk(&dk, h.salt()), &[b"pqbench-v2 commitment"])?;
+    let prk = prk(&dk, h.salt());
+    let commitment = expand32(&prk, &[b"pqbench-v2 commitment"])?;
     times.key_derivation += t.elapsed();
     if !bool::from(commitment.ct_eq(&h.commitment)) {
         return Err(Error::Decrypt);
     }
-    Ok(dk)
+    Ok((dk, prk))
 }
 
 /// Opens one v2 object chunk by chunk, after every header check of §4 and the commitment
@@ -1330,9 +1333,9 @@ impl Opener {
         ss: &[u8],
         mut times: StageTimes,
     ) -> Result<Self> {
-        let dk = unwrap_key(&h, entry, key_id, backend, ss, &mut times)?;
+        let (_, prk) = unwrap_key(&h, entry, key_id, backend, ss, &mut times)?;
         let t = Instant::now();
-        let chunks = Chunks::new(&prk(&dk, h.salt()), backend, &h, header)?;
+        let chunks = Chunks::new(&prk, backend, &h, header)?;
         times.key_derivation += t.elapsed();
         Ok(Self {
             header: h,

@@ -883,7 +883,7 @@ fn both_oracles_open_v2_1_objects_pqbench_sealed_and_rewrapped_for_every_kem() {
                 let pub2 = envelope::PublicKey::from_bytes(key_type(*kem2), pk2.clone()).unwrap();
                 let sender = v2::Sender::new(backend, &[&pub2], false, Placement::Prefix)
                     .unwrap()
-                    .rewrappable()
+                    .with_header_version(v2::HeaderVersion::V2_1)
                     .unwrap();
                 let new = receiver
                     .rewrap(&id, &s.header, placement, &other, &sender, &mut rng)

@@ -530,7 +530,7 @@ fn rewraps((kind, client): (Kind, S3ClientKind)) {
         let (new_sk, new_pk) = keypair(KeyType::MlKem768);
         let sender = |pk: &PublicKey, p| {
             v2::Sender::new(Backend::AwsLc, &[pk], false, p)
-                .and_then(v2::Sender::rewrappable)
+                .and_then(|s| s.with_header_version(v2::HeaderVersion::V2_1))
                 .expect("v2.1 sender")
         };
         let old_r = v2::Receiver::new(Backend::AwsLc, &old_sk).expect("receiver");

@@ -617,11 +617,11 @@ fn endpoints(
 
 /// The run's v2 writer to `pk`, its header in `placement`, v2.1 when the format says so.
 fn v2_sender(spec: &RunSpec, pk: &PublicKey, placement: v2::Placement) -> Result<v2::Sender> {
-    let sender = v2::Sender::new(spec.cell.backend, &[pk], false, placement)?;
-    Ok(match spec.cell.format.header_version() {
-        Some(v2::HeaderVersion::V2_1) => sender.rewrappable()?,
-        _ => sender,
-    })
+    let version = spec.cell.format.header_version().unwrap_or_default();
+    Ok(
+        v2::Sender::new(spec.cell.backend, &[pk], false, placement)?
+            .with_header_version(version)?,
+    )
 }
 
 /// A remote run's writer (local, with the public key, in the run's format) and reader
